@@ -1,0 +1,168 @@
+/*
+ * The prepackaged-response table: stormpy's protocol-neutral fast path.
+ *
+ * A table maps keys to responses built ahead of time. Each key is a byte string
+ * plus a 64-bit tag that namespaces it (DNS packs lookup kind, class and type in
+ * the tag and puts the lower-cased wire name in the bytes; an HTTP responder would
+ * use the method and the path). Each response is the complete payload to send,
+ * plus a short list of patches that make it the answer to one particular request:
+ *
+ *   SP_PATCH_COPY      copy len bytes from a request field into the response
+ *                      (a DNS ID, a transaction ID at a fixed offset);
+ *   SP_PATCH_COPY_BITS copy the bits in mask of one byte (DNS RD and CD);
+ *   SP_PATCH_INSERT    splice a whole request field into the response (the DNS
+ *                      question, echoed with the client's own letter case).
+ *
+ * Requests are described by up to SP_FIELDS byte ranges ("fields"): field 0 is the
+ * received payload, the others are views a protocol parser prepared (for DNS,
+ * field 1 is the decompressed question). Offsets in patches refer to the stored
+ * response; a response has at most one INSERT and bytes after it shift by the
+ * inserted length.
+ *
+ * A built table is immutable: workers read it without locks, and a reload builds a
+ * new table and swaps a pointer (see sp_table_ref). Nothing here allocates after
+ * sp_table_builder_finish().
+ */
+#ifndef STORMPY_TABLE_H
+#define STORMPY_TABLE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define SP_FIELDS 4
+#define SP_KEY_MAX 1024
+#define SP_RESPONSE_MAX 65535
+
+enum sp_patch_op {
+    SP_PATCH_COPY = 1,
+    SP_PATCH_COPY_BITS = 2,
+    SP_PATCH_INSERT = 3,
+};
+
+struct sp_patch {
+    uint8_t op;
+    uint8_t field;  /* request field the bytes come from */
+    uint8_t mask;   /* COPY_BITS only */
+    uint8_t pad;
+    uint16_t dst;   /* offset in the stored response */
+    uint16_t src;   /* offset in the field (COPY, COPY_BITS) */
+    uint16_t len;   /* COPY only; INSERT takes the whole field */
+};
+
+struct sp_request {
+    const uint8_t *field[SP_FIELDS];
+    uint16_t field_len[SP_FIELDS];
+};
+
+struct sp_response {
+    uint32_t bytes_off;   /* into the table's byte arena */
+    uint32_t len;         /* stored length, before any INSERT */
+    uint32_t patch_off;   /* into the table's patch array */
+    uint16_t npatch;
+    uint16_t insert_at;   /* offset of the INSERT, or len when there is none */
+    uint32_t sum_head;    /* partial checksum of bytes[0, insert_at) */
+    uint32_t sum_tail;    /* partial checksum of bytes[insert_at, len) */
+    uint32_t user;        /* opaque to the table; DNS keeps the rcode here */
+};
+
+struct sp_table;          /* opaque, immutable once built */
+struct sp_table_builder;  /* opaque */
+
+/* Builder: collect responses and keys, then finish into an immutable table.
+ * Identical patch lists are stored once. Returns NULL on allocation failure. */
+struct sp_table_builder *sp_table_builder_new(void);
+void sp_table_builder_free(struct sp_table_builder *b);
+
+/* Add a response; returns its index, or -1 (bad patch list or out of memory).
+ * Patches are validated here, so rendering needs no checks beyond field lengths. */
+int64_t sp_table_add_response(struct sp_table_builder *b, const uint8_t *bytes, uint32_t len,
+                              const struct sp_patch *patches, uint16_t npatch, uint32_t user);
+
+/* Map (tag, key) to a response index. A key added twice keeps the last response.
+ * Returns 0, or -1 for a bad index, an oversized key or out of memory. */
+int sp_table_add_key(struct sp_table_builder *b, uint64_t tag, const uint8_t *key,
+                     uint32_t key_len, uint32_t response);
+
+/* Build the hash index. The builder is consumed (freed) in every case. */
+struct sp_table *sp_table_builder_finish(struct sp_table_builder *b);
+void sp_table_free(struct sp_table *t);
+
+/* Look up a key given as one byte string; NULL when absent. */
+const struct sp_response *sp_table_find(const struct sp_table *t, uint64_t tag,
+                                        const uint8_t *key, size_t key_len);
+
+/* Render a response for one request into out. Returns the length written, or 0
+ * when it does not fit in cap or a patch reads past a request field. */
+size_t sp_response_render(const struct sp_table *t, const struct sp_response *r,
+                          const struct sp_request *req, uint8_t *out, size_t cap);
+
+/* Render only the first stored_len stored bytes (patches beyond them are
+ * skipped): a response whose tail is optional, such as DNS additional records. */
+size_t sp_response_render_prefix(const struct sp_table *t, const struct sp_response *r,
+                                 const struct sp_request *req, size_t stored_len, uint8_t *out,
+                                 size_t cap);
+
+/* Partial checksum of what sp_response_render() wrote, computed from the stored
+ * sums and the patched bytes only (RFC 1624), never from the whole payload. */
+uint32_t sp_response_sum(const struct sp_table *t, const struct sp_response *r,
+                         const struct sp_request *req);
+
+/* Stored bytes of a response (for tests and tools). */
+const uint8_t *sp_response_bytes(const struct sp_table *t, const struct sp_response *r);
+const struct sp_patch *sp_response_patches(const struct sp_table *t, const struct sp_response *r);
+
+struct sp_table_info {
+    uint64_t keys, responses, patches, arena_bytes, slots, memory_bytes;
+};
+void sp_table_get_info(const struct sp_table *t, struct sp_table_info *info);
+
+/*
+ * A published table that workers read while a reloader replaces it
+ * (quiescent-state reclamation).
+ *
+ * A worker calls sp_table_ref_enter() once per batch and uses the returned table
+ * for the whole batch, so no batch ever mixes two tables; it calls
+ * sp_table_ref_leave() when the batch is done, before it may block. The reloader
+ * calls sp_table_ref_swap() and then sp_table_ref_wait() until no worker can
+ * still hold the old table; only then is the old table freed. Each worker writes
+ * only its own cache line.
+ */
+#define SP_MAX_WORKERS 256
+#define SP_OFFLINE UINT64_MAX
+
+struct sp_worker_slot {
+    _Atomic uint64_t seen;
+    char pad[64 - sizeof(uint64_t)];
+};
+
+struct sp_table_ref {
+    struct sp_table *_Atomic current;
+    _Atomic uint64_t generation;
+    _Atomic int nworkers;
+    struct sp_worker_slot slot[SP_MAX_WORKERS];
+};
+
+void sp_table_ref_init(struct sp_table_ref *ref, struct sp_table *t);
+
+static inline const struct sp_table *sp_table_ref_enter(struct sp_table_ref *ref, int worker)
+{
+    uint64_t gen = __atomic_load_n(&ref->generation, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&ref->slot[worker].seen, gen, __ATOMIC_SEQ_CST);
+    return __atomic_load_n(&ref->current, __ATOMIC_SEQ_CST);
+}
+
+static inline void sp_table_ref_leave(struct sp_table_ref *ref, int worker)
+{
+    __atomic_store_n(&ref->slot[worker].seen, SP_OFFLINE, __ATOMIC_RELEASE);
+}
+
+/* Registers workers 0..n-1 (all offline). */
+void sp_table_ref_set_workers(struct sp_table_ref *ref, int n);
+/* Publishes t and returns the table it replaced. */
+struct sp_table *sp_table_ref_swap(struct sp_table_ref *ref, struct sp_table *t);
+/* Waits until no worker can hold a table published before the last swap;
+ * false on timeout (the old table must then not be freed yet). */
+bool sp_table_ref_wait(struct sp_table_ref *ref, int timeout_ms);
+
+#endif

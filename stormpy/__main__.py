@@ -1,0 +1,5 @@
+import sys
+
+from stormpy.cli import main
+
+sys.exit(main())

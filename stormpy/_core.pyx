@@ -1,0 +1,237 @@
+# cython: language_level=3, boundscheck=False, wraparound=False
+"""The native core seen from Python: response tables, DNS answering, socket workers.
+
+Everything per packet happens in C with the GIL released; Python builds tables and
+starts, stops and reloads workers.
+"""
+from libc.stdint cimport uint8_t, uint16_t, uint32_t, uint64_t, int64_t
+from libc.string cimport memset
+from cpython.bytes cimport PyBytes_FromStringAndSize
+from cpython.mem cimport PyMem_Malloc, PyMem_Free
+
+from stormpy.includes.core cimport *
+
+PATCH_COPY = SP_PATCH_COPY
+PATCH_COPY_BITS = SP_PATCH_COPY_BITS
+PATCH_INSERT = SP_PATCH_INSERT
+DNS_EXACT = SP_DNS_EXACT
+DNS_OTHER = SP_DNS_OTHER
+DNS_BELOW = SP_DNS_BELOW
+DNS_BELOW_OTHER = SP_DNS_BELOW_OTHER
+MAX_WORKERS = SP_MAX_WORKERS - 1   # the last slot belongs to the control plane
+
+
+cdef class TableBuilder:
+    """Collects prepackaged responses and their keys; finish() makes a Table."""
+    cdef sp_table_builder *b
+
+    def __cinit__(self):
+        self.b = sp_table_builder_new()
+        if self.b is NULL:
+            raise MemoryError()
+
+    def __dealloc__(self):
+        sp_table_builder_free(self.b)
+
+    def add_response(self, const uint8_t[:] data, patches=(), uint32_t user=0):
+        """Add a response with patches [(op, field, dst, src, len, mask)]; returns its index."""
+        cdef sp_patch p[64]
+        cdef int64_t idx
+        if self.b is NULL:
+            raise ValueError("builder already finished")
+        if len(patches) > 64:
+            raise ValueError("at most 64 patches per response")
+        memset(p, 0, sizeof(p))
+        for i, (op, field, dst, src, length, mask) in enumerate(patches):
+            p[i].op, p[i].field, p[i].dst, p[i].src, p[i].len, p[i].mask = op, field, dst, src, length, mask
+        idx = sp_table_add_response(self.b, &data[0] if len(data) else NULL, <uint32_t>len(data),
+                                    p, <uint16_t>len(patches), user)
+        if idx < 0:
+            raise ValueError("response rejected: too long or an invalid patch list")
+        return idx
+
+    def add_key(self, uint64_t tag, const uint8_t[:] key, uint32_t response):
+        if self.b is NULL:
+            raise ValueError("builder already finished")
+        if sp_table_add_key(self.b, tag, &key[0] if len(key) else NULL,
+                            <uint32_t>len(key), response) < 0:
+            raise ValueError("key rejected: unknown response or key too long")
+
+    def finish(self):
+        cdef Table t = Table.__new__(Table)
+        cdef sp_table_builder *b = self.b
+        self.b = NULL
+        t.t = sp_table_builder_finish(b)
+        if t.t is NULL:
+            raise MemoryError()
+        return t
+
+
+cdef class Table:
+    """An immutable response table."""
+    cdef sp_table *t
+
+    def __dealloc__(self):
+        sp_table_free(self.t)
+
+    cdef sp_table *release(self) except NULL:
+        if self.t is NULL:
+            raise ValueError("table already published")
+        cdef sp_table *t = self.t
+        self.t = NULL
+        return t
+
+    def info(self):
+        cdef sp_table_info i
+        if self.t is NULL:
+            raise ValueError("table already published")
+        sp_table_get_info(self.t, &i)
+        return dict(keys=i.keys, responses=i.responses, patches=i.patches,
+                    arena_bytes=i.arena_bytes, slots=i.slots, memory_bytes=i.memory_bytes)
+
+    def render(self, uint64_t tag, const uint8_t[:] key, fields):
+        """Render the response for key against request fields; (bytes, partial sum) or None."""
+        cdef const sp_response *r
+        cdef sp_request req
+        cdef uint8_t out[65535]
+        cdef size_t n
+        cdef const uint8_t[:] view
+        if self.t is NULL:
+            raise ValueError("table already published")
+        r = sp_table_find(self.t, tag, &key[0] if len(key) else NULL, len(key))
+        if r is NULL:
+            return None
+        memset(&req, 0, sizeof(req))
+        keep = [bytes(f) for f in fields][:SP_FIELDS]
+        for i, f in enumerate(keep):
+            view = f
+            req.field[i] = &view[0] if len(f) else NULL
+            req.field_len[i] = <uint16_t>len(f)
+        n = sp_response_render(self.t, r, &req, out, sizeof(out))
+        if n == 0:
+            return None
+        return PyBytes_FromStringAndSize(<char *>out, n), sp_response_sum(self.t, r, &req)
+
+    def dns_answer(self, const uint8_t[:] query, bint tcp=False, uint16_t max_udp=1232):
+        """Answer one DNS message from this table: the response bytes, or None (dropped)."""
+        if self.t is NULL:
+            raise ValueError("table already published")
+        return _answer(self.t, query, tcp, max_udp)
+
+
+cdef object _answer(const sp_table *t, const uint8_t[:] query, bint tcp, uint16_t max_udp):
+    cdef sp_dns_config cfg
+    cdef sp_dns_query q
+    cdef sp_dns_counters c
+    cdef uint8_t out[65535]
+    cdef size_t n
+    if len(query) == 0:
+        return None
+    cfg.max_udp = max_udp
+    memset(&c, 0, sizeof(c))
+    n = sp_dns_answer(t, &cfg, &query[0], len(query), tcp, out, sizeof(out), &q, &c)
+    if n == 0:
+        return None
+    return PyBytes_FromStringAndSize(<char *>out, n)
+
+
+def udp_reply(const uint8_t[:] request_ip, const uint8_t[:] payload, uint32_t payload_sum,
+              uint8_t ttl=64):
+    """IP+UDP reply headers + payload for a received IP packet, the checksum taken
+    from payload_sum (no pass over the payload). None if the request is not UDP."""
+    cdef sp_udpip u
+    cdef uint8_t hdr[48]
+    cdef size_t n
+    if not sp_udpip_parse(&request_ip[0], len(request_ip), &u):
+        return None
+    n = sp_udpip_write_reply(hdr, &u, len(payload), payload_sum, ttl)
+    return PyBytes_FromStringAndSize(<char *>hdr, n) + bytes(payload)
+
+
+def parse_udpip(const uint8_t[:] ip):
+    """(family, sport, dport, payload offset, payload length) or None."""
+    cdef sp_udpip u
+    if len(ip) == 0 or not sp_udpip_parse(&ip[0], len(ip), &u):
+        return None
+    return u.family, u.sport, u.dport, u.payload_off, u.payload_len
+
+
+def csum_partial(const uint8_t[:] data):
+    return sp_csum_partial(&data[0] if len(data) else NULL, len(data), 0)
+
+
+cdef class TableRef:
+    """The table the workers serve from; swap() publishes a new one atomically."""
+    cdef sp_table_ref *ref
+    cdef int control_slot
+
+    def __cinit__(self, Table table, int nworkers):
+        if nworkers < 0 or nworkers > MAX_WORKERS:
+            raise ValueError(f"workers must be between 1 and {MAX_WORKERS}")
+        self.ref = <sp_table_ref *>PyMem_Malloc(sizeof(sp_table_ref))
+        if self.ref is NULL:
+            raise MemoryError()
+        sp_table_ref_init(self.ref, table.release())
+        self.control_slot = nworkers
+        sp_table_ref_set_workers(self.ref, nworkers + 1)
+
+    def __dealloc__(self):
+        if self.ref is not NULL:
+            sp_table_free(sp_table_ref_swap(self.ref, NULL))
+            PyMem_Free(self.ref)
+
+    def swap(self, Table table, int timeout_ms=5000):
+        """Publish table; free the old one once no worker can still read it."""
+        cdef sp_table *old
+        cdef bint done
+        old = sp_table_ref_swap(self.ref, table.release())
+        with nogil:
+            done = sp_table_ref_wait(self.ref, timeout_ms)
+        if done:
+            sp_table_free(old)
+        return done   # on timeout the old table is leaked rather than freed under a reader
+
+    def dns_answer(self, const uint8_t[:] query, bint tcp=False, uint16_t max_udp=1232):
+        cdef const sp_table *t = sp_table_ref_enter(self.ref, self.control_slot)
+        try:
+            return _answer(t, query, tcp, max_udp)
+        finally:
+            sp_table_ref_leave(self.ref, self.control_slot)
+
+
+cdef class SocketWorker:
+    """One socket-backend worker: run() blocks in C, without the GIL, until stop()."""
+    cdef sp_sock_worker *w
+    cdef TableRef ref
+
+    def __cinit__(self, int fd, int index, TableRef ref, int batch=32, uint16_t max_udp=1232):
+        cdef sp_dns_config cfg
+        if index < 0 or index >= ref.control_slot:
+            raise ValueError("worker index out of range")
+        cfg.max_udp = max_udp
+        self.ref = ref
+        self.w = sp_sock_worker_new(fd, index, batch, ref.ref, &cfg)
+        if self.w is NULL:
+            raise MemoryError()
+
+    def __dealloc__(self):
+        sp_sock_worker_free(self.w)
+
+    def run(self):
+        cdef int rc
+        with nogil:
+            rc = sp_sock_worker_run(self.w)
+        if rc < 0:
+            import os
+            raise OSError(-rc, os.strerror(-rc))
+
+    def stop(self):
+        sp_sock_worker_stop(self.w)
+
+    def counters(self):
+        cdef sp_worker_counters c
+        sp_sock_worker_counters(self.w, &c)
+        return dict(rx=c.rx, tx=c.tx, tx_errors=c.tx_errors, rx_truncated=c.rx_truncated,
+                    batches=c.batches, batch_hist=[c.batch_hist[i] for i in range(SP_HIST_BUCKETS)],
+                    queries=c.dns.queries, dropped=c.dns.dropped, truncated=c.dns.truncated,
+                    rcode=[c.dns.rcode[i] for i in range(17)])

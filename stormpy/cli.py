@@ -1,0 +1,114 @@
+"""The stormpy command line. User errors end in one line on stderr, never a traceback."""
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+from stormpy import __version__
+from stormpy.errors import StormpyError
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text} must be at least 1")
+    return value
+
+
+def _max_udp(text: str) -> int:
+    value = _positive(text)
+    if not 512 <= value <= 4096:
+        raise argparse.ArgumentTypeError("must be between 512 and 4096")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="stormpy", description="Prepackaged-response packet "
+                                "processing: an authoritative DNS server with a C fast path.")
+    p.add_argument("--version", action="version", version=f"stormpy {__version__}")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+
+    s = sub.add_parser("serve-dns", help="serve zone files over UDP and TCP",
+                       description="Serve zone files as an authoritative DNS server. "
+                       "SIGHUP reloads the zones; a zone that fails to load keeps the old one serving.")
+    s.add_argument("zones", nargs="+", metavar="ZONE", help="RFC 1035 master file")
+    s.add_argument("--origin", action="append", default=[], metavar="NAME",
+                   help="zone origin, once per ZONE in the same order (default: $ORIGIN or the SOA owner)")
+    s.add_argument("--listen", action="append", default=[], metavar="ADDR:PORT",
+                   help="address to serve on, repeatable; [::1]:5353 for IPv6 (default 127.0.0.1:5353)")
+    s.add_argument("--workers", type=_positive, default=0, metavar="N",
+                   help="UDP workers per address (default: one per CPU)")
+    s.add_argument("--batch", type=_positive, default=32, metavar="N",
+                   help="datagrams received and sent per system call (default 32, at most 256)")
+    s.add_argument("--max-udp", type=_max_udp, default=1232, metavar="BYTES",
+                   help="largest UDP response with EDNS (default 1232)")
+    s.add_argument("--chaos-version", metavar="TEXT",
+                   help="answer CH TXT version.bind/version.server with TEXT (default: REFUSED)")
+    s.add_argument("--chaos-identity", metavar="TEXT",
+                   help="answer CH TXT id.server/hostname.bind with TEXT (default: REFUSED)")
+    s.add_argument("-v", "--verbose", action="count", default=0,
+                   help="print counters every 10 s (-vv: every second)")
+
+    c = sub.add_parser("check-zone", help="compile zone files and report counts or errors",
+                       description="Load and compile zone files as serve-dns would, and report "
+                       "records, names, lookup keys and prepackaged responses.")
+    c.add_argument("zones", nargs="+", metavar="ZONE")
+    c.add_argument("--origin", action="append", default=[], metavar="NAME",
+                   help="zone origin, once per ZONE in the same order")
+    return p
+
+
+def _check_zone(args) -> int:
+    from stormpy.dnscompile import compile_zones
+    from stormpy.zone import load_zone
+
+    if args.origin and len(args.origin) != len(args.zones):
+        raise StormpyError("give one --origin per zone file, in the same order, or none")
+    zones = []
+    for path, origin in zip(args.zones, args.origin or [None] * len(args.zones)):
+        zone = load_zone(path, origin)
+        zones.append(zone)
+        print(f"{path}: zone {zone.origin.to_text()} loaded, {zone.record_count} records")
+    _, stats = compile_zones(zones)
+    print(f"compiled {stats.zones} zone(s): {stats.records} records, {stats.names} names, "
+          f"{stats.keys} lookup keys, {stats.responses} prepackaged responses, "
+          f"{stats.memory_bytes} bytes of table")
+    return 0
+
+
+def _serve_dns(args) -> int:
+    from stormpy.server import DnsConfig, parse_listen, serve_dns
+
+    level = logging.INFO
+    logging.basicConfig(level=level, format="%(asctime)s stormpy: %(message)s",
+                        datefmt="%H:%M:%S", stream=sys.stderr)
+    cfg = DnsConfig(zones=args.zones, origins=args.origin,
+                    listen=[parse_listen(x) for x in args.listen] or [("127.0.0.1", 5353)],
+                    workers=args.workers, batch=args.batch, max_udp=args.max_udp,
+                    chaos_version=args.chaos_version, chaos_identity=args.chaos_identity,
+                    stats_interval={0: 0.0, 1: 10.0}.get(args.verbose, 1.0))
+    serve_dns(cfg)
+    return 0
+
+
+def main(argv=None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 2
+    try:
+        return {"serve-dns": _serve_dns, "check-zone": _check_zone}[args.command](args)
+    except StormpyError as e:
+        print(f"stormpy: error: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

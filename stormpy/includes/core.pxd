@@ -1,0 +1,120 @@
+# C declarations of the native core (native/include/stormpy/*.h).
+from libc.stdint cimport uint8_t, uint16_t, uint32_t, uint64_t, int64_t
+
+cdef extern from "stormpy/csum.h" nogil:
+    uint32_t sp_csum_partial(const void *data, size_t len, uint32_t sum)
+    uint16_t sp_csum_fold(uint32_t sum)
+
+cdef extern from "stormpy/table.h" nogil:
+    enum:
+        SP_FIELDS
+        SP_MAX_WORKERS
+        SP_PATCH_COPY
+        SP_PATCH_COPY_BITS
+        SP_PATCH_INSERT
+    struct sp_patch:
+        uint8_t op
+        uint8_t field
+        uint8_t mask
+        uint8_t pad
+        uint16_t dst
+        uint16_t src
+        uint16_t len
+    struct sp_request:
+        const uint8_t *field[4]
+        uint16_t field_len[4]
+    struct sp_response:
+        uint32_t len
+        uint32_t user
+    struct sp_table:
+        pass
+    struct sp_table_builder:
+        pass
+    struct sp_table_info:
+        uint64_t keys, responses, patches, arena_bytes, slots, memory_bytes
+    struct sp_table_ref:
+        pass
+
+    sp_table_builder *sp_table_builder_new()
+    void sp_table_builder_free(sp_table_builder *b)
+    int64_t sp_table_add_response(sp_table_builder *b, const uint8_t *data, uint32_t len,
+                                  const sp_patch *patches, uint16_t npatch, uint32_t user)
+    int sp_table_add_key(sp_table_builder *b, uint64_t tag, const uint8_t *key,
+                         uint32_t key_len, uint32_t response)
+    sp_table *sp_table_builder_finish(sp_table_builder *b)
+    void sp_table_free(sp_table *t)
+    const sp_response *sp_table_find(const sp_table *t, uint64_t tag, const uint8_t *key,
+                                     size_t key_len)
+    size_t sp_response_render(const sp_table *t, const sp_response *r, const sp_request *req,
+                              uint8_t *out, size_t cap)
+    uint32_t sp_response_sum(const sp_table *t, const sp_response *r, const sp_request *req)
+    void sp_table_get_info(const sp_table *t, sp_table_info *info)
+
+    void sp_table_ref_init(sp_table_ref *ref, sp_table *t)
+    const sp_table *sp_table_ref_enter(sp_table_ref *ref, int worker)
+    void sp_table_ref_leave(sp_table_ref *ref, int worker)
+    void sp_table_ref_set_workers(sp_table_ref *ref, int n)
+    sp_table *sp_table_ref_swap(sp_table_ref *ref, sp_table *t)
+    bint sp_table_ref_wait(sp_table_ref *ref, int timeout_ms)
+
+cdef extern from "stormpy/dns.h" nogil:
+    enum:
+        SP_DNS_EXACT
+        SP_DNS_OTHER
+        SP_DNS_BELOW
+        SP_DNS_BELOW_OTHER
+    struct sp_dns_query:
+        uint8_t opcode
+        bint has_question
+        bint edns
+        bint edns_do
+        uint8_t edns_version
+        uint16_t edns_size
+        uint16_t qtype
+        uint16_t qclass
+        uint8_t name_len
+        uint8_t nlabels
+        uint16_t question_len
+        uint8_t name_lower[256]
+        uint8_t question[260]
+    struct sp_dns_config:
+        uint16_t max_udp
+    struct sp_dns_counters:
+        uint64_t queries
+        uint64_t dropped
+        uint64_t truncated
+        uint64_t rcode[17]
+    int sp_dns_parse(const uint8_t *msg, size_t len, sp_dns_query *q)
+    size_t sp_dns_answer(const sp_table *t, const sp_dns_config *cfg, const uint8_t *msg,
+                         size_t len, bint tcp, uint8_t *out, size_t cap, sp_dns_query *q,
+                         sp_dns_counters *c)
+
+cdef extern from "stormpy/udpip.h" nogil:
+    struct sp_udpip:
+        uint8_t family
+        uint16_t sport, dport
+        size_t payload_off
+        size_t payload_len
+    bint sp_udpip_parse(const uint8_t *ip, size_t len, sp_udpip *u)
+    size_t sp_udpip_write_reply(uint8_t *out, const sp_udpip *req, size_t payload_len,
+                                uint32_t payload_sum, uint8_t ttl)
+
+cdef extern from "stormpy/socket_io.h" nogil:
+    enum:
+        SP_HIST_BUCKETS
+    struct sp_worker_counters:
+        uint64_t rx
+        uint64_t tx
+        uint64_t tx_errors
+        uint64_t rx_truncated
+        uint64_t batches
+        uint64_t batch_hist[10]
+        sp_dns_counters dns
+    struct sp_sock_worker:
+        pass
+    sp_sock_worker *sp_sock_worker_new(int fd, int index, int batch, sp_table_ref *ref,
+                                       const sp_dns_config *cfg)
+    void sp_sock_worker_free(sp_sock_worker *w)
+    int sp_sock_worker_run(sp_sock_worker *w)
+    void sp_sock_worker_stop(sp_sock_worker *w)
+    void sp_sock_worker_counters(const sp_sock_worker *w, sp_worker_counters *out)

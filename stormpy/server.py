@@ -1,0 +1,283 @@
+"""serve-dns: socket-backend workers in C, TCP and reloads in Python.
+
+One SocketWorker per worker thread runs recvmmsg -> answer -> sendmmsg in C with
+the GIL released. The main thread runs an asyncio loop for TCP (RFC 7766),
+SIGHUP reloads, SIGTERM/SIGINT and periodic statistics.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+import socket
+import struct
+import threading
+import time
+from dataclasses import dataclass, field
+
+from stormpy import _core
+from stormpy.dnscompile import compile_zones
+from stormpy.errors import StormpyError
+from stormpy.zone import load_zone
+
+log = logging.getLogger("stormpy")
+
+TCP_IDLE_SECONDS = 10.0
+TCP_MAX_CONNECTIONS = 512
+RCODES = {0: "NOERROR", 1: "FORMERR", 2: "SERVFAIL", 3: "NXDOMAIN", 4: "NOTIMP", 5: "REFUSED",
+          9: "NOTAUTH", 16: "BADVERS"}
+
+
+@dataclass
+class DnsConfig:
+    zones: list[str]
+    origins: list[str] = field(default_factory=list)
+    listen: list[tuple[str, int]] = field(default_factory=lambda: [("127.0.0.1", 5353)])
+    workers: int = 0
+    batch: int = 32
+    max_udp: int = 1232
+    chaos_version: str | None = None
+    chaos_identity: str | None = None
+    stats_interval: float = 0.0
+
+
+def parse_listen(text: str) -> tuple[str, int]:
+    """ADDR:PORT, [V6ADDR]:PORT, or a bare ADDR (port 53)."""
+    host, port = text, "53"
+    if text.startswith("["):
+        host, sep, rest = text[1:].partition("]")
+        if not sep or (rest and not rest.startswith(":")):
+            raise StormpyError(f"--listen {text}: expected [ADDRESS]:PORT")
+        port = rest[1:] or "53"
+    elif text.count(":") == 1:
+        host, port = text.split(":")
+    try:
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        socket.inet_pton(family, host)
+        number = int(port)
+        if not 0 < number < 65536:
+            raise ValueError
+    except (OSError, ValueError):
+        raise StormpyError(f"--listen {text}: expected ADDRESS:PORT with a numeric address "
+                           f"and a port from 1 to 65535") from None
+    return host, number
+
+
+def load_table(cfg: DnsConfig):
+    if cfg.origins and len(cfg.origins) != len(cfg.zones):
+        raise StormpyError(f"{len(cfg.origins)} --origin for {len(cfg.zones)} zone files: give "
+                           f"one --origin per zone file, in the same order, or none")
+    origins = cfg.origins or [None] * len(cfg.zones)
+    zones = [load_zone(path, origin) for path, origin in zip(cfg.zones, origins)]
+    return compile_zones(zones, cfg.chaos_version, cfg.chaos_identity)
+
+
+def _bind_error(proto: str, host: str, port: int, err: OSError) -> StormpyError:
+    reason = err.strerror or str(err)
+    hint = ""
+    if err.errno == 13:
+        hint = " (ports below 1024 need root or CAP_NET_BIND_SERVICE)"
+    elif err.errno == 98:
+        hint = " (another server is using it)"
+    elif err.errno == 99:
+        hint = " (no interface has this address)"
+    return StormpyError(f"cannot listen on {proto} {host}:{port}: {reason}{hint}")
+
+
+def _family(host: str) -> int:
+    return socket.AF_INET6 if ":" in host else socket.AF_INET
+
+
+def open_udp_sockets(host: str, port: int, count: int) -> list[socket.socket]:
+    """count sockets sharing host:port through SO_REUSEPORT. A plain bind first
+    makes sure no other process holds the port, reuseport or not."""
+    family = _family(host)
+    try:
+        with socket.socket(family, socket.SOCK_DGRAM) as probe:
+            if family == socket.AF_INET6:
+                probe.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            probe.bind((host, port))
+    except OSError as e:
+        raise _bind_error("udp", host, port, e) from None
+    socks = []
+    try:
+        for _ in range(count):
+            s = socket.socket(family, socket.SOCK_DGRAM)
+            socks.append(s)
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, struct.pack("ll", 0, 100_000))
+            if family == socket.AF_INET6:
+                s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            s.bind((host, port))
+    except OSError as e:
+        for s in socks:
+            s.close()
+        raise _bind_error("udp", host, port, e) from None
+    return socks
+
+
+def open_tcp_socket(host: str, port: int) -> socket.socket:
+    family = _family(host)
+    s = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if family == socket.AF_INET6:
+            s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+        s.bind((host, port))
+        s.listen(128)
+    except OSError as e:
+        s.close()
+        raise _bind_error("tcp", host, port, e) from None
+    s.setblocking(False)
+    return s
+
+
+class DnsServer:
+    def __init__(self, cfg: DnsConfig):
+        self.cfg = cfg
+        self.workers_per_address = cfg.workers or os.cpu_count() or 1
+        table, self.stats = load_table(cfg)
+        total = self.workers_per_address * len(cfg.listen)
+        if total > _core.MAX_WORKERS:
+            raise StormpyError(f"at most {_core.MAX_WORKERS} workers in all")
+        tcp, udp = [], []
+        try:
+            for host, port in cfg.listen:
+                udp.append(open_udp_sockets(host, port, self.workers_per_address))
+                tcp.append(open_tcp_socket(host, port))
+        except StormpyError:
+            for s in tcp + [s for group in udp for s in group]:
+                s.close()
+            raise
+        self.tcp_sockets = tcp
+        self.ref = _core.TableRef(table, total)
+        self.workers = []
+        for group in udp:
+            for s in group:
+                self.workers.append(_core.SocketWorker(s.detach(), len(self.workers), self.ref,
+                                                       batch=cfg.batch, max_udp=cfg.max_udp))
+        self.threads: list[threading.Thread] = []
+        self.connections = 0
+        self.tcp_queries = 0
+        self.reloads = 0
+        self.reload_failures = 0
+        self._reloading = False
+
+    # -- workers ---------------------------------------------------------------
+    def _run_worker(self, worker):
+        try:
+            worker.run()
+        except OSError as e:
+            log.error("worker stopped: %s", e)
+
+    def start_workers(self):
+        for i, w in enumerate(self.workers):
+            t = threading.Thread(target=self._run_worker, args=(w,), name=f"stormpy-udp-{i}",
+                                 daemon=True)
+            t.start()
+            self.threads.append(t)
+
+    def stop_workers(self):
+        for w in self.workers:
+            w.stop()
+        for t in self.threads:
+            t.join(timeout=2)
+
+    def counters(self) -> dict:
+        total: dict = {}
+        for w in self.workers:
+            for k, v in w.counters().items():
+                if isinstance(v, list):
+                    total[k] = [a + b for a, b in zip(total.get(k, [0] * len(v)), v)]
+                else:
+                    total[k] = total.get(k, 0) + v
+        total["tcp_queries"] = self.tcp_queries
+        total["reloads"] = self.reloads
+        total["reload_failures"] = self.reload_failures
+        return total
+
+    # -- reload ----------------------------------------------------------------
+    async def reload(self):
+        if self._reloading:
+            log.warning("reload already in progress; SIGHUP ignored")
+            return
+        self._reloading = True
+        started = time.monotonic()
+        try:
+            table, stats = await asyncio.get_running_loop().run_in_executor(None, load_table, self.cfg)
+        except StormpyError as e:
+            self.reload_failures += 1
+            log.error("reload failed, still serving the previous zones: %s", e)
+            return
+        finally:
+            self._reloading = False
+        if not self.ref.swap(table):
+            log.warning("a worker did not leave the old table within 5 s; it is kept, not freed")
+        self.stats = stats
+        self.reloads += 1
+        log.info("reloaded %d zone(s): %d records, %d keys in %.2f s", stats.zones, stats.records,
+                 stats.keys, time.monotonic() - started)
+
+    # -- TCP -------------------------------------------------------------------
+    async def _tcp_client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter):
+        if self.connections >= TCP_MAX_CONNECTIONS:
+            writer.close()
+            return
+        self.connections += 1
+        try:
+            while True:
+                try:
+                    head = await asyncio.wait_for(reader.readexactly(2), TCP_IDLE_SECONDS)
+                    (length,) = struct.unpack("!H", head)
+                    query = await asyncio.wait_for(reader.readexactly(length), TCP_IDLE_SECONDS)
+                except (asyncio.IncompleteReadError, asyncio.TimeoutError, ConnectionError):
+                    break
+                self.tcp_queries += 1
+                answer = self.ref.dns_answer(query, tcp=True, max_udp=self.cfg.max_udp)
+                if answer is None:
+                    continue        # not a query: nothing to say
+                writer.write(struct.pack("!H", len(answer)) + answer)
+                await writer.drain()
+        except ConnectionError:
+            pass
+        finally:
+            self.connections -= 1
+            writer.close()
+
+    # -- main loop -------------------------------------------------------------
+    async def serve(self):
+        loop = asyncio.get_running_loop()
+        stop = asyncio.Event()
+        servers = [await asyncio.start_server(self._tcp_client, sock=s) for s in self.tcp_sockets]
+        loop.add_signal_handler(signal.SIGTERM, stop.set)
+        loop.add_signal_handler(signal.SIGINT, stop.set)
+        loop.add_signal_handler(signal.SIGHUP, lambda: asyncio.ensure_future(self.reload()))
+        self.start_workers()
+        log.info("serving %d zone(s), %d records, on %s (udp+tcp), %d worker(s) per address",
+                 self.stats.zones, self.stats.records,
+                 ", ".join(f"[{h}]:{p}" if ":" in h else f"{h}:{p}" for h, p in self.cfg.listen),
+                 self.workers_per_address)
+        try:
+            while not stop.is_set():
+                timeout = self.cfg.stats_interval or None
+                try:
+                    await asyncio.wait_for(stop.wait(), timeout)
+                except asyncio.TimeoutError:
+                    log.info("%s", format_counters(self.counters()))
+        finally:
+            for s in servers:
+                s.close()
+            self.stop_workers()
+            log.info("stopped: %s", format_counters(self.counters()))
+
+
+def format_counters(c: dict) -> str:
+    rcodes = " ".join(f"{RCODES.get(i, i)}={n}" for i, n in enumerate(c["rcode"]) if n)
+    return (f"udp rx={c['rx']} tx={c['tx']} dropped={c['dropped']} truncated={c['truncated']} "
+            f"tcp={c['tcp_queries']} {rcodes}".rstrip())
+
+
+def serve_dns(cfg: DnsConfig) -> None:
+    server = DnsServer(cfg)
+    asyncio.run(server.serve())

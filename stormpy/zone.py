@@ -1,0 +1,153 @@
+"""Reading RFC 1035 master files with dnspython ($ORIGIN, $TTL, $INCLUDE, $GENERATE)."""
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import threading
+from dataclasses import dataclass
+
+import dns.exception
+import dns.name
+import dns.rdataclass
+import dns.rdatatype
+import dns.zone
+import dns.zonefile
+
+from stormpy.errors import ZoneError
+
+
+@dataclass
+class Zone:
+    path: str
+    origin: dns.name.Name
+    zone: dns.zone.Zone
+
+    @property
+    def record_count(self) -> int:
+        return sum(len(rds) for _, rds in self.zone.iterate_rdatasets())
+
+
+_cwd_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def _in_directory_of(path: str):
+    """$INCLUDE names are relative to the including zone file (as in Knot DNS);
+    dnspython opens them relative to the working directory."""
+    absolute = os.path.abspath(path)
+    with _cwd_lock:
+        old = os.getcwd()
+        os.chdir(os.path.dirname(absolute))
+        try:
+            yield absolute
+        finally:
+            os.chdir(old)
+
+
+def _read(path: str, origin: dns.name.Name | None, check: bool = True) -> dns.zone.Zone:
+    with _in_directory_of(path) as abspath, open(abspath, encoding="utf-8") as f:
+        return dns.zone.from_file(f, origin=origin, relativize=False, allow_include=True,
+                                  check_origin=check, filename=path)
+
+
+def _soa_owner(path: str) -> dns.name.Name | None:
+    """The owner of the first SOA in a file that has no $ORIGIN."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+        for rrset in dns.zonefile.read_rrsets(text, origin=dns.name.root, relativize=False):
+            if rrset.rdtype == dns.rdatatype.SOA:
+                return rrset.name
+    except (dns.exception.DNSException, OSError, UnicodeDecodeError, ValueError):
+        return None
+    return None
+
+
+def load_zone(path: str, origin: str | None = None) -> Zone:
+    """Load one master file. The origin comes from `origin`, else the file's $ORIGIN,
+    else its SOA owner. Raises ZoneError with a one-line, file:line message."""
+    if not os.path.exists(path):
+        raise ZoneError(f"{path}: no such file")
+    if os.path.isdir(path):
+        raise ZoneError(f"{path}: is a directory, not a zone file")
+    if not os.access(path, os.R_OK):
+        raise ZoneError(f"{path}: permission denied")
+    try:
+        name = dns.name.from_text(origin) if origin else None
+    except dns.exception.DNSException as e:
+        raise ZoneError(f"--origin {origin!r}: {e}") from None
+    try:
+        try:
+            z = _read(path, name)
+        except dns.zone.UnknownOrigin:
+            name = None
+            name = _soa_owner(path)
+            if name is None or name == dns.name.root:
+                raise ZoneError(f"{path}: cannot tell the zone's origin: add $ORIGIN to the "
+                                f"file or give --origin") from None
+            z = _read(path, name)
+    except ZoneError:
+        raise
+    except dns.zone.NoSOA:
+        where = f" {z_origin_text(name)}" if name else ""
+        raise ZoneError(f"{path}: no SOA record at the zone origin{where}") from None
+    except dns.zone.NoNS:
+        raise ZoneError(f"{path}: no NS records at the zone origin") from None
+    except dns.exception.SyntaxError as e:
+        raise ZoneError(_syntax_message(path, name, e)) from None
+    except dns.exception.DNSException as e:
+        raise ZoneError(f"{path}: {e}") from None
+    except UnicodeDecodeError as e:
+        raise ZoneError(f"{path}: not a text file ({e.reason})") from None
+    except OSError as e:
+        if e.filename and os.path.abspath(str(e.filename)) != os.path.abspath(path):
+            raise ZoneError(f"{path}: $INCLUDE {e.filename}: {e.strerror}") from None
+        raise ZoneError(f"{path}: {e.strerror}") from None
+    for rdtype in (dns.rdatatype.SOA,):
+        if z.get_rdataset(z.origin, rdtype) is None:
+            raise ZoneError(f"{path}: no SOA record at the zone origin {z.origin}")
+    for name_, rdataset in z.iterate_rdatasets():
+        if rdataset.rdclass != dns.rdataclass.IN:
+            raise ZoneError(f"{path}: {name_} has class {dns.rdataclass.to_text(rdataset.rdclass)}; "
+                            f"only IN zones are served")
+    return Zone(path=path, origin=z.origin, zone=z)
+
+
+def z_origin_text(name: dns.name.Name) -> str:
+    return name.to_text()
+
+
+_WHERE = re.compile(r"^(?P<file>.*?):(?P<line>\d+): (?P<msg>.*)$", re.S)
+
+
+def _syntax_message(path: str, origin: dns.name.Name | None, e: dns.exception.SyntaxError) -> str:
+    """dnspython says "file:line: message" but names the following line when it has
+    already read the newline; a parse of the lines before it tells which."""
+    m = _WHERE.match(str(e))
+    if not m:
+        return f"{path}: {e}"
+    where, line, msg = m.group("file"), int(m.group("line")), m.group("msg")
+    included = where != path
+    source = os.path.join(os.path.dirname(os.path.abspath(path)), where) if included else path
+    if line > 1 and _prefix_fails(path, source, line - 1, origin):
+        line -= 1
+    suffix = f" (included from {path})" if included else ""
+    return f"{source if included else path}:{line}: {msg}{suffix}"
+
+
+def _prefix_fails(path: str, source: str, lines: int, origin: dns.name.Name | None) -> bool:
+    try:
+        with open(source, encoding="utf-8") as f:
+            prefix = "".join(f.readlines()[:lines])
+    except (OSError, UnicodeDecodeError):
+        return False
+    try:
+        with _in_directory_of(path):
+            dns.zone.from_text(prefix, origin=origin, relativize=False, allow_include=True,
+                               check_origin=False)
+    except dns.exception.SyntaxError:
+        return True
+    except Exception:
+        return False
+    return False
