@@ -30,7 +30,7 @@ DS = dns.rdatatype.DS
 NS = dns.rdatatype.NS
 SOA = dns.rdatatype.SOA
 OTHER_TYPE = 0          # stands for "any type not listed" while compiling
-MAX_CHAIN = 16
+MAX_CHAIN = 5           # CNAMEs followed in one answer (Knot DNS: 5)
 WILD = b"*"
 
 # Every DNS response: splice the question at 12, copy the ID, RD and CD bits.
@@ -136,10 +136,12 @@ class ZoneIndex:
                 answer.append(_renamed(node[qtype], name))
                 break
             if CNAME in node:
+                if len(seen) == MAX_CHAIN:       # the chain stops here, as in Knot DNS
+                    break
                 answer.append(_renamed(node[CNAME], name))
                 seen.add(name)
                 target = node[CNAME][0].target
-                if target in seen or len(seen) >= MAX_CHAIN or not target.is_subdomain(self.origin):
+                if target in seen or not target.is_subdomain(self.origin):
                     break
                 name = target
                 continue

@@ -12,7 +12,6 @@ import dns.name
 import dns.rdataclass
 import dns.rdatatype
 import dns.zone
-import dns.zonefile
 
 from stormpy.errors import ZoneError
 
@@ -52,14 +51,17 @@ def _read(path: str, origin: dns.name.Name | None, check: bool = True) -> dns.zo
 
 
 def _soa_owner(path: str) -> dns.name.Name | None:
-    """The owner of the first SOA in a file that has no $ORIGIN."""
+    """The owner of the first SOA in a file without $ORIGIN, when written absolute.
+    dnspython then parses the whole file with it as the origin."""
     try:
         with open(path, encoding="utf-8") as f:
-            text = f.read()
-        for rrset in dns.zonefile.read_rrsets(text, origin=dns.name.root, relativize=False):
-            if rrset.rdtype == dns.rdatatype.SOA:
-                return rrset.name
-    except (dns.exception.DNSException, OSError, UnicodeDecodeError, ValueError):
+            for line in f:
+                fields = line.split(";", 1)[0].split()
+                if line[:1].isspace() or len(fields) < 2:
+                    continue
+                if "SOA" in (x.upper() for x in fields[1:4]) and fields[0].endswith("."):
+                    return dns.name.from_text(fields[0])
+    except (OSError, UnicodeDecodeError, dns.exception.DNSException):
         return None
     return None
 

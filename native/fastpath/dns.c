@@ -114,7 +114,6 @@ static enum sp_dns_verdict parse_records(const uint8_t *msg, size_t len, size_t 
                                          struct sp_dns_query *q)
 {
     for (unsigned i = 0; i < skipped + additional; i++) {
-        bool root_owner = pos < len && msg[pos] == 0;
         pos = skip_name(msg, len, pos);
         if (!pos || pos + 10 > len)
             return SP_DNS_FORMERR;
@@ -124,14 +123,18 @@ static enum sp_dns_verdict parse_records(const uint8_t *msg, size_t len, size_t 
         if (rdata + rdlen > len)
             return SP_DNS_FORMERR;
         if (type == TYPE_OPT) {
-            if (i < skipped || q->edns || !root_owner)
+            if (i < skipped || q->edns) {
+                q->edns = false;
                 return SP_DNS_FORMERR;
+            }
             q->edns_size = get16(msg + pos + 2);
             q->edns_version = msg[pos + 5];
             q->edns_do = (msg[pos + 6] & 0x80) != 0;
             for (size_t o = rdata; o < rdata + rdlen;) {   /* options: code, length, data */
-                if (o + 4 > rdata + rdlen || o + 4 + get16(msg + o + 2) > rdata + rdlen)
+                if (o + 4 > rdata + rdlen || o + 4 + get16(msg + o + 2) > rdata + rdlen) {
+                    q->edns = false;
                     return SP_DNS_FORMERR;
+                }
                 o += 4 + (size_t)get16(msg + o + 2);
             }
             q->edns = true;
@@ -156,8 +159,12 @@ enum sp_dns_verdict sp_dns_parse(const uint8_t *msg, size_t len, struct sp_dns_q
     uint16_t nscount = get16(msg + 8);
     uint16_t arcount = get16(msg + 10);
 
-    if (qdcount != 1)
-        return SP_DNS_FORMERR;
+    if (qdcount > 1)
+        return SP_DNS_DROP;        /* as Knot DNS: no answer to a question we cannot echo */
+    if (qdcount == 0) {
+        parse_records(msg, len, SP_DNS_HEADER_LEN, (unsigned)ancount + nscount, arcount, q);
+        return SP_DNS_FORMERR;     /* with an OPT when a valid one came */
+    }
     size_t pos = parse_qname(msg, len, SP_DNS_HEADER_LEN, q);
     if (!pos || pos + 4 > len)
         return SP_DNS_FORMERR;
@@ -218,9 +225,12 @@ const struct sp_response *sp_dns_lookup(const struct sp_table *t, const struct s
 
 /* The response OPT: our payload size, the client's DO bit, the upper bits of an
  * extended rcode, and Extended DNS Error 20 on REFUSED (as Knot does). */
+#define EDE_LEN 6u
+#define RCODE_REFUSED_NO_ZONE 0x1005   /* REFUSED with EDE 20; internal only */
+
 static size_t opt_len(uint16_t rcode)
 {
-    return SP_DNS_OPT_LEN + (rcode == SP_RCODE_REFUSED ? 6u : 0u);
+    return SP_DNS_OPT_LEN + (rcode == RCODE_REFUSED_NO_ZONE ? EDE_LEN : 0u);
 }
 
 static size_t write_opt(uint8_t *p, const struct sp_dns_query *q, const struct sp_dns_config *cfg,
@@ -229,13 +239,13 @@ static size_t write_opt(uint8_t *p, const struct sp_dns_query *q, const struct s
     p[0] = 0;
     put16(p + 1, TYPE_OPT);
     put16(p + 3, cfg->max_udp);
-    p[5] = (uint8_t)(rcode >> 4);
+    p[5] = rcode == RCODE_REFUSED_NO_ZONE ? 0 : (uint8_t)(rcode >> 4);
     p[6] = 0;
     p[7] = q->edns_do ? 0x80 : 0;
     p[8] = 0;
     put16(p + 9, 0);
-    if (rcode == SP_RCODE_REFUSED) {
-        put16(p + 9, 6);
+    if (rcode == RCODE_REFUSED_NO_ZONE) {
+        put16(p + 9, EDE_LEN);
         put16(p + 11, OPT_EDE);
         put16(p + 13, 2);
         put16(p + 15, EDE_NOT_AUTHORITATIVE);
@@ -308,7 +318,6 @@ size_t sp_dns_answer(const struct sp_table *t, const struct sp_dns_config *cfg,
         c->dropped++;
         return 0;
     case SP_DNS_FORMERR:
-        q->edns = false;   /* an OPT next to a malformed record is not trusted */
         return count_rcode(c, SP_RCODE_FORMERR, write_error(msg, q, cfg, SP_RCODE_FORMERR, out, cap));
     case SP_DNS_NOTIMP:
         return count_rcode(c, SP_RCODE_NOTIMP, write_error(msg, q, cfg, SP_RCODE_NOTIMP, out, cap));
@@ -327,8 +336,10 @@ size_t sp_dns_answer(const struct sp_table *t, const struct sp_dns_config *cfg,
     }
 
     const struct sp_response *r = sp_dns_lookup(t, q);
-    if (!r)
-        return count_rcode(c, SP_RCODE_REFUSED, write_error(msg, q, cfg, SP_RCODE_REFUSED, out, cap));
+    if (!r) {
+        uint16_t why = q->qclass == CLASS_CH ? SP_RCODE_REFUSED : RCODE_REFUSED_NO_ZONE;
+        return count_rcode(c, SP_RCODE_REFUSED, write_error(msg, q, cfg, why, out, cap));
+    }
 
     size_t limit = tcp ? 65535 : sp_dns_udp_limit(q, cfg);
     if (limit > cap)

@@ -1,0 +1,164 @@
+/* Checksums: partial sums, RFC 1624 updates, and UDP/IP reply headers. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "stormpy/csum.h"
+#include "stormpy/udpip.h"
+
+/* The textbook definition, for comparison. */
+static uint16_t reference_checksum(const uint8_t *p, size_t len)
+{
+    uint64_t sum = 0;
+    for (size_t i = 0; i + 1 < len; i += 2)
+        sum += (uint32_t)(p[i] << 8 | p[i + 1]);
+    if (len & 1)
+        sum += (uint32_t)p[len - 1] << 8;
+    while (sum >> 16)
+        sum = (sum & 0xffff) + (sum >> 16);
+    return (uint16_t)~sum;
+}
+
+static void test_partial_matches_reference(void)
+{
+    uint8_t buf[1500];
+    srand(1);
+    for (size_t len = 0; len < sizeof(buf); len += 37) {
+        for (size_t i = 0; i < len; i++)
+            buf[i] = (uint8_t)rand();
+        CHECK_EQ(sp_csum_fold(sp_csum_partial(buf, len, 0)), reference_checksum(buf, len));
+    }
+    memset(buf, 0xff, sizeof(buf));   /* carries in every word */
+    CHECK_EQ(sp_csum_fold(sp_csum_partial(buf, 1499, 0)), reference_checksum(buf, 1499));
+}
+
+static void test_rfc1071_example(void)
+{
+    /* RFC 1071 section 3: the sum of these words is 0xddf2. */
+    const uint8_t data[] = {0x00, 0x01, 0xf2, 0x03, 0xf4, 0xf5, 0xf6, 0xf7};
+    CHECK_EQ(sp_csum_reduce(sp_csum_partial(data, sizeof(data), 0)), 0xddf2);
+}
+
+static void test_update16_matches_recompute(void)
+{
+    uint8_t buf[64];
+    srand(2);
+    for (int round = 0; round < 1000; round++) {
+        for (size_t i = 0; i < sizeof(buf); i++)
+            buf[i] = (uint8_t)rand();
+        uint16_t check = sp_csum_fold(sp_csum_partial(buf, sizeof(buf), 0));
+        size_t at = (size_t)(rand() % 32) * 2;
+        uint16_t old = (uint16_t)(buf[at] << 8 | buf[at + 1]);
+        uint16_t new = round == 0 ? (uint16_t)~old : (uint16_t)rand();
+        buf[at] = (uint8_t)(new >> 8);
+        buf[at + 1] = (uint8_t)new;
+        uint16_t want = sp_csum_fold(sp_csum_partial(buf, sizeof(buf), 0));
+        uint16_t got = sp_csum_update16(check, old, new);
+        /* 0x0000 and 0xffff are the same number in one's complement. */
+        CHECK(got == want || (got ^ want) == 0xffff);
+    }
+}
+
+static void test_odd_offset_swap(void)
+{
+    uint8_t buf[101];
+    srand(3);
+    for (size_t i = 0; i < sizeof(buf); i++)
+        buf[i] = (uint8_t)rand();
+    /* The sum of a block that starts at an odd offset is its byte-swapped sum. */
+    uint32_t whole = sp_csum_partial(buf, sizeof(buf), 0);
+    uint32_t split = sp_csum_add(sp_csum_partial(buf, 1, 0),
+                                 sp_csum_swap(sp_csum_partial(buf + 1, sizeof(buf) - 1, 0)));
+    CHECK_EQ(sp_csum_fold(whole), sp_csum_fold(split));
+    uint32_t sub = sp_csum_sub(whole, sp_csum_partial(buf, 10, 0));
+    CHECK_EQ(sp_csum_fold(sub), sp_csum_fold(sp_csum_partial(buf + 10, sizeof(buf) - 10, 0)));
+}
+
+static size_t build_request(uint8_t *pkt, int family, const uint8_t *payload, size_t plen)
+{
+    struct sp_udpip u = {.family = (uint8_t)family, .sport = 53, .dport = 40000};
+    for (int i = 0; i < 16; i++) {
+        u.src[i] = (uint8_t)(0x20 + i);
+        u.dst[i] = (uint8_t)(0xc6 + i);
+    }
+    if (family == 4) {
+        memset(u.src + 4, 0, 12);
+        memset(u.dst + 4, 0, 12);
+    }
+    /* A reply to u is a request from u's destination: write it, then use it. */
+    size_t h = sp_udpip_write_reply(pkt, &u, plen, sp_csum_partial(payload, plen, 0), 64);
+    memcpy(pkt + h, payload, plen);
+    return h + plen;
+}
+
+static void test_udpip_roundtrip(int family)
+{
+    uint8_t payload[77], pkt[256], reply[256];
+    for (size_t i = 0; i < sizeof(payload); i++)
+        payload[i] = (uint8_t)(i * 7);
+    size_t len = build_request(pkt, family, payload, sizeof(payload));
+
+    struct sp_udpip req;
+    CHECK(sp_udpip_parse(pkt, len, &req));
+    CHECK_EQ(req.family, family);
+    CHECK_EQ(req.sport, 40000);
+    CHECK_EQ(req.dport, 53);
+    CHECK_EQ(req.payload_len, sizeof(payload));
+    CHECK(memcmp(pkt + req.payload_off, payload, sizeof(payload)) == 0);
+
+    /* A checksummed packet sums to zero over its pseudo-header and UDP part. */
+    size_t ip_len = family == 4 ? 20 : 40;
+    size_t alen = family == 4 ? 4 : 16;
+    uint32_t sum = sp_csum_partial(req.src, alen, 0);
+    sum = sp_csum_partial(req.dst, alen, sum);
+    sum += 17 + (uint32_t)(len - ip_len);
+    sum = sp_csum_partial(pkt + ip_len, len - ip_len, sum);
+    CHECK_EQ(sp_csum_fold(sum), 0);
+    if (family == 4)
+        CHECK_EQ(sp_csum_fold(sp_csum_partial(pkt, 20, 0)), 0);
+
+    size_t h = sp_udpip_write_reply(reply, &req, 5, sp_csum_partial("hello", 5, 0), 64);
+    memcpy(reply + h, "hello", 5);
+    struct sp_udpip back;
+    CHECK(sp_udpip_parse(reply, h + 5, &back));
+    CHECK_EQ(back.sport, 53);
+    CHECK_EQ(back.dport, 40000);
+    CHECK(memcmp(back.src, req.dst, alen) == 0 && memcmp(back.dst, req.src, alen) == 0);
+}
+
+static void test_udpip_rejects(void)
+{
+    uint8_t payload[8] = {0}, pkt[128];
+    size_t len = build_request(pkt, 4, payload, sizeof(payload));
+    struct sp_udpip u;
+    for (size_t cut = 0; cut < len; cut++)   /* every truncation is refused */
+        CHECK(!sp_udpip_parse(pkt, cut, &u));
+    uint8_t frag[128];
+    memcpy(frag, pkt, len);
+    frag[6] |= 0x20;                          /* more fragments */
+    CHECK(!sp_udpip_parse(frag, len, &u));
+    memcpy(frag, pkt, len);
+    frag[0] = 0x44;                           /* IHL below 5 */
+    CHECK(!sp_udpip_parse(frag, len, &u));
+    memcpy(frag, pkt, len);
+    frag[24] = 0xff;                          /* UDP length past the packet */
+    CHECK(!sp_udpip_parse(frag, len, &u));
+    memcpy(frag, pkt, len);
+    frag[9] = 6;                              /* TCP */
+    CHECK(!sp_udpip_parse(frag, len, &u));
+    len = build_request(pkt, 6, payload, sizeof(payload));
+    for (size_t cut = 0; cut < len; cut++)
+        CHECK(!sp_udpip_parse(pkt, cut, &u));
+}
+
+int main(void)
+{
+    test_partial_matches_reference();
+    test_rfc1071_example();
+    test_update16_matches_recompute();
+    test_odd_offset_swap();
+    test_udpip_roundtrip(4);
+    test_udpip_roundtrip(6);
+    test_udpip_rejects();
+    return check_report("test_csum");
+}

@@ -1,0 +1,269 @@
+/* DNS parsing and answering, on hand-made queries and a hand-built table. */
+#include <string.h>
+
+#include "check.h"
+#include "stormpy/dns.h"
+
+#define WWW "\x03www\x07" "example\x03" "com"   /* + the root label */
+
+/* Header (ID 0x1234, RD, one question) + question WWW/A/IN. */
+static size_t make_query(uint8_t *m, const char *name, size_t name_len, uint16_t qtype)
+{
+    const uint8_t head[12] = {0x12, 0x34, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0};
+    memcpy(m, head, 12);
+    memcpy(m + 12, name, name_len);
+    size_t n = 12 + name_len;
+    m[n++] = (uint8_t)(qtype >> 8);
+    m[n++] = (uint8_t)qtype;
+    m[n++] = 0;
+    m[n++] = 1;
+    return n;
+}
+
+static size_t add_opt(uint8_t *m, size_t n, uint16_t size, uint8_t version, int dnssec_ok)
+{
+    const uint8_t opt[11] = {0, 0, 41, (uint8_t)(size >> 8), (uint8_t)size, 0, version,
+                             (uint8_t)(dnssec_ok ? 0x80 : 0), 0, 0, 0};
+    memcpy(m + n, opt, 11);
+    m[11]++;
+    return n + 11;
+}
+
+static void test_parse_plain(void)
+{
+    uint8_t m[512];
+    struct sp_dns_query q;
+    size_t n = make_query(m, "\x03WwW\x07" "eXaMpLe\x03" "COM", 17, 1);
+    CHECK_EQ(sp_dns_parse(m, n, &q), SP_DNS_LOOKUP);
+    CHECK_EQ(q.name_len, 17);
+    CHECK_EQ(q.nlabels, 3);
+    CHECK(memcmp(q.name_lower, WWW, 17) == 0);                       /* key is lower case */
+    CHECK(memcmp(q.question, "\x03WwW\x07" "eXaMpLe\x03" "COM", 17) == 0);   /* echo keeps case */
+    CHECK_EQ(q.question_len, 21);
+    CHECK_EQ(q.qtype, 1);
+    CHECK_EQ(q.label_off[1], 4);
+    CHECK_EQ(q.label_off[2], 12);
+    CHECK(!q.edns);
+}
+
+static void test_parse_edns(void)
+{
+    uint8_t m[512];
+    struct sp_dns_query q;
+    size_t n = add_opt(m, make_query(m, WWW, 17, 1), 4096, 0, 1);
+    CHECK_EQ(sp_dns_parse(m, n, &q), SP_DNS_LOOKUP);
+    CHECK(q.edns && q.edns_do);
+    CHECK_EQ(q.edns_size, 4096);
+    struct sp_dns_config cfg = {.max_udp = 1232};
+    CHECK_EQ(sp_dns_udp_limit(&q, &cfg), 1232);
+    n = add_opt(m, make_query(m, WWW, 17, 1), 100, 0, 0);
+    CHECK_EQ(sp_dns_parse(m, n, &q), SP_DNS_LOOKUP);
+    CHECK_EQ(sp_dns_udp_limit(&q, &cfg), 512);                        /* never below 512 */
+    n = add_opt(m, make_query(m, WWW, 17, 1), 1232, 1, 0);
+    CHECK_EQ(sp_dns_parse(m, n, &q), SP_DNS_BADVERS);
+    n = add_opt(m, add_opt(m, make_query(m, WWW, 17, 1), 1232, 0, 0), 1232, 0, 0);
+    CHECK_EQ(sp_dns_parse(m, n, &q), SP_DNS_FORMERR);                 /* two OPT records */
+    n = add_opt(m, make_query(m, WWW, 17, 1), 1232, 0, 0);
+    m[n - 1] = 4;                                                     /* rdlen past the end */
+    CHECK_EQ(sp_dns_parse(m, n, &q), SP_DNS_FORMERR);
+    /* an option whose length overruns the OPT data */
+    n = make_query(m, WWW, 17, 1);
+    const uint8_t opt[] = {0, 0, 41, 4, 0xd0, 0, 0, 0, 0, 0, 4, 0, 10, 0, 9};
+    memcpy(m + n, opt, sizeof(opt));
+    m[11] = 1;
+    CHECK_EQ(sp_dns_parse(m, n + sizeof(opt), &q), SP_DNS_FORMERR);
+}
+
+static void test_parse_header_rules(void)
+{
+    uint8_t m[512];
+    struct sp_dns_query q;
+    size_t n = make_query(m, WWW, 17, 1);
+    for (size_t cut = 0; cut < 12; cut++)
+        CHECK_EQ(sp_dns_parse(m, cut, &q), SP_DNS_DROP);             /* shorter than a header */
+    for (size_t cut = 12; cut < n; cut++)
+        CHECK_EQ(sp_dns_parse(m, cut, &q), SP_DNS_FORMERR);          /* truncated question */
+    m[2] |= 0x80;
+    CHECK_EQ(sp_dns_parse(m, n, &q), SP_DNS_DROP);                   /* QR: a response */
+    m[2] = (uint8_t)(2 << 3);
+    CHECK_EQ(sp_dns_parse(m, n, &q), SP_DNS_NOTIMP);                 /* STATUS */
+    m[2] = (uint8_t)(5 << 3);
+    CHECK_EQ(sp_dns_parse(m, n, &q), SP_DNS_NOTAUTH);                /* UPDATE */
+    m[2] = 0;
+    m[5] = 0;
+    CHECK_EQ(sp_dns_parse(m, n, &q), SP_DNS_FORMERR);                /* no question */
+    m[5] = 2;
+    CHECK_EQ(sp_dns_parse(m, n, &q), SP_DNS_DROP);                   /* two questions */
+    m[5] = 1;
+    m[n] = 0xab;
+    CHECK_EQ(sp_dns_parse(m, n + 1, &q), SP_DNS_FORMERR);            /* trailing garbage */
+    n = make_query(m, WWW, 17, 252);
+    CHECK_EQ(sp_dns_parse(m, n, &q), SP_DNS_TRANSFER);               /* AXFR */
+    n = make_query(m, WWW, 17, 0);
+    CHECK_EQ(sp_dns_parse(m, n, &q), SP_DNS_NOTIMP);                 /* qtype 0 */
+    n = make_query(m, WWW, 17, 1);
+    m[n - 1] = 4;                                                    /* class HS */
+    CHECK_EQ(sp_dns_parse(m, n, &q), SP_DNS_REFUSED);
+}
+
+static void test_parse_opt_without_question(void)
+{
+    uint8_t m[64] = {0x12, 0x34, 0x01, 0x00, 0, 0, 0, 0, 0, 0, 0, 0};
+    struct sp_dns_query q;
+    size_t n = add_opt(m, 12, 1232, 0, 1);
+    CHECK_EQ(sp_dns_parse(m, n, &q), SP_DNS_FORMERR);   /* no question, but the OPT is read */
+    CHECK(q.edns && q.edns_do && !q.has_question);
+    /* an OPT owned by a name other than the root is accepted, as Knot does */
+    n = make_query(m, WWW, 17, 1);
+    const uint8_t opt[] = {1, 'x', 0, 0, 41, 4, 0xd0, 0, 0, 0, 0, 0, 0};
+    memcpy(m + n, opt, sizeof(opt));
+    m[11] = 1;
+    CHECK_EQ(sp_dns_parse(m, n + sizeof(opt), &q), SP_DNS_LOOKUP);
+    CHECK(q.edns);
+}
+
+static void test_parse_names(void)
+{
+    uint8_t m[600];
+    struct sp_dns_query q;
+    /* A question whose tail is a pointer back into the header bytes: decompressed. */
+    size_t n = make_query(m, "\x03www\xc0\x04", 6, 1);
+    m[4] = 0;   /* qdcount high byte doubles as the root label the pointer lands on */
+    m[5] = 1;
+    CHECK_EQ(sp_dns_parse(m, n, &q), SP_DNS_LOOKUP);
+    CHECK_EQ(q.name_len, 5);
+    CHECK(memcmp(q.question, "\x03www\x00", 5) == 0);
+
+    /* A pointer to itself, or forward: never followed. */
+    n = make_query(m, "\xc0\x0c", 2, 1);
+    CHECK_EQ(sp_dns_parse(m, n, &q), SP_DNS_FORMERR);
+    n = make_query(m, "\x01" "a\xc0\x0c", 4, 1);                    /* a loop through "a" */
+    CHECK_EQ(sp_dns_parse(m, n, &q), SP_DNS_FORMERR);
+    n = make_query(m, "\xc0\x20", 2, 1);
+    CHECK_EQ(sp_dns_parse(m, n, &q), SP_DNS_FORMERR);
+    /* extended label type 0x40 */
+    n = make_query(m, "\x41" "a\x00", 3, 1);
+    CHECK_EQ(sp_dns_parse(m, n, &q), SP_DNS_FORMERR);
+    /* a label running past the packet */
+    n = make_query(m, "\x3f" "abc", 4, 1);
+    CHECK_EQ(sp_dns_parse(m, 16, &q), SP_DNS_FORMERR);
+
+    /* 255 bytes is the longest name; 256 is refused. */
+    char name[300];
+    size_t len = 0;
+    for (int i = 0; i < 4; i++) {
+        name[len++] = 62;
+        memset(name + len, 'a', 62);
+        len += 62;
+    }
+    name[len++] = 1;   /* 4*63 + 2 = 254, + root = 255 */
+    name[len++] = 'b';
+    name[len++] = 0;
+    n = make_query(m, name, len, 1);
+    CHECK_EQ(sp_dns_parse(m, n, &q), SP_DNS_LOOKUP);
+    CHECK_EQ(q.name_len, 255);
+    name[len - 3] = 2;
+    memmove(name + len - 1, "bb", 0);
+    name[len - 1] = 'c';
+    name[len] = 0;
+    n = make_query(m, name, len + 1, 1);
+    CHECK_EQ(sp_dns_parse(m, n, &q), SP_DNS_FORMERR);
+    /* the root name */
+    n = make_query(m, "", 1, 2);
+    CHECK_EQ(sp_dns_parse(m, n, &q), SP_DNS_LOOKUP);
+    CHECK_EQ(q.name_len, 1);
+    CHECK_EQ(q.nlabels, 0);
+}
+
+/* Table: www.example.com A (exact), NXDOMAIN below example.com. */
+static struct sp_table *small_table(void)
+{
+    static const struct sp_patch patches[] = {
+        {.op = SP_PATCH_INSERT, .field = SP_DNS_FIELD_QUESTION, .dst = 12},
+        {.op = SP_PATCH_COPY, .field = SP_DNS_FIELD_MESSAGE, .dst = 0, .src = 0, .len = 2},
+        {.op = SP_PATCH_COPY_BITS, .field = SP_DNS_FIELD_MESSAGE, .dst = 2, .src = 2, .mask = 0x01},
+        {.op = SP_PATCH_COPY_BITS, .field = SP_DNS_FIELD_MESSAGE, .dst = 3, .src = 3, .mask = 0x10},
+    };
+    /* answer: www.example.com (pointer to the question) A 192.0.2.1, TTL 60 */
+    const uint8_t answer[] = {0, 0, 0x84, 0x00, 0, 1, 0, 1, 0, 0, 0, 0,
+                              0xc0, 0x0c, 0, 1, 0, 1, 0, 0, 0, 60, 0, 4, 192, 0, 2, 1};
+    const uint8_t nxdomain[] = {0, 0, 0x84, 0x03, 0, 1, 0, 0, 0, 0, 0, 0};
+    uint8_t big[700] = {0, 0, 0x84, 0x00, 0, 1, 0, 1, 0, 0, 0, 0};
+    struct sp_table_builder *b = sp_table_builder_new();
+    sp_table_add_response(b, answer, sizeof(answer), patches, 4, SP_RCODE_NOERROR);
+    sp_table_add_response(b, nxdomain, sizeof(nxdomain), patches, 4, SP_RCODE_NXDOMAIN);
+    sp_table_add_response(b, big, sizeof(big), patches, 4, SP_RCODE_NOERROR);
+    sp_table_add_key(b, sp_dns_tag(SP_DNS_EXACT, 1, 1), (const uint8_t *)WWW, 17, 0);
+    sp_table_add_key(b, sp_dns_tag(SP_DNS_BELOW_OTHER, 1, 0), (const uint8_t *)"\x07" "example\x03" "com", 13, 1);
+    sp_table_add_key(b, sp_dns_tag(SP_DNS_EXACT, 1, 16), (const uint8_t *)WWW, 17, 2);
+    return sp_table_builder_finish(b);
+}
+
+static void test_answer(void)
+{
+    struct sp_table *t = small_table();
+    struct sp_dns_config cfg = {.max_udp = 1232};
+    struct sp_dns_counters c = {0};
+    struct sp_dns_query q;
+    uint8_t m[512], out[2048];
+
+    size_t n = make_query(m, "\x03WWW\x07" "example\x03" "com", 17, 1);
+    size_t len = sp_dns_answer(t, &cfg, m, n, false, out, sizeof(out), &q, &c);
+    CHECK_EQ(len, 12 + 21 + 16);
+    CHECK(out[0] == 0x12 && out[1] == 0x34);                          /* ID */
+    CHECK_EQ(out[2], 0x85);                                          /* QR AA RD */
+    CHECK(memcmp(out + 12, m + 12, 21) == 0);                        /* 0x20 case kept */
+    CHECK_EQ(c.rcode[SP_RCODE_NOERROR], 1);
+
+    n = make_query(m, "\x03" "foo\x07" "example\x03" "com", 17, 1);
+    len = sp_dns_answer(t, &cfg, m, n, false, out, sizeof(out), &q, &c);
+    CHECK_EQ(out[3] & 0x0f, SP_RCODE_NXDOMAIN);                      /* found by walking up */
+    n = make_query(m, "\x07" "example\x03" "org", 13, 1);
+    len = sp_dns_answer(t, &cfg, m, n, false, out, sizeof(out), &q, &c);
+    CHECK_EQ(len, 12 + 17);
+    CHECK_EQ(out[3] & 0x0f, SP_RCODE_REFUSED);                       /* no zone */
+
+    /* 700 bytes do not fit in 512: header + question with TC; over TCP all of it */
+    n = make_query(m, WWW, 17, 16);
+    len = sp_dns_answer(t, &cfg, m, n, false, out, sizeof(out), &q, &c);
+    CHECK_EQ(len, 12 + 21);
+    CHECK(out[2] & 0x02);
+    CHECK_EQ(out[7], 0);                                             /* no answers */
+    CHECK_EQ(c.truncated, 1);
+    len = sp_dns_answer(t, &cfg, m, n, true, out, sizeof(out), &q, &c);
+    CHECK_EQ(len, 700 + 21);
+    n = add_opt(m, make_query(m, WWW, 17, 16), 1232, 0, 1);
+    len = sp_dns_answer(t, &cfg, m, n, false, out, sizeof(out), &q, &c);
+    CHECK_EQ(len, 700 + 21 + 11);                                    /* fits in 1232, OPT added */
+    CHECK_EQ(out[11], 1);
+    CHECK_EQ(out[len - 4], 0x80);                                    /* DO echoed */
+
+    /* EDNS version 1: BADVERS in the OPT's extended rcode, no data */
+    n = add_opt(m, make_query(m, WWW, 17, 1), 1232, 1, 0);
+    len = sp_dns_answer(t, &cfg, m, n, false, out, sizeof(out), &q, &c);
+    CHECK_EQ(out[3] & 0x0f, 0);
+    CHECK_EQ(out[7], 0);
+    CHECK_EQ(out[len - 6], 1);                                       /* 16 >> 4 */
+    CHECK_EQ(c.rcode[16], 1);
+
+    /* QR set: dropped, never answered */
+    n = make_query(m, WWW, 17, 1);
+    m[2] |= 0x80;
+    CHECK_EQ(sp_dns_answer(t, &cfg, m, n, false, out, sizeof(out), &q, &c), 0);
+    CHECK_EQ(c.dropped, 1);
+    /* an output buffer too small for even the error: dropped, not overrun */
+    n = make_query(m, WWW, 17, 1);
+    CHECK_EQ(sp_dns_answer(t, &cfg, m, n, false, out, 20, &q, &c), 0);
+    sp_table_free(t);
+}
+
+int main(void)
+{
+    test_parse_plain();
+    test_parse_edns();
+    test_parse_header_rules();
+    test_parse_opt_without_question();
+    test_parse_names();
+    test_answer();
+    return check_report("test_dns");
+}

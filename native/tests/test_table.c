@@ -1,0 +1,153 @@
+/* The response table: lookup, patches, and the incremental checksum. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "stormpy/csum.h"
+#include "stormpy/table.h"
+
+static const struct sp_patch DNS_LIKE[] = {
+    {.op = SP_PATCH_INSERT, .field = 1, .dst = 12},
+    {.op = SP_PATCH_COPY, .field = 0, .dst = 0, .src = 0, .len = 2},
+    {.op = SP_PATCH_COPY_BITS, .field = 0, .dst = 2, .src = 2, .mask = 0x01},
+    {.op = SP_PATCH_COPY_BITS, .field = 0, .dst = 3, .src = 3, .mask = 0x10},
+};
+
+static void test_lookup(void)
+{
+    struct sp_table_builder *b = sp_table_builder_new();
+    uint8_t resp[16] = {0};
+    char key[32];
+    for (int i = 0; i < 5000; i++) {
+        resp[15] = (uint8_t)i;
+        int64_t r = sp_table_add_response(b, resp, sizeof(resp), NULL, 0, (uint32_t)i);
+        CHECK_EQ(r, i);
+        int n = snprintf(key, sizeof(key), "key-%d", i);
+        CHECK_EQ(sp_table_add_key(b, (uint64_t)(i % 3), (uint8_t *)key, (uint32_t)n, (uint32_t)r), 0);
+    }
+    /* the same key again: the later response wins */
+    CHECK_EQ(sp_table_add_key(b, 0, (const uint8_t *)"key-0", 5, 7), 0);
+    CHECK_EQ(sp_table_add_key(b, 0, (const uint8_t *)"x", 1, 99999), -1);   /* no such response */
+    struct sp_table *t = sp_table_builder_finish(b);
+    CHECK(t != NULL);
+    int found = 0;
+    for (int i = 1; i < 5000; i++) {
+        int n = snprintf(key, sizeof(key), "key-%d", i);
+        const struct sp_response *r = sp_table_find(t, (uint64_t)(i % 3), (uint8_t *)key, (size_t)n);
+        found += r != NULL && r->user == (uint32_t)i;
+        /* the tag is part of the key */
+        CHECK(sp_table_find(t, (uint64_t)(i % 3) + 1, (uint8_t *)key, (size_t)n) == NULL);
+    }
+    CHECK_EQ(found, 4999);
+    const struct sp_response *r0 = sp_table_find(t, 0, (const uint8_t *)"key-0", 5);
+    CHECK(r0 && r0->user == 7);
+    CHECK(sp_table_find(t, 0, (const uint8_t *)"key-", 4) == NULL);
+    CHECK(sp_table_find(t, 0, (const uint8_t *)"", 0) == NULL);
+    struct sp_table_info info;
+    sp_table_get_info(t, &info);
+    CHECK_EQ(info.keys, 5001);
+    CHECK_EQ(info.responses, 5000);
+    CHECK(info.slots >= 2 * info.keys);
+    sp_table_free(t);
+}
+
+static void test_invalid_patches(void)
+{
+    struct sp_table_builder *b = sp_table_builder_new();
+    uint8_t resp[20] = {0};
+    struct sp_patch two_inserts[] = {{.op = SP_PATCH_INSERT, .dst = 2}, {.op = SP_PATCH_INSERT, .dst = 4}};
+    struct sp_patch past_end[] = {{.op = SP_PATCH_COPY, .dst = 18, .len = 4}};
+    struct sp_patch straddle[] = {{.op = SP_PATCH_INSERT, .dst = 5, .field = 1},
+                                  {.op = SP_PATCH_COPY, .dst = 4, .len = 2}};
+    struct sp_patch bad_field[] = {{.op = SP_PATCH_COPY, .field = SP_FIELDS, .dst = 0, .len = 1}};
+    struct sp_patch bits_in_copy[] = {{.op = SP_PATCH_COPY, .dst = 0, .len = 4},
+                                      {.op = SP_PATCH_COPY_BITS, .dst = 2, .mask = 1}};
+    struct sp_patch bad_op[] = {{.op = 77, .dst = 0, .len = 1}};
+    CHECK_EQ(sp_table_add_response(b, resp, 20, two_inserts, 2, 0), -1);
+    CHECK_EQ(sp_table_add_response(b, resp, 20, past_end, 1, 0), -1);
+    CHECK_EQ(sp_table_add_response(b, resp, 20, straddle, 2, 0), -1);
+    CHECK_EQ(sp_table_add_response(b, resp, 20, bad_field, 1, 0), -1);
+    CHECK_EQ(sp_table_add_response(b, resp, 20, bits_in_copy, 2, 0), -1);
+    CHECK_EQ(sp_table_add_response(b, resp, 20, bad_op, 1, 0), -1);
+    CHECK_EQ(sp_table_add_response(b, resp, 20, DNS_LIKE, 4, 0), 0);
+    sp_table_builder_free(b);
+}
+
+static void test_render_and_sum(void)
+{
+    struct sp_table_builder *b = sp_table_builder_new();
+    uint8_t stored[40];
+    srand(4);
+    for (size_t i = 0; i < sizeof(stored); i++)
+        stored[i] = (uint8_t)rand();
+    CHECK_EQ(sp_table_add_response(b, stored, sizeof(stored), DNS_LIKE, 4, 0), 0);
+    CHECK_EQ(sp_table_add_response(b, stored, 13, NULL, 0, 0), 1);   /* no patches, odd length */
+    CHECK_EQ(sp_table_add_key(b, 1, (const uint8_t *)"a", 1, 0), 0);
+    CHECK_EQ(sp_table_add_key(b, 1, (const uint8_t *)"b", 1, 1), 0);
+    struct sp_table *t = sp_table_builder_finish(b);
+    const struct sp_response *r = sp_table_find(t, 1, (const uint8_t *)"a", 1);
+    const struct sp_response *plain = sp_table_find(t, 1, (const uint8_t *)"b", 1);
+    CHECK(r && plain);
+
+    uint8_t msg[64], question[40], out[128];
+    for (int round = 0; round < 500; round++) {
+        size_t qlen = (size_t)(rand() % 40);   /* odd and even splice lengths */
+        for (size_t i = 0; i < sizeof(msg); i++)
+            msg[i] = (uint8_t)rand();
+        for (size_t i = 0; i < qlen; i++)
+            question[i] = (uint8_t)rand();
+        struct sp_request req = {.field = {msg, question}, .field_len = {sizeof(msg), (uint16_t)qlen}};
+        size_t n = sp_response_render(t, r, &req, out, sizeof(out));
+        CHECK_EQ(n, sizeof(stored) + qlen);
+        CHECK(memcmp(out, msg, 2) == 0);                                   /* ID copied */
+        CHECK_EQ(out[2], (stored[2] & ~1) | (msg[2] & 1));                 /* RD bit */
+        CHECK_EQ(out[3], (stored[3] & ~0x10) | (msg[3] & 0x10));           /* CD bit */
+        CHECK(memcmp(out + 4, stored + 4, 8) == 0);
+        CHECK(memcmp(out + 12, question, qlen) == 0);                      /* spliced */
+        CHECK(memcmp(out + 12 + qlen, stored + 12, sizeof(stored) - 12) == 0);
+        /* the incremental sum equals a full pass over what was written */
+        CHECK_EQ(sp_csum_fold(sp_response_sum(t, r, &req)), sp_csum_fold(sp_csum_partial(out, n, 0)));
+
+        size_t m = sp_response_render(t, plain, &req, out, sizeof(out));
+        CHECK_EQ(m, 13);
+        CHECK_EQ(sp_csum_fold(sp_response_sum(t, plain, &req)), sp_csum_fold(sp_csum_partial(out, m, 0)));
+    }
+    /* prefix rendering: the tail is left out, patches inside still apply */
+    struct sp_request req = {.field = {msg, question}, .field_len = {sizeof(msg), 3}};
+    CHECK_EQ(sp_response_render_prefix(t, r, &req, 20, out, sizeof(out)), 23);
+    CHECK(memcmp(out, msg, 2) == 0);
+    /* too small a buffer, or a request field too short for a patch: nothing */
+    CHECK_EQ(sp_response_render(t, r, &req, out, 20), 0);
+    struct sp_request short_msg = {.field = {msg, question}, .field_len = {1, 3}};
+    CHECK_EQ(sp_response_render(t, r, &short_msg, out, sizeof(out)), 0);
+    sp_table_free(t);
+}
+
+static void test_ref_swap(void)
+{
+    struct sp_table_builder *b = sp_table_builder_new();
+    struct sp_table *one = sp_table_builder_finish(b);
+    b = sp_table_builder_new();
+    struct sp_table *two = sp_table_builder_finish(b);
+    static struct sp_table_ref ref;
+    sp_table_ref_init(&ref, one);
+    sp_table_ref_set_workers(&ref, 2);
+    CHECK(sp_table_ref_enter(&ref, 0) == one);         /* worker 0 is inside a batch */
+    CHECK(sp_table_ref_swap(&ref, two) == one);
+    CHECK(!sp_table_ref_wait(&ref, 5));                 /* so the old table is not released */
+    sp_table_ref_leave(&ref, 0);
+    CHECK(sp_table_ref_wait(&ref, 5));                  /* now it is */
+    CHECK(sp_table_ref_enter(&ref, 1) == two);
+    sp_table_ref_leave(&ref, 1);
+    sp_table_free(one);
+    sp_table_free(sp_table_ref_swap(&ref, NULL));
+}
+
+int main(void)
+{
+    test_lookup();
+    test_invalid_patches();
+    test_render_and_sum();
+    test_ref_swap();
+    return check_report("test_table");
+}

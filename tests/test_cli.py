@@ -1,0 +1,127 @@
+"""The command line: one clear line and a non-zero exit for every user error."""
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+
+import pytest
+
+from conftest import EXAMPLE_ZONE, REPO
+from knot import free_port
+
+
+def stormpy(*args, timeout=60):
+    return subprocess.run([sys.executable, "-m", "stormpy", *args], cwd=REPO, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def assert_one_line_error(result, *fragments):
+    assert result.returncode != 0
+    assert "Traceback" not in result.stderr
+    lines = [l for l in result.stderr.splitlines() if l.strip()]
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("stormpy: error: "), lines[0]
+    for f in fragments:
+        assert f in lines[0], lines[0]
+
+
+def test_version_and_help():
+    r = stormpy("--version")
+    assert r.returncode == 0 and r.stdout.startswith("stormpy 0.")
+    for cmd in ([], ["serve-dns"], ["check-zone"]):
+        r = stormpy(*cmd, "--help")
+        assert r.returncode == 0 and "usage: stormpy" in r.stdout
+
+
+def test_check_zone_reports_counts():
+    r = stormpy("check-zone", EXAMPLE_ZONE)
+    assert r.returncode == 0, r.stderr
+    assert "zone example.com. loaded, 24 records" in r.stdout
+    assert "prepackaged responses" in r.stdout
+
+
+def test_missing_file(tmp_path):
+    assert_one_line_error(stormpy("check-zone", str(tmp_path / "nope.zone")), "nope.zone: no such file")
+    assert_one_line_error(stormpy("serve-dns", str(tmp_path / "nope.zone")), "no such file")
+
+
+def test_syntax_error_names_file_and_line(tmp_path):
+    bad = tmp_path / "bad.zone"
+    bad.write_text("$ORIGIN example.com.\n$TTL 60\n@ SOA ns host 1 2 3 4 5\n@ NS ns\n"
+                   "ns A 192.0.2.1\nwww A 192.0.2.999\n")
+    assert_one_line_error(stormpy("check-zone", str(bad)), f"{bad}:6:")
+    assert_one_line_error(stormpy("serve-dns", str(bad)), f"{bad}:6:")
+
+
+def test_zone_without_soa(tmp_path):
+    z = tmp_path / "nosoa.zone"
+    z.write_text("$ORIGIN example.com.\n$TTL 60\nwww A 192.0.2.1\n")
+    assert_one_line_error(stormpy("check-zone", str(z)), "no SOA")
+
+
+def test_origin_from_the_soa_or_the_flag(tmp_path):
+    z = tmp_path / "plain.zone"
+    z.write_text("example.net. 60 IN SOA ns.example.net. h.example.net. 1 2 3 4 5\n"
+                 "example.net. 60 IN NS ns.example.net.\nns.example.net. 60 IN A 192.0.2.7\n")
+    r = stormpy("check-zone", str(z))
+    assert r.returncode == 0 and "zone example.net. loaded" in r.stdout, r.stderr
+    rel = tmp_path / "relative.zone"
+    rel.write_text("@ 60 IN SOA ns h 1 2 3 4 5\n@ NS ns\nns A 192.0.2.7\n")
+    assert_one_line_error(stormpy("check-zone", str(rel)), "--origin")
+    r = stormpy("check-zone", str(rel), "--origin", "example.org")
+    assert r.returncode == 0 and "zone example.org. loaded" in r.stdout, r.stderr
+
+
+def test_include_missing(tmp_path):
+    z = tmp_path / "inc.zone"
+    z.write_text("$ORIGIN example.com.\n@ 60 SOA ns h 1 2 3 4 5\n@ NS ns\n$INCLUDE gone.inc\n")
+    assert_one_line_error(stormpy("check-zone", str(z)), "gone.inc")
+
+
+def test_bad_arguments():
+    assert_one_line_error(stormpy("serve-dns", EXAMPLE_ZONE, "--listen", "localhost:x"), "--listen")
+    r = stormpy("serve-dns", EXAMPLE_ZONE, "--workers", "0")
+    assert r.returncode == 2 and "Traceback" not in r.stderr and "at least 1" in r.stderr
+
+
+def test_port_in_use():
+    port = free_port()
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.bind(("127.0.0.1", port))
+        r = stormpy("serve-dns", EXAMPLE_ZONE, "--listen", f"127.0.0.1:{port}", timeout=30)
+    assert_one_line_error(r, f"127.0.0.1:{port}", "in use")
+
+
+def test_port_held_by_a_reuseport_socket_is_still_busy():
+    """SO_REUSEPORT must not let a second server share a port silently."""
+    port = free_port()
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        s.bind(("127.0.0.1", port))
+        r = stormpy("serve-dns", EXAMPLE_ZONE, "--listen", f"127.0.0.1:{port}", timeout=30)
+    assert_one_line_error(r, "in use")
+
+
+def test_permission_denied_on_a_privileged_port():
+    if os.geteuid() == 0:
+        # root: take CAP_NET_BIND_SERVICE away for this one command
+        if shutil.which("setpriv") is None:
+            pytest.skip("setpriv (util-linux) is missing: cannot run without CAP_NET_BIND_SERVICE")
+        with open("/proc/sys/net/ipv4/ip_unprivileged_port_start") as f:
+            if int(f.read()) <= 53:
+                pytest.skip("this kernel lets every user bind port 53")
+        r = subprocess.run(["setpriv", "--bounding-set=-net_bind_service", sys.executable, "-m",
+                            "stormpy", "serve-dns", EXAMPLE_ZONE, "--listen", "127.0.0.1:53"],
+                           cwd=REPO, capture_output=True, text=True, timeout=60)
+    else:
+        r = stormpy("serve-dns", EXAMPLE_ZONE, "--listen", "127.0.0.1:53")
+    assert_one_line_error(r, "Permission denied")
+
+
+def test_sigterm_stops_cleanly(stormpy_server):
+    srv = stormpy_server([("example.com.", EXAMPLE_ZONE)], ["--chaos-identity", "sigterm-test"])
+    srv.proc.send_signal(signal.SIGTERM)
+    assert srv.proc.wait(timeout=10) == 0
+    assert "Traceback" not in srv.output()
