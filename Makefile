@@ -1,0 +1,66 @@
+# stormpy's two entry points; each installs what is missing first.
+#   make demo   serve zones/example.zone on 127.0.0.1:5353 (Ctrl-C stops it)
+#   make test   build, then run every test (C unit tests included)
+# System packages are installed with apt-get when run as root; otherwise the
+# missing ones are named and the tests that need them say so when they skip.
+
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PYTEST_ARGS ?= -q -rs
+SOURCES := pyproject.toml setup.py stormpy/_core.pyx $(wildcard stormpy/includes/*.pxd) \
+           $(wildcard native/*/*.c native/include/stormpy/*.h)
+
+# command:package pairs, checked by command so any install (Debian's or not) counts
+BUILD_TOOLS := cc:gcc make:make $(PYTHON):python3
+TEST_TOOLS := knotd:knot
+DEMO_TOOLS := dig:bind9-dnsutils
+
+define need
+	@missing=""; for pair in $(1); do \
+	  command -v "$${pair%%:*}" >/dev/null 2>&1 || missing="$$missing $${pair#*:}"; done; \
+	$(2) \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "make: installing$$missing"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	  else echo "make: not root, so not installing:$$missing"; fi; fi
+endef
+
+# Python's headers and venv support come separately on Debian.
+PY_CHECK := if ! $(PYTHON) -c 'import ensurepip, sysconfig, os, sys; \
+	  sys.exit(not os.path.exists(sysconfig.get_paths()["include"] + "/Python.h"))' \
+	  2>/dev/null; then missing="$$missing python3-venv python3-dev"; fi;
+
+.PHONY: demo test build deps-build deps-test deps-demo check-native clean
+
+demo: deps-demo build
+	@echo "stormpy: serving zones/example.zone on 127.0.0.1:5353 - query it from another shell:"
+	@echo "    dig @127.0.0.1 -p 5353 www.example.com"
+	@echo "    dig @127.0.0.1 -p 5353 +tcp example.com MX"
+	$(VENV)/bin/stormpy serve-dns zones/example.zone --listen 127.0.0.1:5353
+
+test: deps-test build
+	$(MAKE) -s -C native/tests check
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+build: $(VENV)/.built
+
+$(VENV)/.built: $(SOURCES) | deps-build
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[test]'
+	@touch $@
+
+deps-build:
+	$(call need,$(BUILD_TOOLS),$(PY_CHECK))
+
+deps-test: deps-build
+	$(call need,$(TEST_TOOLS),)
+
+deps-demo: deps-build
+	$(call need,$(DEMO_TOOLS),)
+
+clean:
+	rm -rf $(VENV) build *.egg-info stormpy/_core.c stormpy/*.so
+	$(MAKE) -s -C native/tests clean
