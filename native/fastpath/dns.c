@@ -3,6 +3,8 @@
 
 #include <string.h>
 
+#include "stormpy/wire.h"
+
 #define QR 0x80
 #define AA 0x04
 #define TC 0x02
@@ -18,17 +20,6 @@
 #define OPCODE_UPDATE 5
 #define OPT_EDE 15
 #define EDE_NOT_AUTHORITATIVE 20
-
-static inline uint16_t get16(const uint8_t *p)
-{
-    return (uint16_t)(p[0] << 8 | p[1]);
-}
-
-static inline void put16(uint8_t *p, uint16_t v)
-{
-    p[0] = (uint8_t)(v >> 8);
-    p[1] = (uint8_t)v;
-}
 
 static inline uint8_t lower(uint8_t c)
 {
@@ -117,8 +108,8 @@ static enum sp_dns_verdict parse_records(const uint8_t *msg, size_t len, size_t 
         pos = skip_name(msg, len, pos);
         if (!pos || pos + 10 > len)
             return SP_DNS_FORMERR;
-        uint16_t type = get16(msg + pos);
-        uint16_t rdlen = get16(msg + pos + 8);
+        uint16_t type = sp_get16(msg + pos);
+        uint16_t rdlen = sp_get16(msg + pos + 8);
         size_t rdata = pos + 10;
         if (rdata + rdlen > len)
             return SP_DNS_FORMERR;
@@ -127,15 +118,15 @@ static enum sp_dns_verdict parse_records(const uint8_t *msg, size_t len, size_t 
                 q->edns = false;
                 return SP_DNS_FORMERR;
             }
-            q->edns_size = get16(msg + pos + 2);
+            q->edns_size = sp_get16(msg + pos + 2);
             q->edns_version = msg[pos + 5];
             q->edns_do = (msg[pos + 6] & 0x80) != 0;
             for (size_t o = rdata; o < rdata + rdlen;) {   /* options: code, length, data */
-                if (o + 4 > rdata + rdlen || o + 4 + get16(msg + o + 2) > rdata + rdlen) {
+                if (o + 4 > rdata + rdlen || o + 4 + sp_get16(msg + o + 2) > rdata + rdlen) {
                     q->edns = false;
                     return SP_DNS_FORMERR;
                 }
-                o += 4 + (size_t)get16(msg + o + 2);
+                o += 4 + (size_t)sp_get16(msg + o + 2);
             }
             q->edns = true;
         }
@@ -154,10 +145,10 @@ enum sp_dns_verdict sp_dns_parse(const uint8_t *msg, size_t len, struct sp_dns_q
     if (len < SP_DNS_HEADER_LEN || (msg[2] & QR))
         return SP_DNS_DROP;
     q->opcode = (msg[2] >> 3) & 0x0f;
-    uint16_t qdcount = get16(msg + 4);
-    uint16_t ancount = get16(msg + 6);
-    uint16_t nscount = get16(msg + 8);
-    uint16_t arcount = get16(msg + 10);
+    uint16_t qdcount = sp_get16(msg + 4);
+    uint16_t ancount = sp_get16(msg + 6);
+    uint16_t nscount = sp_get16(msg + 8);
+    uint16_t arcount = sp_get16(msg + 10);
 
     if (qdcount > 1)
         return SP_DNS_DROP;        /* as Knot DNS: no answer to a question we cannot echo */
@@ -169,8 +160,8 @@ enum sp_dns_verdict sp_dns_parse(const uint8_t *msg, size_t len, struct sp_dns_q
     if (!pos || pos + 4 > len)
         return SP_DNS_FORMERR;
     memcpy(q->question + q->name_len, msg + pos, 4);
-    q->qtype = get16(msg + pos);
-    q->qclass = get16(msg + pos + 2);
+    q->qtype = sp_get16(msg + pos);
+    q->qclass = sp_get16(msg + pos + 2);
     q->question_len = (uint16_t)(q->name_len + 4);
     q->has_question = true;
     pos += 4;
@@ -237,18 +228,18 @@ static size_t write_opt(uint8_t *p, const struct sp_dns_query *q, const struct s
                         uint16_t rcode)
 {
     p[0] = 0;
-    put16(p + 1, TYPE_OPT);
-    put16(p + 3, cfg->max_udp);
+    sp_put16(p + 1, TYPE_OPT);
+    sp_put16(p + 3, cfg->max_udp);
     p[5] = rcode == RCODE_REFUSED_NO_ZONE ? 0 : (uint8_t)(rcode >> 4);
     p[6] = 0;
     p[7] = q->edns_do ? 0x80 : 0;
     p[8] = 0;
-    put16(p + 9, 0);
+    sp_put16(p + 9, 0);
     if (rcode == RCODE_REFUSED_NO_ZONE) {
-        put16(p + 9, EDE_LEN);
-        put16(p + 11, OPT_EDE);
-        put16(p + 13, 2);
-        put16(p + 15, EDE_NOT_AUTHORITATIVE);
+        sp_put16(p + 9, EDE_LEN);
+        sp_put16(p + 11, OPT_EDE);
+        sp_put16(p + 13, 2);
+        sp_put16(p + 15, EDE_NOT_AUTHORITATIVE);
     }
     return opt_len(rcode);
 }
@@ -265,10 +256,10 @@ static size_t write_error(const uint8_t *msg, const struct sp_dns_query *q,
     memcpy(out, msg, 2);
     out[2] = (uint8_t)(QR | (msg[2] & 0x78) | (msg[2] & RD));
     out[3] = (uint8_t)((msg[3] & CD) | (rcode & 0x0f));
-    put16(out + 4, q->has_question ? 1 : 0);
-    put16(out + 6, 0);
-    put16(out + 8, 0);
-    put16(out + 10, q->edns ? 1 : 0);
+    sp_put16(out + 4, q->has_question ? 1 : 0);
+    sp_put16(out + 6, 0);
+    sp_put16(out + 8, 0);
+    sp_put16(out + 10, q->edns ? 1 : 0);
     memcpy(out + SP_DNS_HEADER_LEN, q->question, qlen);
     if (q->edns)
         write_opt(out + SP_DNS_HEADER_LEN + qlen, q, cfg, rcode);
@@ -288,9 +279,9 @@ static size_t write_truncated(const struct sp_table *t, const struct sp_response
     memcpy(out, msg, 2);
     out[2] = (uint8_t)((out[2] & ~RD) | (msg[2] & RD) | TC);
     out[3] = (uint8_t)((out[3] & ~CD) | (msg[3] & CD));
-    put16(out + 6, 0);
-    put16(out + 8, 0);
-    put16(out + 10, q->edns ? 1 : 0);
+    sp_put16(out + 6, 0);
+    sp_put16(out + 8, 0);
+    sp_put16(out + 10, q->edns ? 1 : 0);
     memcpy(out + SP_DNS_HEADER_LEN, q->question, q->question_len);
     if (q->edns)
         write_opt(out + SP_DNS_HEADER_LEN + q->question_len, q, cfg, 0);
@@ -362,10 +353,10 @@ size_t sp_dns_answer(const struct sp_table *t, const struct sp_dns_config *cfg,
     };
     size_t n = sp_response_render_prefix(t, r, &req, stored, out, limit - opt);
     if (n && stored != r->len)
-        put16(out + 10, 0);
+        sp_put16(out + 10, 0);
     if (n && opt) {
         write_opt(out + n, q, cfg, 0);
-        put16(out + 10, (uint16_t)(get16(out + 10) + 1));
+        sp_put16(out + 10, (uint16_t)(sp_get16(out + 10) + 1));
         n += opt;
     }
     return count_rcode(c, rcode, n);

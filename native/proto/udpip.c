@@ -3,30 +3,21 @@
 
 #include <string.h>
 
+#include "stormpy/wire.h"
+
 #include "stormpy/csum.h"
 
 #define PROTO_UDP 17
-
-static inline uint16_t get16(const uint8_t *p)
-{
-    return (uint16_t)(p[0] << 8 | p[1]);
-}
-
-static inline void put16(uint8_t *p, uint16_t v)
-{
-    p[0] = (uint8_t)(v >> 8);
-    p[1] = (uint8_t)v;
-}
 
 static bool parse_udp(const uint8_t *ip, size_t l4, size_t end, struct sp_udpip *u)
 {
     if (l4 + SP_UDP_HEADER_LEN > end)
         return false;
-    uint16_t ulen = get16(ip + l4 + 4);
+    uint16_t ulen = sp_get16(ip + l4 + 4);
     if (ulen < SP_UDP_HEADER_LEN || l4 + ulen > end)
         return false;
-    u->sport = get16(ip + l4);
-    u->dport = get16(ip + l4 + 2);
+    u->sport = sp_get16(ip + l4);
+    u->dport = sp_get16(ip + l4 + 2);
     u->payload_off = l4 + SP_UDP_HEADER_LEN;
     u->payload_len = ulen - SP_UDP_HEADER_LEN;
     return true;
@@ -40,10 +31,10 @@ bool sp_udpip_parse(const uint8_t *ip, size_t len, struct sp_udpip *u)
         if (len < SP_IPV4_HEADER_LEN)
             return false;
         size_t ihl = (size_t)(ip[0] & 0x0f) * 4;
-        size_t total = get16(ip + 2);
+        size_t total = sp_get16(ip + 2);
         if (ihl < SP_IPV4_HEADER_LEN || total < ihl || total > len)
             return false;
-        if ((get16(ip + 6) & 0x3fff) != 0 || ip[9] != PROTO_UDP)   /* MF or offset: fragment */
+        if ((sp_get16(ip + 6) & 0x3fff) != 0 || ip[9] != PROTO_UDP)   /* MF or offset: fragment */
             return false;
         u->family = 4;
         memset(u->src, 0, sizeof(u->src));
@@ -55,7 +46,7 @@ bool sp_udpip_parse(const uint8_t *ip, size_t len, struct sp_udpip *u)
     if ((ip[0] >> 4) == 6) {
         if (len < SP_IPV6_HEADER_LEN)
             return false;
-        size_t total = SP_IPV6_HEADER_LEN + (size_t)get16(ip + 4);
+        size_t total = SP_IPV6_HEADER_LEN + (size_t)sp_get16(ip + 4);
         if (total > len || ip[6] != PROTO_UDP)   /* extension headers are not served */
             return false;
         u->family = 6;
@@ -77,28 +68,28 @@ size_t sp_udpip_write_reply(uint8_t *out, const struct sp_udpip *req, size_t pay
     if (req->family == 4) {
         out[0] = 0x45;
         out[1] = 0;
-        put16(out + 2, (uint16_t)(ip_len + udp_len));
-        put16(out + 4, 0);
-        put16(out + 6, 0x4000);   /* DF */
+        sp_put16(out + 2, (uint16_t)(ip_len + udp_len));
+        sp_put16(out + 4, 0);
+        sp_put16(out + 6, 0x4000);   /* DF */
         out[8] = ttl;
         out[9] = PROTO_UDP;
-        put16(out + 10, 0);
+        sp_put16(out + 10, 0);
         memcpy(out + 12, req->dst, 4);
         memcpy(out + 16, req->src, 4);
-        put16(out + 10, sp_csum_fold(sp_csum_partial(out, SP_IPV4_HEADER_LEN, 0)));
+        sp_put16(out + 10, sp_csum_fold(sp_csum_partial(out, SP_IPV4_HEADER_LEN, 0)));
     } else {
-        put16(out, 0x6000);
-        put16(out + 2, 0);
-        put16(out + 4, udp_len);
+        sp_put16(out, 0x6000);
+        sp_put16(out + 2, 0);
+        sp_put16(out + 4, udp_len);
         out[6] = PROTO_UDP;
         out[7] = ttl;
         memcpy(out + 8, req->dst, 16);
         memcpy(out + 24, req->src, 16);
     }
-    put16(udp, req->dport);
-    put16(udp + 2, req->sport);
-    put16(udp + 4, udp_len);
-    put16(udp + 6, 0);
+    sp_put16(udp, req->dport);
+    sp_put16(udp + 2, req->sport);
+    sp_put16(udp + 4, udp_len);
+    sp_put16(udp + 6, 0);
 
     /* Pseudo-header + UDP header + payload; swapping addresses and ports does not
      * change their sum, only the lengths are new. */
@@ -108,6 +99,6 @@ size_t sp_udpip_write_reply(uint8_t *out, const struct sp_udpip *req, size_t pay
     sum = sp_csum_partial(udp, SP_UDP_HEADER_LEN, sum);
     sum = sp_csum_add(sum, payload_sum);
     uint16_t check = sp_csum_fold(sum);
-    put16(udp + 6, check ? check : 0xffff);
+    sp_put16(udp + 6, check ? check : 0xffff);
     return ip_len + SP_UDP_HEADER_LEN;
 }
