@@ -11,6 +11,8 @@ from cpython.mem cimport PyMem_Malloc, PyMem_Free
 
 from stormpy.includes.core cimport *
 
+import time
+
 PATCH_COPY = SP_PATCH_COPY
 PATCH_COPY_BITS = SP_PATCH_COPY_BITS
 PATCH_INSERT = SP_PATCH_INSERT
@@ -117,6 +119,40 @@ cdef class Table:
         if self.t is NULL:
             raise ValueError("table already published")
         return _answer(self.t, query, tcp, max_udp)
+
+    def bench_dns(self, queries, long rounds=1, uint16_t max_udp=1232):
+        """Answer every query `rounds` times in one C loop without the GIL (the fast
+        path with no I/O). Returns (answers, response bytes, elapsed ns)."""
+        cdef sp_dns_config cfg
+        cdef sp_dns_query q
+        cdef sp_dns_counters c
+        cdef uint8_t out[65535]
+        cdef size_t n, total = 0, answered = 0, count = len(queries)
+        cdef long r
+        cdef size_t i
+        if self.t is NULL:
+            raise ValueError("table already published")
+        blob = b"".join(queries)
+        cdef const uint8_t[:] data = blob
+        cdef size_t *offsets = <size_t *>PyMem_Malloc((count + 1) * sizeof(size_t))
+        if offsets is NULL:
+            raise MemoryError()
+        offsets[0] = 0
+        for i in range(count):
+            offsets[i + 1] = offsets[i] + len(queries[i])
+        cfg.max_udp = max_udp
+        memset(&c, 0, sizeof(c))
+        start = time.perf_counter_ns()
+        with nogil:
+            for r in range(rounds):
+                for i in range(count):
+                    n = sp_dns_answer(self.t, &cfg, &data[offsets[i]], offsets[i + 1] - offsets[i],
+                                      False, out, sizeof(out), &q, &c)
+                    total += n
+                    answered += n != 0
+        elapsed = time.perf_counter_ns() - start
+        PyMem_Free(offsets)
+        return answered, total, elapsed
 
 
 cdef object _answer(const sp_table *t, const uint8_t[:] query, bint tcp, uint16_t max_udp):

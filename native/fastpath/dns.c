@@ -21,9 +21,16 @@
 #define OPT_EDE 15
 #define EDE_NOT_AUTHORITATIVE 20
 
-static inline uint8_t lower(uint8_t c)
+/* ASCII lower case of 8 bytes at once: bytes 'A'..'Z' gain 0x20, all others stay.
+ * Label length bytes (at most 63) are never in 'A'..'Z'. */
+static inline uint64_t lower8(uint64_t v)
 {
-    return (uint8_t)(c | ((uint8_t)(c - 'A') < 26) << 5);
+    const uint64_t ones = 0x0101010101010101ULL, high = 0x8080808080808080ULL;
+    uint64_t low7 = v & ~high;
+    uint64_t at_least_a = low7 + ones * (0x80 - 'A');
+    uint64_t past_z = low7 + ones * (0x80 - 'Z' - 1);
+    uint64_t upper = at_least_a & ~past_z & ~v & high;
+    return v | (upper >> 2);
 }
 
 /* Reads the question name at pos into q, decompressing. Each pointer must point
@@ -40,9 +47,7 @@ static size_t parse_qname(const uint8_t *msg, size_t len, size_t pos, struct sp_
         if (c == 0) {
             if (out + 1 > SP_DNS_NAME_MAX)
                 return 0;
-            q->question[out] = 0;
-            q->name_lower[out] = 0;
-            out++;
+            q->question[out++] = 0;
             if (!end)
                 end = pos + 1;
             break;
@@ -64,15 +69,15 @@ static size_t parse_qname(const uint8_t *msg, size_t len, size_t pos, struct sp_
         if (pos + 1 + c > len || out + 1 + c + 1 > SP_DNS_NAME_MAX || labels >= SP_DNS_LABELS_MAX)
             return 0;
         q->label_off[labels++] = (uint8_t)out;
-        q->question[out] = c;
-        q->name_lower[out] = c;
-        for (size_t i = 1; i <= c; i++) {
-            uint8_t ch = msg[pos + i];
-            q->question[out + i] = ch;
-            q->name_lower[out + i] = lower(ch);
-        }
+        memcpy(q->question + out, msg + pos, 1 + (size_t)c);
         out += 1 + (size_t)c;
         pos += 1 + (size_t)c;
+    }
+    for (size_t i = 0; i < out; i += 8) {   /* both buffers are padded to 8 bytes */
+        uint64_t v;
+        memcpy(&v, q->question + i, 8);
+        v = lower8(v);
+        memcpy(q->name_lower + i, &v, 8);
     }
     q->name_len = (uint8_t)out;
     q->nlabels = labels;

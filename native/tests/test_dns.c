@@ -46,6 +46,32 @@ static void test_parse_plain(void)
     CHECK(!q.edns);
 }
 
+static void test_lowercase_every_byte(void)
+{
+    /* Every byte value in a label: only 'A'..'Z' change in the key, nothing in the echo. */
+    for (int half = 0; half < 2; half++) {
+        uint8_t m[600], name[300];
+        struct sp_dns_query q;
+        size_t len = 0;
+        for (int b = half * 128; b < half * 128 + 128; b += 63) {
+            int n = half * 128 + 128 - b < 63 ? half * 128 + 128 - b : 63;
+            name[len++] = (uint8_t)n;
+            for (int i = 0; i < n; i++)
+                name[len++] = (uint8_t)(b + i);
+        }
+        name[len++] = 0;
+        size_t n = make_query(m, (const char *)name, len, 1);
+        CHECK_EQ(sp_dns_parse(m, n, &q), SP_DNS_LOOKUP);
+        CHECK_EQ(q.name_len, len);
+        int wrong = 0;
+        for (size_t i = 0; i < len; i++) {
+            int letter = name[i] >= 'A' && name[i] <= 'Z' && i != 0 && i != 64 && i != 128;
+            wrong += q.name_lower[i] != (letter ? name[i] + 32 : name[i]) || q.question[i] != name[i];
+        }
+        CHECK_EQ(wrong, 0);
+    }
+}
+
 static void test_parse_edns(void)
 {
     uint8_t m[512];
@@ -260,6 +286,7 @@ static void test_answer(void)
 int main(void)
 {
     test_parse_plain();
+    test_lowercase_every_byte();
     test_parse_edns();
     test_parse_header_rules();
     test_parse_opt_without_question();

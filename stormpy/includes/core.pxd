@@ -76,7 +76,7 @@ cdef extern from "stormpy/dns.h" nogil:
         uint8_t nlabels
         uint16_t question_len
         uint8_t name_lower[256]
-        uint8_t question[260]
+        uint8_t question[264]
     struct sp_dns_config:
         uint16_t max_udp
     struct sp_dns_counters:

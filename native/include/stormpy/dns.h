@@ -100,8 +100,8 @@ struct sp_dns_query {
     uint8_t nlabels;         /* labels before the root */
     uint16_t question_len;   /* name_len + 4 */
     uint8_t label_off[SP_DNS_LABELS_MAX + 1];
-    uint8_t name_lower[SP_DNS_NAME_MAX + 1];
-    uint8_t question[SP_DNS_NAME_MAX + 1 + 4];
+    uint8_t name_lower[SP_DNS_NAME_MAX + 1];      /* 256: a multiple of 8 */
+    uint8_t question[SP_DNS_NAME_MAX + 1 + 8];    /* name, type, class; 8-byte padded */
 };
 
 struct sp_dns_config {
