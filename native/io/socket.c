@@ -12,7 +12,7 @@ struct sp_sock_worker {
     int fd;
     int index;
     int batch;
-    _Atomic int stop;
+    int stop;   /* written by the control thread: __atomic access only */
     struct sp_table_ref *ref;
     struct sp_dns_config cfg;
     struct sp_worker_counters counters;

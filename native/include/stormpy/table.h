@@ -132,14 +132,14 @@ void sp_table_get_info(const struct sp_table *t, struct sp_table_info *info);
 #define SP_OFFLINE UINT64_MAX
 
 struct sp_worker_slot {
-    _Atomic uint64_t seen;
+    uint64_t seen;        /* accessed only through __atomic builtins */
     char pad[64 - sizeof(uint64_t)];
 };
 
 struct sp_table_ref {
-    struct sp_table *_Atomic current;
-    _Atomic uint64_t generation;
-    _Atomic int nworkers;
+    struct sp_table *current;   /* the fields here are accessed only atomically */
+    uint64_t generation;
+    int nworkers;
     struct sp_worker_slot slot[SP_MAX_WORKERS];
 };
 
