@@ -201,7 +201,7 @@ cdef class TableRef:
     cdef sp_table_ref *ref
     cdef int control_slot
 
-    def __cinit__(self, Table table, int nworkers):
+    def __cinit__(self, Table table not None, int nworkers):
         if nworkers < 0 or nworkers > MAX_WORKERS:
             raise ValueError(f"workers must be between 1 and {MAX_WORKERS}")
         self.ref = <sp_table_ref *>PyMem_Malloc(sizeof(sp_table_ref))
@@ -216,7 +216,7 @@ cdef class TableRef:
             sp_table_free(sp_table_ref_swap(self.ref, NULL))
             PyMem_Free(self.ref)
 
-    def swap(self, Table table, int timeout_ms=5000):
+    def swap(self, Table table not None, int timeout_ms=5000):
         """Publish table; free the old one once no worker can still read it."""
         cdef sp_table *old
         cdef bint done
@@ -240,7 +240,7 @@ cdef class SocketWorker:
     cdef sp_sock_worker *w
     cdef TableRef ref
 
-    def __cinit__(self, int fd, int index, TableRef ref, int batch=32, uint16_t max_udp=1232):
+    def __cinit__(self, int fd, int index, TableRef ref not None, int batch=32, uint16_t max_udp=1232):
         cdef sp_dns_config cfg
         if index < 0 or index >= ref.control_slot:
             raise ValueError("worker index out of range")
@@ -255,6 +255,8 @@ cdef class SocketWorker:
 
     def run(self):
         cdef int rc
+        if self.w is NULL:
+            raise ValueError("worker closed")
         with nogil:
             rc = sp_sock_worker_run(self.w)
         if rc < 0:
@@ -262,11 +264,19 @@ cdef class SocketWorker:
             raise OSError(-rc, os.strerror(-rc))
 
     def stop(self):
-        sp_sock_worker_stop(self.w)
+        if self.w is not NULL:
+            sp_sock_worker_stop(self.w)
+
+    def close(self):
+        """Free the worker and close its socket; only once run() has returned."""
+        sp_sock_worker_free(self.w)
+        self.w = NULL
 
     def counters(self):
         cdef sp_worker_counters c
-        sp_sock_worker_counters(self.w, &c)
+        memset(&c, 0, sizeof(c))
+        if self.w is not NULL:
+            sp_sock_worker_counters(self.w, &c)
         return dict(rx=c.rx, tx=c.tx, tx_errors=c.tx_errors, rx_truncated=c.rx_truncated,
                     batches=c.batches, batch_hist=[c.batch_hist[i] for i in range(SP_HIST_BUCKETS)],
                     queries=c.dns.queries, dropped=c.dns.dropped, truncated=c.dns.truncated,

@@ -26,6 +26,12 @@ def _max_udp(text: str) -> int:
     return value
 
 
+def _txt(text: str) -> str:
+    if len(text.encode()) > 255:
+        raise argparse.ArgumentTypeError("at most 255 bytes (one TXT string)")
+    return text
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="stormpy", description="Prepackaged-response packet "
                                 "processing: an authoritative DNS server with a C fast path.")
@@ -46,9 +52,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="datagrams received and sent per system call (default 32, at most 256)")
     s.add_argument("--max-udp", type=_max_udp, default=1232, metavar="BYTES",
                    help="largest UDP response with EDNS (default 1232)")
-    s.add_argument("--chaos-version", metavar="TEXT",
+    s.add_argument("--chaos-version", type=_txt, metavar="TEXT",
                    help="answer CH TXT version.bind/version.server with TEXT (default: REFUSED)")
-    s.add_argument("--chaos-identity", metavar="TEXT",
+    s.add_argument("--chaos-identity", type=_txt, metavar="TEXT",
                    help="answer CH TXT id.server/hostname.bind with TEXT (default: REFUSED)")
     s.add_argument("-v", "--verbose", action="count", default=0,
                    help="print counters every 10 s (-vv: every second)")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 
+import dns.exception
 import dns.flags
 import dns.message
 import dns.name
@@ -245,18 +246,29 @@ def _rcode_of(wire: bytes) -> int:
     return wire[3] & 0x0F
 
 
+def _sample_below(name: dns.name.Name, ix: ZoneIndex):
+    """A name below `name` that the zone does not hold; it stands for whatever is
+    asked below it. None when no name fits below `name` (255-octet limit)."""
+    for label in (b"\x00stormpy-asked\x00", b"\x00"):
+        if len(name.to_wire()) + 1 + len(label) <= 255:
+            sample = dns.name.Name((label,) + name.labels)
+            if sample not in ix.names:
+                return sample
+    return None
+
+
 def _emit_zone(ix: ZoneIndex, deeper: list, out: _Emitter) -> None:
     nxdomain_cache = None
     for name in sorted(ix.names):
         if any(name.is_subdomain(o) for o in deeper):
             continue                                 # served by its own zone
-        # A name below `name` that no zone holds: it stands for whatever is asked.
-        sample = dns.name.Name((b"\x00stormpy-asked\x00",) + name.labels)
+        sample = _sample_below(name, ix)
         cut = ix.cut_above(name)
         if cut is not None:
             referral = ix.referral(cut, [])
             out.add(_core.DNS_OTHER, IN, 0, name, encode_fixed(name, 0, IN, referral))
-            out.add(_core.DNS_BELOW_OTHER, IN, 0, name, encode_variable(sample, referral))
+            if sample is not None:
+                out.add(_core.DNS_BELOW_OTHER, IN, 0, name, encode_variable(sample, referral))
             if name == cut:
                 out.add(_core.DNS_EXACT, IN, DS, name, encode_fixed(name, DS, IN, ix.resolve(name, DS)))
             continue
@@ -265,12 +277,14 @@ def _emit_zone(ix: ZoneIndex, deeper: list, out: _Emitter) -> None:
         out.add(_core.DNS_OTHER, IN, 0, name, other)
         types = set(node) | {ANY}
         if CNAME in node:
-            types |= ix.types
+            types |= ix.types | {DS}      # DS never follows a chain into a referral
         for rdtype in sorted(types):
             wire = encode_fixed(name, rdtype, IN, ix.resolve(name, rdtype))
             if wire != other:
                 out.add(_core.DNS_EXACT, IN, rdtype, name, wire)
 
+        if sample is None:
+            continue                                 # no name fits below this one
         wild = ix.nodes.get(dns.name.Name((WILD,) + name.labels))
         if wild is None:
             if nxdomain_cache is None:
@@ -281,7 +295,7 @@ def _emit_zone(ix: ZoneIndex, deeper: list, out: _Emitter) -> None:
         out.add(_core.DNS_BELOW_OTHER, IN, 0, name, other)
         types = set(wild) | {ANY}
         if CNAME in wild:
-            types |= ix.types
+            types |= ix.types | {DS}
         for rdtype in sorted(types):
             wire = encode_variable(sample, ix.resolve(sample, rdtype))
             if wire != other:
@@ -312,7 +326,10 @@ def compile_zones(zones: list[Zone], chaos_version: str | None = None,
     out = _Emitter()
     for ix in indexes:
         deeper = [o.origin for o in indexes if o.origin != ix.origin and o.origin.is_subdomain(ix.origin)]
-        _emit_zone(ix, deeper, out)
+        try:
+            _emit_zone(ix, deeper, out)
+        except dns.exception.DNSException as e:
+            raise ZoneError(f"{ix.zone.path}: cannot compile zone {ix.origin}: {e}") from None
     for child in indexes:                          # DS is answered at the parent
         parents = [p for p in indexes if p.origin != child.origin and child.origin.is_subdomain(p.origin)]
         if parents:

@@ -61,6 +61,9 @@ def parse_listen(text: str) -> tuple[str, int]:
     except (OSError, ValueError):
         raise StormpyError(f"--listen {text}: expected ADDRESS:PORT with a numeric address "
                            f"and a port from 1 to 65535") from None
+    if host in ("0.0.0.0", "::"):
+        raise StormpyError(f"--listen {text}: give each address to serve on; a wildcard socket "
+                           f"may answer from another address than the one asked")
     return host, number
 
 
@@ -169,7 +172,9 @@ class DnsServer:
         try:
             worker.run()
         except OSError as e:
-            log.error("worker stopped: %s", e)
+            # close its socket so SO_REUSEPORT stops sending clients to it
+            worker.close()
+            log.error("a UDP worker stopped: %s; the others keep serving", e)
 
     def start_workers(self):
         for i, w in enumerate(self.workers):
@@ -210,6 +215,11 @@ class DnsServer:
             self.reload_failures += 1
             log.error("reload failed, still serving the previous zones: %s", e)
             return
+        except Exception as e:      # a bug, not bad input: still keep serving
+            self.reload_failures += 1
+            log.error("reload failed (internal error %s: %s), still serving the previous zones",
+                      type(e).__name__, e)
+            return
         finally:
             self._reloading = False
         if not self.ref.swap(table):
@@ -238,8 +248,9 @@ class DnsServer:
                 if answer is None:
                     continue        # not a query: nothing to say
                 writer.write(struct.pack("!H", len(answer)) + answer)
-                await writer.drain()
-        except ConnectionError:
+                # a client that stops reading loses its connection, not the server's
+                await asyncio.wait_for(writer.drain(), TCP_IDLE_SECONDS)
+        except (OSError, asyncio.TimeoutError):
             pass
         finally:
             self.connections -= 1

@@ -110,6 +110,9 @@ def load_zone(path: str, origin: str | None = None) -> Zone:
         if z.get_rdataset(z.origin, rdtype) is None:
             raise ZoneError(f"{path}: no SOA record at the zone origin {z.origin}")
     for name_, rdataset in z.iterate_rdatasets():
+        if rdataset.rdtype == dns.rdatatype.DNAME:
+            raise ZoneError(f"{path}: {name_} has a DNAME record; DNAME (RFC 6672) is not "
+                            f"supported yet")
         if rdataset.rdclass != dns.rdataclass.IN:
             raise ZoneError(f"{path}: {name_} has class {dns.rdataclass.to_text(rdataset.rdclass)}; "
                             f"only IN zones are served")
