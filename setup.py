@@ -4,8 +4,8 @@ import glob
 from Cython.Build import cythonize
 from setuptools import Extension, setup
 
-native = sorted(glob.glob("native/proto/*.c") + glob.glob("native/fastpath/*.c") +
-                glob.glob("native/io/*.c"))
+native = sorted(glob.glob("native/*.c") + glob.glob("native/proto/*.c") +
+                glob.glob("native/fastpath/*.c") + glob.glob("native/io/*.c"))
 
 core = Extension(
     "stormpy._core",

@@ -1,7 +1,8 @@
 """The DNS fast path alone: queries answered in one C loop from the in-process table,
-no sockets. Prints queries/s and ns/query; with --callgrind, runs itself under
-valgrind and reports instructions per query inside sp_dns_answer (stable on a noisy
-machine, unlike time).
+no sockets. Prints queries/s and ns/query for the DNS layer, and for whole Ethernet
+frames through the frame worker on the memory backend; with --callgrind, runs itself
+under valgrind and reports instructions per query inside sp_dns_answer (stable on a
+noisy machine, unlike time).
 
     python3 bench/fastpath.py [--names 1000] [--rounds 200] [--callgrind]
 """
@@ -15,8 +16,11 @@ import subprocess
 import sys
 import tempfile
 
+import time
+
 import dns.message
 
+from stormpy import _core
 from stormpy.dnscompile import compile_zones
 from stormpy.zone import load_zone
 
@@ -73,9 +77,25 @@ def main():
         n = args.queries * args.rounds
         result.update(answered=answered / args.rounds, qps=round(n / (ns / 1e9)),
                       ns_per_query=round(ns / n, 1), bytes_per_answer=round(nbytes / answered, 1))
+        result.update(frame_path(zone, queries, args.rounds))
         if args.callgrind:
             result["instructions_per_query"] = callgrind(args)
         print(json.dumps(result))
+
+
+def frame_path(zone, queries, rounds):
+    """Whole frames (Ethernet/IPv4/UDP) through the frame worker and the memory backend."""
+    from scapy.layers.inet import IP, UDP
+    from scapy.layers.l2 import Ether
+    table, _ = compile_zones([load_zone(zone)])
+    ref = _core.TableRef(table, 1)
+    head = Ether(src="02:00:00:00:00:02", dst="02:00:00:00:00:01") / IP(src="198.18.0.2", dst="198.18.0.1")
+    frames = [bytes(head / UDP(sport=1024 + i % 60000, dport=53) / q) for i, q in enumerate(queries)]
+    ref.run_frames(frames, rounds=2, capture_max=0)
+    start = time.perf_counter_ns()
+    _, c = ref.run_frames(frames, rounds=rounds, capture_max=0)
+    ns = time.perf_counter_ns() - start
+    return {"frame_qps": round(c["tx"] / (ns / 1e9)), "frame_ns_per_query": round(ns / c["rx"], 1)}
 
 
 def callgrind(args):

@@ -234,6 +234,54 @@ cdef class TableRef:
         finally:
             sp_table_ref_leave(self.ref, self.control_slot)
 
+    def run_frames(self, frames, int worker=0, uint16_t port=53, unsigned batch=32,
+                   uint64_t rounds=1, uint16_t max_udp=1232, uint8_t ttl=64,
+                   size_t capture_max=1 << 24):
+        """Run one frame worker over the memory backend: `frames` (Ethernet frames,
+        bytes) replayed `rounds` times through the real worker loop. Returns
+        (reply frames captured, counters)."""
+        cdef sp_frame_worker *w
+        cdef sp_io *io
+        cdef size_t n = 0, pos = 0, flen
+        cdef const uint8_t *cap
+        if worker < 0 or worker >= self.control_slot:
+            raise ValueError("worker index out of range")
+        blob = b"".join(len(f).to_bytes(2, "big") + bytes(f) for f in frames)
+        if any(len(f) > 65535 for f in frames):
+            raise ValueError("a frame longer than 65535 bytes")
+        cdef const uint8_t[:] view = blob if blob else b"\0"
+        io = sp_mem_io_open(&view[0], len(blob), rounds, capture_max)
+        w = <sp_frame_worker *>PyMem_Malloc(sizeof(sp_frame_worker))
+        if io is NULL or w is NULL:
+            if io is not NULL:
+                io.ops.close(io)
+            PyMem_Free(w)
+            raise MemoryError()
+        memset(w, 0, sizeof(sp_frame_worker))
+        w.io, w.ref, w.index, w.batch = io, self.ref, worker, batch
+        w.cfg.port, w.cfg.ttl, w.cfg.dns.max_udp = port, ttl, max_udp
+        try:
+            with nogil:
+                sp_frame_worker_run(w)
+            cap = sp_mem_io_captured(io, &n)
+            replies = []
+            while pos + 2 <= n:
+                flen = cap[pos] << 8 | cap[pos + 1]
+                replies.append(PyBytes_FromStringAndSize(<char *>cap + pos + 2, flen))
+                pos += 2 + flen
+            c = w.counters
+            counters = dict(rx=io.counters.rx_frames, tx=io.counters.tx_frames,
+                            tx_bytes=io.counters.tx_bytes, tx_ring_full=io.counters.tx_ring_full,
+                            kicks=io.counters.kicks, batches=w.batches,
+                            batch_hist=[w.batch_hist[i] for i in range(10)],
+                            not_ours=c.not_ours, bad_source=c.bad_source, malformed=c.malformed,
+                            queries=c.dns.queries, dropped=c.dns.dropped,
+                            truncated=c.dns.truncated, rcode=[c.dns.rcode[i] for i in range(17)])
+            return replies, counters
+        finally:
+            io.ops.close(io)
+            PyMem_Free(w)
+
 
 cdef class SocketWorker:
     """One socket-backend worker: run() blocks in C, without the GIL, until stop()."""

@@ -118,3 +118,42 @@ cdef extern from "stormpy/socket_io.h" nogil:
     int sp_sock_worker_run(sp_sock_worker *w)
     void sp_sock_worker_stop(sp_sock_worker *w)
     void sp_sock_worker_counters(const sp_sock_worker *w, sp_worker_counters *out)
+
+cdef extern from "stormpy/frame.h" nogil:
+    struct sp_frame_config:
+        uint16_t port
+        uint8_t ttl
+        sp_dns_config dns
+    struct sp_frame_counters:
+        uint64_t frames
+        uint64_t not_ours
+        uint64_t bad_source
+        uint64_t malformed
+        sp_dns_counters dns
+
+cdef extern from "stormpy/io.h" nogil:
+    struct sp_io_counters:
+        uint64_t rx_frames
+        uint64_t tx_frames
+        uint64_t tx_bytes
+        uint64_t tx_ring_full
+        uint64_t kicks
+    struct sp_io_ops:
+        void (*close)(sp_io *io)
+    struct sp_io:
+        const sp_io_ops *ops
+        sp_io_counters counters
+    sp_io *sp_mem_io_open(const uint8_t *frames, size_t len, uint64_t rounds, size_t capture_max)
+    const uint8_t *sp_mem_io_captured(const sp_io *io, size_t *len)
+
+cdef extern from "stormpy/worker.h" nogil:
+    struct sp_frame_worker:
+        sp_io *io
+        sp_table_ref *ref
+        int index
+        unsigned batch
+        sp_frame_config cfg
+        uint64_t batches
+        uint64_t batch_hist[10]
+        sp_frame_counters counters
+    uint64_t sp_frame_worker_run(sp_frame_worker *w)

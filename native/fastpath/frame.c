@@ -1,0 +1,79 @@
+/* Ethernet frame in, reply frame out. See frame.h. */
+#include "stormpy/frame.h"
+
+#include <string.h>
+
+#include "stormpy/csum.h"
+#include "stormpy/udpip.h"
+#include "stormpy/wire.h"
+
+#define ETHERTYPE_IPV4 0x0800
+#define ETHERTYPE_IPV6 0x86dd
+#define ETHERTYPE_VLAN 0x8100
+#define ETHERTYPE_QINQ 0x88a8
+
+/* Sources a reply must never go to: reflecting to them would amplify or flood. */
+static bool bad_source(const struct sp_udpip *u, const uint8_t *eth_src)
+{
+    if ((eth_src[0] & 1) || u->sport == 0)
+        return true;
+    if (u->family == 4) {
+        uint8_t a = u->src[0];
+        return a == 0 || a >= 224 || (a == 127) ||
+               (u->dst[0] >= 224);   /* multicast, broadcast, "this network", loopback */
+    }
+    static const uint8_t unspecified[16];
+    return u->src[0] == 0xff || u->dst[0] == 0xff || memcmp(u->src, unspecified, 16) == 0;
+}
+
+size_t sp_frame_answer(const struct sp_table *t, const struct sp_frame_config *cfg,
+                       const uint8_t *rx, size_t len, uint8_t *tx, size_t cap,
+                       struct sp_frame_scratch *scratch, struct sp_frame_counters *c)
+{
+    c->frames++;
+    if (len < SP_ETH_HEADER_LEN) {
+        c->malformed++;
+        return 0;
+    }
+    size_t l2 = SP_ETH_HEADER_LEN;
+    uint16_t type = sp_get16(rx + 12);
+    if (type == ETHERTYPE_VLAN || type == ETHERTYPE_QINQ) {
+        if (len < l2 + SP_VLAN_TAG_LEN) {
+            c->malformed++;
+            return 0;
+        }
+        type = sp_get16(rx + 16);
+        l2 += SP_VLAN_TAG_LEN;
+    }
+    if (type != ETHERTYPE_IPV4 && type != ETHERTYPE_IPV6) {
+        c->not_ours++;
+        return 0;
+    }
+    struct sp_udpip u;
+    if (!sp_udpip_parse(rx + l2, len - l2, &u) || u.family != (type == ETHERTYPE_IPV4 ? 4 : 6)) {
+        /* not a complete UDP datagram: another protocol, a fragment, or damage */
+        c->not_ours++;
+        return 0;
+    }
+    if (u.dport != cfg->port) {
+        c->not_ours++;
+        return 0;
+    }
+    if (bad_source(&u, rx + 6)) {
+        c->bad_source++;
+        return 0;
+    }
+    size_t headers = l2 + sp_udpip_header_len(u.family);
+    if (cap <= headers)
+        return 0;
+    uint8_t *payload = tx + headers;
+    size_t n = sp_dns_answer(t, &cfg->dns, rx + l2 + u.payload_off, u.payload_len, false, payload,
+                             cap - headers, &scratch->query, &c->dns);
+    if (!n)
+        return 0;
+    memcpy(tx, rx + 6, 6);          /* back to the sender's MAC */
+    memcpy(tx + 6, rx, 6);
+    memcpy(tx + 12, rx + 12, l2 - 12);  /* ethertype, and the VLAN tag if any */
+    sp_udpip_write_reply(tx + l2, &u, n, sp_csum_partial(payload, n, 0), cfg->ttl);
+    return headers + n;
+}

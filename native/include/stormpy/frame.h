@@ -1,0 +1,50 @@
+/*
+ * Whole Ethernet frames in and out: the fast path for backends that own the frame
+ * (AF_XDP, AF_PACKET, netmap, the memory backend).
+ *
+ * sp_frame_answer() takes one received frame (Ethernet, an optional 802.1Q/802.1ad
+ * tag, IPv4 or IPv6, UDP to the served port, a DNS query) and writes the complete
+ * reply frame: MAC and IP addresses and ports swapped, the VLAN tag kept, the DNS
+ * answer from the table, fresh IP and UDP checksums. Every length read from the
+ * frame is checked against the received length. Frames that are not UDP to the
+ * served port are "not ours" (a backend passes them to the kernel or ignores them);
+ * queries from sources that must never be answered (broadcast or multicast
+ * addresses, port 0) are dropped.
+ */
+#ifndef STORMPY_FRAME_H
+#define STORMPY_FRAME_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "stormpy/dns.h"
+#include "stormpy/table.h"
+
+#define SP_ETH_HEADER_LEN 14
+#define SP_VLAN_TAG_LEN 4
+#define SP_FRAME_MAX 2048    /* the largest reply frame: max_udp is capped below this */
+
+struct sp_frame_config {
+    uint16_t port;           /* the served UDP port */
+    uint8_t ttl;             /* IPv4 TTL / IPv6 hop limit of replies */
+    struct sp_dns_config dns;
+};
+
+struct sp_frame_counters {
+    uint64_t frames;
+    uint64_t not_ours;       /* not UDP to the served port: ARP, ICMP, other ports */
+    uint64_t bad_source;     /* broadcast, multicast or port-0 sources: never answered */
+    uint64_t malformed;      /* truncated or inconsistent L2-L4 headers */
+    struct sp_dns_counters dns;
+};
+
+struct sp_frame_scratch {
+    struct sp_dns_query query;
+};
+
+/* Returns the reply frame's length written to tx (at most cap), or 0 for no reply. */
+size_t sp_frame_answer(const struct sp_table *t, const struct sp_frame_config *cfg,
+                       const uint8_t *rx, size_t len, uint8_t *tx, size_t cap,
+                       struct sp_frame_scratch *scratch, struct sp_frame_counters *c);
+
+#endif

@@ -1,0 +1,69 @@
+/*
+ * One I/O interface for every frame backend (memory, AF_PACKET, AF_XDP, netmap).
+ *
+ * A backend is a `struct sp_io` whose first member points to its function table.
+ * The worker calls each function once per batch, never per packet:
+ *
+ *   n = rx_burst(io, rx, batch)        frames received (buffers stay the backend's)
+ *   reclaim(io)                        take back buffers the NIC has finished sending
+ *   m = tx_reserve(io, tx, n)          up to n free TX buffers
+ *   ... answer rx[i] into tx[j] ...
+ *   tx_submit(io, tx, used, m)         queue `used` frames, return the rest
+ *   rx_release(io, rx, n)              give the RX buffers back (refill)
+ *   kick(io)                           one system call, only when the ring needs it
+ *
+ * Each backend has its own constructor; close() undoes it.
+ */
+#ifndef STORMPY_IO_H
+#define STORMPY_IO_H
+
+#include <stdint.h>
+
+#define SP_IO_BATCH_MAX 256
+
+struct sp_frame {
+    uint8_t *data;
+    uint32_t len;
+    uint32_t cap;
+    uint64_t id;     /* the backend's buffer identity (UMEM address, ring slot) */
+};
+
+struct sp_io_counters {
+    uint64_t rx_frames;
+    uint64_t tx_frames;
+    uint64_t tx_bytes;
+    uint64_t tx_ring_full;   /* answers lost because no TX buffer was free */
+    uint64_t kicks;
+};
+
+struct sp_io;
+
+struct sp_io_ops {
+    const char *name;
+    unsigned (*rx_burst)(struct sp_io *io, struct sp_frame *rx, unsigned max);
+    void (*reclaim)(struct sp_io *io);
+    unsigned (*tx_reserve)(struct sp_io *io, struct sp_frame *tx, unsigned n);
+    void (*tx_submit)(struct sp_io *io, struct sp_frame *tx, unsigned used, unsigned reserved);
+    void (*rx_release)(struct sp_io *io, struct sp_frame *rx, unsigned n);
+    void (*kick)(struct sp_io *io);
+    void (*close)(struct sp_io *io);
+};
+
+struct sp_io {
+    const struct sp_io_ops *ops;
+    struct sp_io_counters counters;
+    int finished;    /* no input will ever come again (the memory backend's end) */
+};
+
+/*
+ * The memory backend: RX replays frames from a buffer (`rounds` times), TX keeps
+ * count and, up to capture_max bytes, a copy of every frame sent. For tests,
+ * benchmarks and labs; no kernel involved.
+ * frames: concatenated records of a 2-byte big-endian length and the frame.
+ */
+struct sp_io *sp_mem_io_open(const uint8_t *frames, size_t len, uint64_t rounds,
+                             size_t capture_max);
+/* The captured TX frames, in the same record format. */
+const uint8_t *sp_mem_io_captured(const struct sp_io *io, size_t *len);
+
+#endif

@@ -1,0 +1,33 @@
+/*
+ * The run-to-completion frame worker: one per NIC queue. RX batch -> answer each
+ * frame from the current table -> TX batch -> one kick, through the backend's
+ * function table (called once per batch). No locks, no allocation, and writes
+ * only to its own state.
+ */
+#ifndef STORMPY_WORKER_H
+#define STORMPY_WORKER_H
+
+#include "stormpy/frame.h"
+#include "stormpy/io.h"
+#include "stormpy/table.h"
+
+#define SP_BATCH_HIST 10   /* batch sizes 1, 2-3, 4-7, ... 256+ */
+
+struct sp_frame_worker {
+    struct sp_io *io;
+    struct sp_table_ref *ref;
+    int index;                       /* this worker's slot in ref */
+    unsigned batch;
+    struct sp_frame_config cfg;
+    int stop;                        /* set by the control thread, __atomic access */
+    uint64_t batches;
+    uint64_t batch_hist[SP_BATCH_HIST];
+    struct sp_frame_counters counters;
+    struct sp_frame_scratch scratch;
+};
+
+/* Runs until stopped, or until the backend has no more input (memory backend).
+ * Returns the number of batches processed. */
+uint64_t sp_frame_worker_run(struct sp_frame_worker *w);
+
+#endif

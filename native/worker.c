@@ -1,0 +1,51 @@
+/* The run-to-completion frame worker. See worker.h. */
+#include "stormpy/worker.h"
+
+static inline unsigned hist_bucket(unsigned n)
+{
+    unsigned b = 0;
+    while (n > 1 && b < SP_BATCH_HIST - 1) {
+        n >>= 1;
+        b++;
+    }
+    return b;
+}
+
+uint64_t sp_frame_worker_run(struct sp_frame_worker *w)
+{
+    struct sp_io *io = w->io;
+    const struct sp_io_ops *ops = io->ops;
+    struct sp_frame rx[SP_IO_BATCH_MAX], tx[SP_IO_BATCH_MAX];
+    unsigned batch = w->batch < 1 ? 1 : w->batch > SP_IO_BATCH_MAX ? SP_IO_BATCH_MAX : w->batch;
+    uint64_t start = w->batches;
+
+    while (!__atomic_load_n(&w->stop, __ATOMIC_ACQUIRE)) {
+        unsigned n = ops->rx_burst(io, rx, batch);
+        if (n == 0) {
+            if (io->finished)
+                break;
+            continue;   /* rx_burst waited its poll interval: look at the stop flag */
+        }
+        ops->reclaim(io);
+        unsigned reserved = ops->tx_reserve(io, tx, n);
+        unsigned used = 0;
+        const struct sp_table *t = sp_table_ref_enter(w->ref, w->index);
+        for (unsigned i = 0; i < n; i++) {
+            if (used == reserved) {
+                io->counters.tx_ring_full += n - i;
+                break;
+            }
+            size_t len = sp_frame_answer(t, &w->cfg, rx[i].data, rx[i].len, tx[used].data,
+                                         tx[used].cap, &w->scratch, &w->counters);
+            if (len)
+                tx[used++].len = (uint32_t)len;
+        }
+        sp_table_ref_leave(w->ref, w->index);
+        ops->tx_submit(io, tx, used, reserved);
+        ops->rx_release(io, rx, n);
+        ops->kick(io);
+        w->batches++;
+        w->batch_hist[hist_bucket(n)]++;
+    }
+    return w->batches - start;
+}
