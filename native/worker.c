@@ -1,16 +1,6 @@
 /* The run-to-completion frame worker. See worker.h. */
 #include "stormpy/worker.h"
 
-static inline unsigned hist_bucket(unsigned n)
-{
-    unsigned b = 0;
-    while (n > 1 && b < SP_BATCH_HIST - 1) {
-        n >>= 1;
-        b++;
-    }
-    return b;
-}
-
 uint64_t sp_frame_worker_run(struct sp_frame_worker *w)
 {
     struct sp_io *io = w->io;
@@ -45,7 +35,7 @@ uint64_t sp_frame_worker_run(struct sp_frame_worker *w)
         ops->rx_release(io, rx, n);
         ops->kick(io);
         w->batches++;
-        w->batch_hist[hist_bucket(n)]++;
+        w->batch_hist[sp_hist_bucket(n)]++;
     }
     return w->batches - start;
 }

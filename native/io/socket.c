@@ -73,16 +73,6 @@ void sp_sock_worker_stop(struct sp_sock_worker *w)
     __atomic_store_n(&w->stop, 1, __ATOMIC_RELEASE);
 }
 
-static inline unsigned hist_bucket(unsigned n)
-{
-    unsigned b = 0;
-    while (n > 1 && b < SP_HIST_BUCKETS - 1) {
-        n >>= 1;
-        b++;
-    }
-    return b;
-}
-
 /* Sends what remains of the batch; a datagram the kernel refuses is counted and
  * skipped so one bad peer cannot stall the others. */
 static void send_all(struct sp_sock_worker *w, unsigned n)
@@ -138,7 +128,7 @@ int sp_sock_worker_run(struct sp_sock_worker *w)
         sp_table_ref_leave(w->ref, w->index);
         c->rx += (unsigned)n;
         c->batches++;
-        c->batch_hist[hist_bucket((unsigned)n)]++;
+        c->batch_hist[sp_hist_bucket((unsigned)n)]++;
         if (out)
             send_all(w, out);
     }

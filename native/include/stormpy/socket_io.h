@@ -12,13 +12,13 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+#include "stormpy/counters.h"
 #include "stormpy/dns.h"
 #include "stormpy/table.h"
 
 #define SP_SOCK_BATCH_MAX 256
 #define SP_SOCK_POLL_MS 100
 #define SP_SOCK_RX_MAX 4096
-#define SP_HIST_BUCKETS 10   /* batch sizes 1, 2-3, 4-7, ... 256+ */
 
 struct sp_worker_counters {
     uint64_t rx;

@@ -7,11 +7,10 @@
 #ifndef STORMPY_WORKER_H
 #define STORMPY_WORKER_H
 
+#include "stormpy/counters.h"
 #include "stormpy/frame.h"
 #include "stormpy/io.h"
 #include "stormpy/table.h"
-
-#define SP_BATCH_HIST 10   /* batch sizes 1, 2-3, 4-7, ... 256+ */
 
 struct sp_frame_worker {
     struct sp_io *io;
@@ -21,7 +20,7 @@ struct sp_frame_worker {
     struct sp_frame_config cfg;
     int stop;                        /* set by the control thread, __atomic access */
     uint64_t batches;
-    uint64_t batch_hist[SP_BATCH_HIST];
+    uint64_t batch_hist[SP_HIST_BUCKETS];
     struct sp_frame_counters counters;
     struct sp_frame_scratch scratch;
 };
