@@ -13,7 +13,7 @@ SOURCES := pyproject.toml setup.py stormpy/_core.pyx $(wildcard stormpy/includes
 
 # command:package pairs, checked by command so any install (Debian's or not) counts
 BUILD_TOOLS := cc:gcc make:make $(PYTHON):python3
-TEST_TOOLS := knotd:knot
+TEST_TOOLS := knotd:knot ip:iproute2 ping:iputils-ping
 DEMO_TOOLS := dig:bind9-dnsutils
 
 define need

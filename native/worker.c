@@ -39,3 +39,8 @@ uint64_t sp_frame_worker_run(struct sp_frame_worker *w)
     }
     return w->batches - start;
 }
+
+void sp_frame_worker_stop(struct sp_frame_worker *w)
+{
+    __atomic_store_n(&w->stop, 1, __ATOMIC_RELEASE);
+}

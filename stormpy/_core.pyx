@@ -13,6 +13,8 @@ from stormpy.includes.core cimport *
 
 import time
 
+from stormpy.errors import BackendError
+
 PATCH_COPY = SP_PATCH_COPY
 PATCH_COPY_BITS = SP_PATCH_COPY_BITS
 PATCH_INSERT = SP_PATCH_INSERT
@@ -269,14 +271,7 @@ cdef class TableRef:
                 flen = cap[pos] << 8 | cap[pos + 1]
                 replies.append(PyBytes_FromStringAndSize(<char *>cap + pos + 2, flen))
                 pos += 2 + flen
-            c = w.counters
-            counters = dict(rx=io.counters.rx_frames, tx=io.counters.tx_frames,
-                            tx_bytes=io.counters.tx_bytes, tx_ring_full=io.counters.tx_ring_full,
-                            kicks=io.counters.kicks, batches=w.batches,
-                            batch_hist=[w.batch_hist[i] for i in range(10)],
-                            not_ours=c.not_ours, bad_source=c.bad_source, malformed=c.malformed,
-                            queries=c.dns.queries, dropped=c.dns.dropped,
-                            truncated=c.dns.truncated, rcode=[c.dns.rcode[i] for i in range(17)])
+            counters = _frame_counters(w)
             return replies, counters
         finally:
             io.ops.close(io)
@@ -329,3 +324,80 @@ cdef class SocketWorker:
                     batches=c.batches, batch_hist=[c.batch_hist[i] for i in range(SP_HIST_BUCKETS)],
                     queries=c.dns.queries, dropped=c.dns.dropped, truncated=c.dns.truncated,
                     rcode=[c.dns.rcode[i] for i in range(17)])
+
+
+cdef dict _frame_counters(sp_frame_worker *w):
+    c = w.counters
+    return dict(rx=w.io.counters.rx_frames, tx=w.io.counters.tx_frames,
+                tx_bytes=w.io.counters.tx_bytes, tx_ring_full=w.io.counters.tx_ring_full,
+                kicks=w.io.counters.kicks, batches=w.batches,
+                batch_hist=[w.batch_hist[i] for i in range(10)],
+                not_ours=c.not_ours, bad_source=c.bad_source, malformed=c.malformed,
+                queries=c.dns.queries, dropped=c.dns.dropped, truncated=c.dns.truncated,
+                rcode=[c.dns.rcode[i] for i in range(17)])
+
+
+cdef class FrameWorker:
+    """A run-to-completion worker on a frame backend (one per NIC queue)."""
+    cdef sp_frame_worker *w
+    cdef TableRef ref
+    cdef bytes ifname
+
+    def __dealloc__(self):
+        self.close()
+
+    @staticmethod
+    def packet(str ifname, int index, TableRef ref not None, uint16_t port, unsigned batch=32,
+               uint16_t fanout_group=1, bint busy_poll=False, uint16_t max_udp=1232,
+               uint8_t ttl=64):
+        """A worker on an AF_PACKET socket that joins fanout_group on ifname."""
+        cdef FrameWorker self = FrameWorker.__new__(FrameWorker)
+        cdef sp_packet_config cfg
+        cdef char err[256]
+        if index < 0 or index >= ref.control_slot:
+            raise ValueError("worker index out of range")
+        self.ifname = ifname.encode()
+        memset(&cfg, 0, sizeof(cfg))
+        cfg.ifname = self.ifname
+        cfg.fanout_group = fanout_group
+        cfg.busy_poll = busy_poll
+        cfg.poll_ms = 100
+        err[0] = 0
+        cdef sp_io *io = sp_packet_io_open(&cfg, err, sizeof(err))
+        if io is NULL:
+            raise BackendError(err.decode(errors="replace"))
+        self._attach(io, index, ref, port, batch, max_udp, ttl)
+        return self
+
+    cdef _attach(self, sp_io *io, int index, TableRef ref, uint16_t port, unsigned batch,
+                 uint16_t max_udp, uint8_t ttl):
+        self.w = <sp_frame_worker *>PyMem_Malloc(sizeof(sp_frame_worker))
+        if self.w is NULL:
+            io.ops.close(io)
+            raise MemoryError()
+        memset(self.w, 0, sizeof(sp_frame_worker))
+        self.ref = ref
+        self.w.io, self.w.ref, self.w.index, self.w.batch = io, ref.ref, index, batch
+        self.w.cfg.port, self.w.cfg.ttl, self.w.cfg.dns.max_udp = port, ttl, max_udp
+
+    def run(self):
+        if self.w is NULL:
+            raise ValueError("worker closed")
+        with nogil:
+            sp_frame_worker_run(self.w)
+
+    def stop(self):
+        if self.w is not NULL:
+            sp_frame_worker_stop(self.w)
+
+    def counters(self):
+        if self.w is NULL:
+            return {}
+        return _frame_counters(self.w)
+
+    def close(self):
+        """Close the backend; only once run() has returned."""
+        if self.w is not NULL:
+            self.w.io.ops.close(self.w.io)
+            PyMem_Free(self.w)
+            self.w = NULL

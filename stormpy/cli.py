@@ -26,6 +26,24 @@ def _max_udp(text: str) -> int:
     return value
 
 
+def _port(text: str) -> int:
+    value = _positive(text)
+    if value > 65535:
+        raise argparse.ArgumentTypeError("a port is at most 65535")
+    return value
+
+
+def _cpu_list(text: str) -> list[int]:
+    cpus = []
+    try:
+        for part in text.split(","):
+            lo, _, hi = part.partition("-")
+            cpus += range(int(lo), int(hi or lo) + 1)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected CPU numbers like 0,2 or 0-3") from None
+    return cpus
+
+
 def _txt(text: str) -> str:
     if len(text.encode()) > 255:
         raise argparse.ArgumentTypeError("at most 255 bytes (one TXT string)")
@@ -56,6 +74,19 @@ def build_parser() -> argparse.ArgumentParser:
                    help="answer CH TXT version.bind/version.server with TEXT (default: REFUSED)")
     s.add_argument("--chaos-identity", type=_txt, metavar="TEXT",
                    help="answer CH TXT id.server/hostname.bind with TEXT (default: REFUSED)")
+    rings = s.add_argument_group("serving on an interface's rings instead of sockets")
+    rings.add_argument("--iface", metavar="IFACE",
+                       help="answer UDP on this interface's rings, one worker per RX queue")
+    rings.add_argument("--backend", choices=("socket", "packet"), default=None,
+                       help="socket (default without --iface) or packet (AF_PACKET; default with --iface)")
+    rings.add_argument("--port", type=_port, default=53, metavar="N",
+                       help="UDP and TCP port served with --iface (default 53)")
+    rings.add_argument("--queues", type=_positive, default=0, metavar="N",
+                       help="workers on the interface (default: its RX queue count)")
+    rings.add_argument("--cpus", type=_cpu_list, default=[], metavar="LIST",
+                       help="pin worker i to the i-th CPU of LIST, e.g. 0,1 or 0-3")
+    rings.add_argument("--poll", choices=("block", "busy"), default="block",
+                       help="wait for frames in poll() or spin on the ring (default block)")
     s.add_argument("-v", "--verbose", action="count", default=0,
                    help="print counters every 10 s (-vv: every second)")
 
@@ -92,11 +123,20 @@ def _serve_dns(args) -> int:
     level = logging.INFO
     logging.basicConfig(level=level, format="%(asctime)s stormpy: %(message)s",
                         datefmt="%H:%M:%S", stream=sys.stderr)
+    backend = args.backend or ("packet" if args.iface else "socket")
+    if backend != "socket" and not args.iface:
+        raise StormpyError(f"--backend {backend} needs --iface")
+    if args.iface and backend == "socket":
+        raise StormpyError("--iface serves on rings: use --backend packet, or --listen for sockets")
+    if args.iface and args.listen:
+        raise StormpyError("--listen is for the socket backend; with --iface use --port")
     cfg = DnsConfig(zones=args.zones, origins=args.origin,
                     listen=[parse_listen(x) for x in args.listen] or [("127.0.0.1", 5353)],
                     workers=args.workers, batch=args.batch, max_udp=args.max_udp,
                     chaos_version=args.chaos_version, chaos_identity=args.chaos_identity,
-                    stats_interval={0: 0.0, 1: 10.0}.get(args.verbose, 1.0))
+                    stats_interval={0: 0.0, 1: 10.0}.get(args.verbose, 1.0),
+                    iface=args.iface, backend=backend, queues=args.queues, port=args.port,
+                    cpus=args.cpus, busy_poll=args.poll == "busy")
     serve_dns(cfg)
     return 0
 

@@ -7,3 +7,7 @@ class StormpyError(Exception):
 
 class ZoneError(StormpyError):
     """A zone file that cannot be loaded or compiled; the message names file:line."""
+
+
+class BackendError(StormpyError):
+    """An I/O backend that cannot start here: a missing interface, permission or kernel feature."""

@@ -40,6 +40,12 @@ class DnsConfig:
     chaos_version: str | None = None
     chaos_identity: str | None = None
     stats_interval: float = 0.0
+    iface: str | None = None         # serve on this interface's rings instead of sockets
+    backend: str = "socket"          # socket | packet
+    queues: int = 0                  # frame workers (default: the device's RX queues)
+    port: int = 53                   # the UDP/TCP port served with --iface
+    cpus: list[int] = field(default_factory=list)
+    busy_poll: bool = False
 
 
 def parse_listen(text: str) -> tuple[str, int]:
@@ -136,9 +142,46 @@ def open_tcp_socket(host: str, port: int) -> socket.socket:
     return s
 
 
+def rx_queue_count(iface: str) -> int:
+    """The device's RX queues, from sysfs (veth reports what it was created with)."""
+    try:
+        return max(1, len([q for q in os.listdir(f"/sys/class/net/{iface}/queues")
+                           if q.startswith("rx-")]))
+    except OSError:
+        raise StormpyError(f"--iface {iface}: no such network interface") from None
+
+
+def open_sinks(port: int) -> list[socket.socket]:
+    """UDP sockets on the served port that are never read: the kernel still sees every
+    frame a ring backend answers, and without a socket it would send ICMP port
+    unreachable for each query."""
+    sinks = []
+    for family, host in ((socket.AF_INET, "0.0.0.0"), (socket.AF_INET6, "::")):
+        s = socket.socket(family, socket.SOCK_DGRAM)
+        try:
+            if family == socket.AF_INET6:
+                s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1)
+            s.bind((host, port))
+        except OSError as e:
+            s.close()
+            for x in sinks:
+                x.close()
+            if e.errno == 98:
+                raise StormpyError(f"UDP port {port} is in use on this host: that server would "
+                                   f"answer the same queries; stop it or choose --port") from None
+            raise _bind_error("udp", host, port, e) from None
+        sinks.append(s)
+    return sinks
+
+
 class DnsServer:
     def __init__(self, cfg: DnsConfig):
         self.cfg = cfg
+        self.sinks: list[socket.socket] = []
+        if cfg.iface:
+            self._init_frames(cfg)
+            return
         self.workers_per_address = cfg.workers or os.cpu_count() or 1
         table, self.stats = load_table(cfg)
         total = self.workers_per_address * len(cfg.listen)
@@ -167,9 +210,38 @@ class DnsServer:
         self.reload_failures = 0
         self._reloading = False
 
-    # -- workers ---------------------------------------------------------------
-    def _run_worker(self, worker):
+    def _init_frames(self, cfg: DnsConfig):
+        """One run-to-completion worker per RX queue on cfg.iface's rings; TCP and the
+        sink sockets on the kernel's stack."""
+        queues = cfg.queues or rx_queue_count(cfg.iface)
+        if queues > _core.MAX_WORKERS:
+            raise StormpyError(f"at most {_core.MAX_WORKERS} queues")
+        table, self.stats = load_table(cfg)
+        self.workers_per_address = queues
+        self.listen_text = f"{cfg.iface} port {cfg.port} ({cfg.backend}, {queues} queue(s))"
+        self.sinks = open_sinks(cfg.port)
+        self.tcp_sockets = []
         try:
+            self.tcp_sockets = [open_tcp_socket("0.0.0.0", cfg.port), open_tcp_socket("::", cfg.port)]
+            self.ref = _core.TableRef(table, queues)
+            group = (os.getpid() & 0x7fff) + 1
+            self.workers = [_core.FrameWorker.packet(cfg.iface, i, self.ref, cfg.port, cfg.batch,
+                                                     fanout_group=group, busy_poll=cfg.busy_poll,
+                                                     max_udp=cfg.max_udp)
+                            for i in range(queues)]
+        except Exception:
+            for s in self.sinks + self.tcp_sockets:
+                s.close()
+            raise
+        self.threads = []
+        self.connections = self.tcp_queries = self.reloads = self.reload_failures = 0
+        self._reloading = False
+
+    # -- workers ---------------------------------------------------------------
+    def _run_worker(self, worker, cpu=None):
+        try:
+            if cpu is not None:
+                os.sched_setaffinity(0, {cpu})   # this thread only
             worker.run()
         except OSError as e:
             # close its socket so SO_REUSEPORT stops sending clients to it
@@ -177,8 +249,10 @@ class DnsServer:
             log.error("a UDP worker stopped: %s; the others keep serving", e)
 
     def start_workers(self):
+        cpus = self.cfg.cpus
         for i, w in enumerate(self.workers):
-            t = threading.Thread(target=self._run_worker, args=(w,), name=f"stormpy-udp-{i}",
+            cpu = cpus[i % len(cpus)] if cpus else None
+            t = threading.Thread(target=self._run_worker, args=(w, cpu), name=f"stormpy-worker-{i}",
                                  daemon=True)
             t.start()
             self.threads.append(t)
@@ -188,6 +262,8 @@ class DnsServer:
             w.stop()
         for t in self.threads:
             t.join(timeout=2)
+        for s in self.sinks:
+            s.close()
 
     def counters(self) -> dict:
         total: dict = {}
@@ -265,10 +341,10 @@ class DnsServer:
         loop.add_signal_handler(signal.SIGINT, stop.set)
         loop.add_signal_handler(signal.SIGHUP, lambda: asyncio.ensure_future(self.reload()))
         self.start_workers()
-        log.info("serving %d zone(s), %d records, on %s (udp+tcp), %d worker(s) per address",
-                 self.stats.zones, self.stats.records,
-                 ", ".join(f"[{h}]:{p}" if ":" in h else f"{h}:{p}" for h, p in self.cfg.listen),
-                 self.workers_per_address)
+        where = getattr(self, "listen_text", None) or ", ".join(
+            f"[{h}]:{p}" if ":" in h else f"{h}:{p}" for h, p in self.cfg.listen) + \
+            f" (udp+tcp), {self.workers_per_address} worker(s) per address"
+        log.info("serving %d zone(s), %d records, on %s", self.stats.zones, self.stats.records, where)
         try:
             while not stop.is_set():
                 timeout = self.cfg.stats_interval or None
@@ -280,7 +356,8 @@ class DnsServer:
             for s in servers:
                 s.close()
             self.stop_workers()
-            log.info("stopped: %s", format_counters(self.counters()))
+            log.info("stopped: %s; per worker rx=%s", format_counters(self.counters()),
+                     ",".join(str(w.counters().get("rx", 0)) for w in self.workers))
 
 
 def format_counters(c: dict) -> str:

@@ -157,3 +157,12 @@ cdef extern from "stormpy/worker.h" nogil:
         uint64_t batch_hist[10]
         sp_frame_counters counters
     uint64_t sp_frame_worker_run(sp_frame_worker *w)
+    void sp_frame_worker_stop(sp_frame_worker *w)
+
+cdef extern from "stormpy/packet_io.h" nogil:
+    struct sp_packet_config:
+        const char *ifname
+        uint16_t fanout_group
+        int busy_poll
+        unsigned poll_ms
+    sp_io *sp_packet_io_open(const sp_packet_config *cfg, char *err, size_t errlen)

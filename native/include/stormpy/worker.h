@@ -28,5 +28,7 @@ struct sp_frame_worker {
 /* Runs until stopped, or until the backend has no more input (memory backend).
  * Returns the number of batches processed. */
 uint64_t sp_frame_worker_run(struct sp_frame_worker *w);
+/* Asks a running worker to return after its current batch (any thread). */
+void sp_frame_worker_stop(struct sp_frame_worker *w);
 
 #endif

@@ -1,0 +1,259 @@
+/* The AF_PACKET backend: TPACKET_V3 RX and TX rings with fanout. See packet_io.h. */
+#define _GNU_SOURCE
+#include "stormpy/packet_io.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <linux/if_packet.h>
+#include <net/ethernet.h>
+#include <net/if.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "stormpy/frame.h"
+
+#define RX_BLOCK_SIZE (1u << 16)
+#define RX_BLOCKS 64
+#define RX_BLOCK_TIMEOUT_MS 1        /* a block is handed over at most 1 ms after its first frame */
+#define TX_FRAME_SIZE (SP_FRAME_MAX + 64)
+#define TX_FRAMES 1024
+#define TX_BLOCK_SIZE (1u << 16)
+/* TX data starts right after the aligned header (no PACKET_TX_HAS_OFF). */
+#define TX_DATA_OFFSET ((sizeof(struct tpacket3_hdr) + TPACKET_ALIGNMENT - 1) & ~(size_t)(TPACKET_ALIGNMENT - 1))
+
+struct packet_io {
+    struct sp_io io;
+    int fd;
+    int busy_poll;
+    unsigned poll_ms;
+    uint8_t *map;
+    size_t map_len;
+    uint8_t *rx_ring;
+    uint8_t *tx_ring;
+    unsigned tx_frames_per_block;
+    /* RX: the block being read, and where in it */
+    unsigned rx_block;
+    struct tpacket3_hdr *rx_next;
+    uint32_t rx_left;
+    int rx_block_done;               /* the block is consumed: release it in rx_release */
+    /* TX: the next frame to fill */
+    unsigned tx_head;
+    unsigned tx_pending;
+};
+
+static struct tpacket_block_desc *rx_desc(struct packet_io *p, unsigned block)
+{
+    return (struct tpacket_block_desc *)(p->rx_ring + (size_t)block * RX_BLOCK_SIZE);
+}
+
+static struct tpacket3_hdr *tx_frame(struct packet_io *p, unsigned i)
+{
+    unsigned block = i / p->tx_frames_per_block, slot = i % p->tx_frames_per_block;
+    return (struct tpacket3_hdr *)(p->tx_ring + (size_t)block * TX_BLOCK_SIZE +
+                                   (size_t)slot * (TX_FRAME_SIZE));
+}
+
+static int block_ready(struct packet_io *p)
+{
+    return __atomic_load_n(&rx_desc(p, p->rx_block)->hdr.bh1.block_status, __ATOMIC_ACQUIRE) &
+           TP_STATUS_USER;
+}
+
+static unsigned packet_rx_burst(struct sp_io *io, struct sp_frame *rx, unsigned max)
+{
+    struct packet_io *p = (struct packet_io *)io;
+    if (!p->rx_left) {
+        if (!block_ready(p)) {
+            if (p->busy_poll)
+                return 0;
+            struct pollfd pfd = {.fd = p->fd, .events = POLLIN | POLLERR};
+            poll(&pfd, 1, (int)p->poll_ms);
+            if (!block_ready(p))
+                return 0;
+        }
+        struct tpacket_block_desc *d = rx_desc(p, p->rx_block);
+        p->rx_left = d->hdr.bh1.num_pkts;
+        p->rx_next = (struct tpacket3_hdr *)((uint8_t *)d + d->hdr.bh1.offset_to_first_pkt);
+        if (!p->rx_left) {
+            p->rx_block_done = 1;   /* an empty block still goes back */
+            return 0;
+        }
+    }
+    unsigned n = 0;
+    uint8_t *block_end = (uint8_t *)rx_desc(p, p->rx_block) + RX_BLOCK_SIZE;
+    while (n < max && p->rx_left) {
+        struct tpacket3_hdr *h = p->rx_next;
+        uint8_t *data = (uint8_t *)h + h->tp_mac;
+        /* the kernel wrote these offsets, but a frame must stay inside its block */
+        if (data + h->tp_snaplen <= block_end && (uint8_t *)h + h->tp_mac >= (uint8_t *)h) {
+            rx[n].data = data;
+            rx[n].len = h->tp_snaplen;
+            rx[n].cap = h->tp_snaplen;
+            rx[n].id = p->rx_block;
+            n++;
+        }
+        p->rx_left--;
+        p->rx_next = (struct tpacket3_hdr *)((uint8_t *)h + h->tp_next_offset);
+    }
+    if (!p->rx_left)
+        p->rx_block_done = 1;
+    io->counters.rx_frames += n;
+    return n;
+}
+
+static void packet_rx_release(struct sp_io *io, struct sp_frame *rx, unsigned n)
+{
+    struct packet_io *p = (struct packet_io *)io;
+    (void)rx, (void)n;
+    if (!p->rx_block_done)
+        return;
+    __atomic_store_n(&rx_desc(p, p->rx_block)->hdr.bh1.block_status, TP_STATUS_KERNEL,
+                     __ATOMIC_RELEASE);
+    p->rx_block = (p->rx_block + 1) % RX_BLOCKS;
+    p->rx_block_done = 0;
+}
+
+static void packet_reclaim(struct sp_io *io)
+{
+    (void)io;   /* the kernel hands TX frames back by resetting their status */
+}
+
+static unsigned packet_tx_reserve(struct sp_io *io, struct sp_frame *tx, unsigned n)
+{
+    struct packet_io *p = (struct packet_io *)io;
+    unsigned got = 0;
+    while (got < n) {
+        unsigned i = (p->tx_head + got) % TX_FRAMES;
+        struct tpacket3_hdr *h = tx_frame(p, i);
+        if (__atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE) != TP_STATUS_AVAILABLE)
+            break;
+        tx[got].data = (uint8_t *)h + TX_DATA_OFFSET;
+        tx[got].cap = (uint32_t)(TX_FRAME_SIZE - TX_DATA_OFFSET);
+        tx[got].len = 0;
+        tx[got].id = i;
+        got++;
+    }
+    if (got < n)
+        io->counters.tx_ring_full += n - got;
+    return got;
+}
+
+static void packet_tx_submit(struct sp_io *io, struct sp_frame *tx, unsigned used, unsigned reserved)
+{
+    struct packet_io *p = (struct packet_io *)io;
+    (void)reserved;   /* unused frames stay available; the head only moves past used ones */
+    for (unsigned i = 0; i < used; i++) {
+        struct tpacket3_hdr *h = tx_frame(p, (unsigned)tx[i].id);
+        h->tp_len = tx[i].len;
+        h->tp_snaplen = tx[i].len;
+        __atomic_store_n(&h->tp_status, TP_STATUS_SEND_REQUEST, __ATOMIC_RELEASE);
+        io->counters.tx_frames++;
+        io->counters.tx_bytes += tx[i].len;
+    }
+    p->tx_head = (p->tx_head + used) % TX_FRAMES;
+    p->tx_pending += used;
+}
+
+static void packet_kick(struct sp_io *io)
+{
+    struct packet_io *p = (struct packet_io *)io;
+    if (!p->tx_pending)
+        return;
+    send(p->fd, NULL, 0, MSG_DONTWAIT);
+    p->tx_pending = 0;
+    io->counters.kicks++;
+}
+
+static void packet_close(struct sp_io *io)
+{
+    struct packet_io *p = (struct packet_io *)io;
+    if (p->map && p->map != MAP_FAILED)
+        munmap(p->map, p->map_len);
+    if (p->fd >= 0)
+        close(p->fd);
+    free(p);
+}
+
+static const struct sp_io_ops packet_ops = {
+    .name = "packet",
+    .rx_burst = packet_rx_burst,
+    .reclaim = packet_reclaim,
+    .tx_reserve = packet_tx_reserve,
+    .tx_submit = packet_tx_submit,
+    .rx_release = packet_rx_release,
+    .kick = packet_kick,
+    .close = packet_close,
+};
+
+static struct sp_io *fail(struct packet_io *p, char *err, size_t errlen, const char *what)
+{
+    int e = errno;
+    const char *hint = (e == EPERM || e == EACCES) ? " (AF_PACKET needs CAP_NET_RAW: run as root)" : "";
+    snprintf(err, errlen, "AF_PACKET: %s: %s%s", what, strerror(e), hint);
+    packet_close(&p->io);
+    return NULL;
+}
+
+struct sp_io *sp_packet_io_open(const struct sp_packet_config *cfg, char *err, size_t errlen)
+{
+    struct packet_io *p = calloc(1, sizeof(*p));
+    if (!p) {
+        snprintf(err, errlen, "AF_PACKET: out of memory");
+        return NULL;
+    }
+    p->io.ops = &packet_ops;
+    p->fd = -1;
+    p->busy_poll = cfg->busy_poll;
+    p->poll_ms = cfg->poll_ms ? cfg->poll_ms : 100;
+    unsigned ifindex = if_nametoindex(cfg->ifname);
+    if (!ifindex) {
+        snprintf(err, errlen, "AF_PACKET: no interface named %s", cfg->ifname);
+        packet_close(&p->io);
+        return NULL;
+    }
+    p->fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, htons(ETH_P_ALL));
+    if (p->fd < 0)
+        return fail(p, err, errlen, "socket");
+    int version = TPACKET_V3, one = 1;
+    if (setsockopt(p->fd, SOL_PACKET, PACKET_VERSION, &version, sizeof(version)) < 0)
+        return fail(p, err, errlen, "TPACKET_V3");
+    struct tpacket_req3 rx = {
+        .tp_block_size = RX_BLOCK_SIZE, .tp_block_nr = RX_BLOCKS,
+        .tp_frame_size = SP_FRAME_MAX, .tp_frame_nr = RX_BLOCK_SIZE / SP_FRAME_MAX * RX_BLOCKS,
+        .tp_retire_blk_tov = RX_BLOCK_TIMEOUT_MS,
+    };
+    p->tx_frames_per_block = TX_BLOCK_SIZE / (TX_FRAME_SIZE);
+    struct tpacket_req3 tx = {
+        .tp_block_size = TX_BLOCK_SIZE,
+        .tp_block_nr = (TX_FRAMES + p->tx_frames_per_block - 1) / p->tx_frames_per_block,
+        .tp_frame_size = TX_FRAME_SIZE, .tp_frame_nr = TX_FRAMES,
+    };
+    tx.tp_frame_nr = tx.tp_block_nr * p->tx_frames_per_block;
+    if (setsockopt(p->fd, SOL_PACKET, PACKET_RX_RING, &rx, sizeof(rx)) < 0)
+        return fail(p, err, errlen, "RX ring");
+    if (setsockopt(p->fd, SOL_PACKET, PACKET_TX_RING, &tx, sizeof(tx)) < 0)
+        return fail(p, err, errlen, "TX ring");
+    /* our own replies must not come back as input */
+    setsockopt(p->fd, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one, sizeof(one));
+    setsockopt(p->fd, SOL_PACKET, PACKET_QDISC_BYPASS, &one, sizeof(one));
+    size_t rx_len = (size_t)RX_BLOCK_SIZE * RX_BLOCKS;
+    p->map_len = rx_len + (size_t)TX_BLOCK_SIZE * tx.tp_block_nr;
+    p->map = mmap(NULL, p->map_len, PROT_READ | PROT_WRITE, MAP_SHARED, p->fd, 0);
+    if (p->map == MAP_FAILED)
+        return fail(p, err, errlen, "mmap");
+    p->rx_ring = p->map;
+    p->tx_ring = p->map + rx_len;
+    struct sockaddr_ll ll = {.sll_family = AF_PACKET, .sll_protocol = htons(ETH_P_ALL),
+                             .sll_ifindex = (int)ifindex};
+    if (bind(p->fd, (struct sockaddr *)&ll, sizeof(ll)) < 0)
+        return fail(p, err, errlen, "bind");
+    int fanout = cfg->fanout_group | (PACKET_FANOUT_HASH << 16);
+    if (setsockopt(p->fd, SOL_PACKET, PACKET_FANOUT, &fanout, sizeof(fanout)) < 0)
+        return fail(p, err, errlen, "PACKET_FANOUT");
+    return &p->io;
+}

@@ -1,0 +1,121 @@
+"""Test hosts in network namespaces: a server and a client joined by a veth pair,
+numbered from 198.18.0.0/15 and 2001:2::/48, removed again afterwards. Every wait
+here is bounded."""
+import itertools
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SERVER_V4, CLIENT_V4 = "198.18.0.1", "198.18.0.2"
+SERVER_V6, CLIENT_V6 = "2001:2::1", "2001:2::2"
+_serial = itertools.count()
+
+
+def why_no_netns():
+    """None when network namespaces and veth can be made here, else the reason."""
+    if os.geteuid() != 0:
+        return "network namespaces need root (CI runs as root)"
+    if shutil.which("ip") is None:
+        return "iproute2 ('ip') is not installed"
+    probe = f"sp-probe-{os.getpid()}"
+    r = subprocess.run(["ip", "netns", "add", probe], capture_output=True, text=True)
+    if r.returncode != 0:
+        return f"cannot create a network namespace: {r.stderr.strip()}"
+    subprocess.run(["ip", "netns", "del", probe], capture_output=True)
+    return None
+
+
+def sh(*cmd, check=True):
+    r = subprocess.run(list(cmd), capture_output=True, text=True, timeout=30)
+    if check and r.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)}: {r.stderr.strip()}")
+    return r
+
+
+class VethPair:
+    """Namespaces `server` and `client`, each with interface veth0."""
+
+    def __init__(self, queues=1):
+        n = f"{os.getpid() % 100000}x{next(_serial)}"
+        self.server, self.client = f"sp-srv-{n}", f"sp-cli-{n}"
+        self.queues = queues
+        self.iface = "veth0"
+
+    def __enter__(self):
+        try:
+            for ns in (self.server, self.client):
+                sh("ip", "netns", "add", ns)
+                sh("ip", "-n", ns, "link", "set", "lo", "up")
+            q = ["numrxqueues", str(self.queues), "numtxqueues", str(self.queues)]
+            sh("ip", "-n", self.server, "link", "add", "veth0", *q, "type", "veth",
+               "peer", "name", "veth0", "netns", self.client, *q)
+            for ns, v4, v6 in ((self.server, SERVER_V4, SERVER_V6), (self.client, CLIENT_V4, CLIENT_V6)):
+                sh("ip", "-n", ns, "addr", "add", f"{v4}/24", "dev", "veth0")
+                sh("ip", "-n", ns, "addr", "add", f"{v6}/64", "dev", "veth0", "nodad")
+                sh("ip", "-n", ns, "link", "set", "veth0", "up")
+        except Exception:
+            self.__exit__()
+            raise
+        return self
+
+    def __exit__(self, *exc):
+        for ns in (self.server, self.client):
+            sh("ip", "netns", "del", ns, check=False)
+
+    def run(self, ns, *cmd, timeout=60):
+        return subprocess.run(["ip", "netns", "exec", ns, *cmd], capture_output=True, text=True,
+                              timeout=timeout)
+
+    def query(self, questions, server=SERVER_V4, port=53, tcp=False, timeout=2.0):
+        """Ask from the client namespace; [{rcode, answer: [...]} or None] per question."""
+        script = os.path.join(REPO, "tests", "nsquery.py")
+        r = self.run(self.client, sys.executable, script, server, str(port), "tcp" if tcp else "udp",
+                     str(timeout), json.dumps(questions), timeout=30 + timeout * len(questions))
+        if r.returncode != 0:
+            raise RuntimeError(f"nsquery failed: {r.stderr.strip()}")
+        return json.loads(r.stdout)
+
+
+class NsServer:
+    """`stormpy serve-dns` inside the server namespace, ready when it answers."""
+
+    def __init__(self, pair, args):
+        self.pair = pair
+        self.args = args
+        self.log = ""
+
+    def __enter__(self):
+        cmd = ["ip", "netns", "exec", self.pair.server, sys.executable, "-m", "stormpy",
+               "serve-dns", *self.args]
+        env = dict(os.environ, PYTHONPATH=REPO, PYTHONUNBUFFERED="1")
+        self.proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.PIPE,
+                                     stderr=subprocess.STDOUT, text=True)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"server exited: {self.proc.stdout.read()}")
+            if self.pair.query([["www.example.com", "A"]], timeout=0.5)[0] is not None:
+                return self
+        self.__exit__()
+        raise RuntimeError("server did not answer within 20 s")
+
+    def stop(self):
+        if self.log:
+            return self.proc.returncode
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=10)
+        self.log = self.proc.stdout.read()
+        return self.proc.returncode
+
+    def __exit__(self, *exc):
+        self.stop()

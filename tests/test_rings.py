@@ -1,0 +1,74 @@
+"""serve-dns on an interface's rings, across a veth pair between two network
+namespaces. One test body for every ring backend."""
+import subprocess
+
+import pytest
+
+from conftest import EXAMPLE_ZONE
+from netns import CLIENT_V4, SERVER_V4, SERVER_V6, NsServer, VethPair, why_no_netns
+
+REASON = why_no_netns()
+if REASON:
+    print(f"\nSKIP test_rings: {REASON}")
+pytestmark = pytest.mark.skipif(REASON is not None, reason=REASON or "")
+
+BACKENDS = ["packet"]
+QUESTIONS = [["www.example.com", "A"], ["WwW.eXample.com", "AAAA"], ["ftp.example.com", "A"],
+             ["nothere.example.com", "A"], ["x.apps.example.com", "A"], ["example.org", "A"]]
+
+
+def check_answers(got):
+    www_a, www_aaaa, ftp, nx, wild, refused = got
+    assert www_a["answer"] == ["192.0.2.80"] and www_a["aa"]
+    assert www_aaaa["answer"] == ["2001:db8::80"] and www_aaaa["question"] == "WwW.eXample.com."
+    assert ftp["answer"] == ["192.0.2.80", "www.example.com."]
+    assert nx["rcode"] == 3 and wild["answer"] == ["192.0.2.100"] and refused["rcode"] == 5
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_answers_over_ipv4_ipv6_and_tcp(backend):
+    with VethPair() as pair, NsServer(pair, [EXAMPLE_ZONE, "--iface", "veth0", "--backend", backend]) as srv:
+        check_answers(pair.query(QUESTIONS, server=SERVER_V4))
+        check_answers(pair.query(QUESTIONS, server=SERVER_V6))
+        check_answers(pair.query(QUESTIONS, server=SERVER_V4, tcp=True))   # the kernel's TCP
+        # the kernel still owns everything else on the interface
+        assert pair.run(pair.client, "ping", "-c", "1", "-W", "2", SERVER_V4).returncode == 0
+        listener = subprocess.Popen(["ip", "netns", "exec", pair.server, "python3", "-c",
+                                     "import socket; s=socket.socket(); s.bind(('0.0.0.0', 8080)); "
+                                     "s.listen(); c,_=s.accept(); c.sendall(b'kernel'); c.close()"])
+        try:
+            got = ""
+            for _ in range(50):
+                r = pair.run(pair.client, "python3", "-c",
+                             f"import socket; print(socket.create_connection(('{SERVER_V4}', 8080), "
+                             f"timeout=2).recv(16).decode())")
+                if r.returncode == 0:
+                    got = r.stdout.strip()
+                    break
+            assert got == "kernel"
+        finally:
+            listener.kill()
+            listener.wait(timeout=5)
+        assert srv.stop() == 0
+    assert "Traceback" not in srv.log
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_one_worker_per_queue_and_both_carry_traffic(backend):
+    with VethPair(queues=2) as pair, \
+            NsServer(pair, [EXAMPLE_ZONE, "--iface", "veth0", "--backend", backend]) as srv:
+        names = [[f"h{i % 5 + 1}.example.com", "A"] for i in range(60)]   # a new source port each
+        got = pair.query(names)
+        assert all(g and g["answer"] for g in got)
+        srv.stop()
+    assert "2 queue(s)" in srv.log
+    per_worker = [int(x) for x in srv.log.split("per worker rx=")[1].split()[0].split(",")]
+    assert len(per_worker) == 2 and min(per_worker) > 0, srv.log
+
+
+def test_backend_errors_are_one_line(tmp_path):
+    with VethPair() as pair:
+        r = pair.run(pair.server, "python3", "-m", "stormpy", "serve-dns", EXAMPLE_ZONE,
+                     "--iface", "nosuch0", "--backend", "packet")
+        assert r.returncode == 1 and "Traceback" not in r.stderr
+        assert r.stderr.strip().startswith("stormpy: error: --iface nosuch0: no such network interface")
