@@ -24,6 +24,10 @@ DNS_BELOW = SP_DNS_BELOW
 DNS_BELOW_OTHER = SP_DNS_BELOW_OTHER
 MAX_WORKERS = SP_MAX_WORKERS - 1   # the last slot belongs to the control plane
 
+# Backends built into this extension (AF_XDP and netmap only when their headers
+# were found at build time).
+COMPILED_BACKENDS = ("socket", "memory", "packet")
+
 
 cdef class TableBuilder:
     """Collects prepackaged responses and their keys; finish() makes a Table."""

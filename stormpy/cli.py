@@ -90,6 +90,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("-v", "--verbose", action="count", default=0,
                    help="print counters every 10 s (-vv: every second)")
 
+    sub.add_parser("backends", help="list the I/O backends: compiled in, usable here, and why not",
+                   description="List every I/O backend, whether this build has it, and whether it "
+                   "can run on this machine (or why not).")
+
     c = sub.add_parser("check-zone", help="compile zone files and report counts or errors",
                        description="Load and compile zone files as serve-dns would, and report "
                        "records, names, lookup keys and prepackaged responses.")
@@ -114,6 +118,15 @@ def _check_zone(args) -> int:
     print(f"compiled {stats.zones} zone(s): {stats.records} records, {stats.names} names, "
           f"{stats.keys} lookup keys, {stats.responses} prepackaged responses, "
           f"{stats.memory_bytes} bytes of table")
+    return 0
+
+
+def _backends(args) -> int:
+    from stormpy.backends import report
+
+    print(f"{'backend':8} {'compiled':9} {'usable':7} why not")
+    for name, compiled, usable, why in report():
+        print(f"{name:8} {'yes' if compiled else 'no':9} {'yes' if usable else 'no':7} {why}".rstrip())
     return 0
 
 
@@ -148,7 +161,8 @@ def main(argv=None) -> int:
         parser.print_help()
         return 2
     try:
-        return {"serve-dns": _serve_dns, "check-zone": _check_zone}[args.command](args)
+        return {"serve-dns": _serve_dns, "check-zone": _check_zone,
+                "backends": _backends}[args.command](args)
     except StormpyError as e:
         print(f"stormpy: error: {e}", file=sys.stderr)
         return 1

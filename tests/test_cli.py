@@ -30,7 +30,7 @@ def assert_one_line_error(result, *fragments):
 def test_version_and_help():
     r = stormpy("--version")
     assert r.returncode == 0 and r.stdout.startswith("stormpy 0.")
-    for cmd in ([], ["serve-dns"], ["check-zone"]):
+    for cmd in ([], ["serve-dns"], ["check-zone"], ["backends"]):
         r = stormpy(*cmd, "--help")
         assert r.returncode == 0 and "usage: stormpy" in r.stdout
 
@@ -131,3 +131,21 @@ def test_sigterm_stops_cleanly(stormpy_server):
     srv.proc.send_signal(signal.SIGTERM)
     assert srv.proc.wait(timeout=10) == 0
     assert "Traceback" not in srv.output()
+
+
+def test_backends_tell_the_truth_about_this_machine():
+    import socket
+    r = stormpy("backends")
+    assert r.returncode == 0, r.stderr
+    rows = {line.split()[0]: line for line in r.stdout.splitlines()[1:]}
+    assert set(rows) == {"socket", "memory", "packet", "xdp", "netmap"}
+    assert rows["socket"].split()[1:3] == ["yes", "yes"]
+    try:
+        socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0).close()
+        packet_ok = True
+    except OSError:
+        packet_ok = False
+    assert rows["packet"].split()[2] == ("yes" if packet_ok else "no"), rows["packet"]
+    netmap = rows["netmap"]
+    if not os.path.exists("/dev/netmap"):
+        assert netmap.split()[2] == "no" and ("/dev/netmap" in netmap or "not compiled" in netmap)
