@@ -3,10 +3,15 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 
 from stormpy import __version__
 from stormpy.errors import StormpyError
+
+# Root serves from /run like other daemons; anyone else from their own runtime dir.
+DEFAULT_CONTROL = ("/run/stormpy.sock" if os.geteuid() == 0 else
+                   os.path.join(os.environ.get("XDG_RUNTIME_DIR") or "/tmp", f"stormpy-{os.getuid()}.sock"))
 
 
 def _positive(text: str) -> int:
@@ -87,8 +92,17 @@ def build_parser() -> argparse.ArgumentParser:
                        help="pin worker i to the i-th CPU of LIST, e.g. 0,1 or 0-3")
     rings.add_argument("--poll", choices=("block", "busy"), default="block",
                        help="wait for frames in poll() or spin on the ring (default block)")
+    s.add_argument("--control", default=None, metavar="PATH",
+                   help=f"Unix socket for `stormpy stats` (default {DEFAULT_CONTROL}; '' for none)")
     s.add_argument("-v", "--verbose", action="count", default=0,
                    help="print counters every 10 s (-vv: every second)")
+
+    st = sub.add_parser("stats", help="per-worker counters of a running server",
+                        description="Print the counters of a running serve-dns: per worker "
+                        "rx, tx, drops, answers by rcode, batch sizes and TX-ring-full events.")
+    st.add_argument("--control", default=DEFAULT_CONTROL, metavar="PATH",
+                    help=f"the server's --control socket (default {DEFAULT_CONTROL})")
+    st.add_argument("--json", action="store_true", help="print the raw JSON")
 
     sub.add_parser("backends", help="list the I/O backends: compiled in, usable here, and why not",
                    description="List every I/O backend, whether this build has it, and whether it "
@@ -121,6 +135,38 @@ def _check_zone(args) -> int:
     return 0
 
 
+def _stats(args) -> int:
+    import json
+    import socket as socketlib
+
+    from stormpy.server import format_worker
+
+    try:
+        with socketlib.socket(socketlib.AF_UNIX, socketlib.SOCK_STREAM) as s:
+            s.settimeout(5)
+            s.connect(args.control)
+            data = b""
+            while not data.endswith(b"\n"):
+                chunk = s.recv(65536)
+                if not chunk:
+                    break
+                data += chunk
+    except (FileNotFoundError, ConnectionRefusedError):
+        raise StormpyError(f"no server is listening on {args.control} (see serve-dns --control)") from None
+    except OSError as e:
+        raise StormpyError(f"{args.control}: {e.strerror or e}") from None
+    snap = json.loads(data)
+    if args.json:
+        print(json.dumps(snap, indent=2))
+        return 0
+    print(f"pid {snap['pid']}, {snap['backend']} backend, {snap['zones']} zone(s), "
+          f"{snap['records']} records; tcp queries {snap['tcp_queries']}, reloads {snap['reloads']} "
+          f"(failed {snap['reload_failures']})")
+    for i, w in enumerate(snap["workers"]):
+        print(f"worker {i}: {format_worker(w)}")
+    return 0
+
+
 def _backends(args) -> int:
     from stormpy.backends import report
 
@@ -149,7 +195,9 @@ def _serve_dns(args) -> int:
                     chaos_version=args.chaos_version, chaos_identity=args.chaos_identity,
                     stats_interval={0: 0.0, 1: 10.0}.get(args.verbose, 1.0),
                     iface=args.iface, backend=backend, queues=args.queues, port=args.port,
-                    cpus=args.cpus, busy_poll=args.poll == "busy")
+                    cpus=args.cpus, busy_poll=args.poll == "busy",
+                    control=DEFAULT_CONTROL if args.control is None else (args.control or None),
+                    control_required=bool(args.control))
     serve_dns(cfg)
     return 0
 
@@ -162,7 +210,7 @@ def main(argv=None) -> int:
         return 2
     try:
         return {"serve-dns": _serve_dns, "check-zone": _check_zone,
-                "backends": _backends}[args.command](args)
+                "backends": _backends, "stats": _stats}[args.command](args)
     except StormpyError as e:
         print(f"stormpy: error: {e}", file=sys.stderr)
         return 1

@@ -7,6 +7,7 @@ SIGHUP reloads, SIGTERM/SIGINT and periodic statistics.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import signal
@@ -40,6 +41,8 @@ class DnsConfig:
     chaos_version: str | None = None
     chaos_identity: str | None = None
     stats_interval: float = 0.0
+    control: str | None = None       # Unix socket answering `stormpy stats`
+    control_required: bool = False   # False: the default path, given up with a warning if taken
     iface: str | None = None         # serve on this interface's rings instead of sockets
     backend: str = "socket"          # socket | packet
     queues: int = 0                  # frame workers (default: the device's RX queues)
@@ -332,11 +335,54 @@ class DnsServer:
             self.connections -= 1
             writer.close()
 
+    # -- control socket (stormpy stats) ----------------------------------------
+    def snapshot(self) -> dict:
+        return {"pid": os.getpid(), "zones": self.stats.zones, "records": self.stats.records,
+                "backend": self.cfg.backend, "tcp_queries": self.tcp_queries,
+                "reloads": self.reloads, "reload_failures": self.reload_failures,
+                "workers": [w.counters() for w in self.workers]}
+
+    async def _control_client(self, reader, writer):
+        try:
+            writer.write(json.dumps(self.snapshot()).encode() + b"\n")
+            await asyncio.wait_for(writer.drain(), 5)
+        except (OSError, asyncio.TimeoutError):
+            pass
+        finally:
+            writer.close()
+
+    async def _open_control(self):
+        path = self.cfg.control
+        if not path:
+            return None
+        if os.path.exists(path):
+            try:                                   # a live server keeps its socket
+                _, w = await asyncio.wait_for(asyncio.open_unix_connection(path), 1)
+                w.close()
+                if not self.cfg.control_required:
+                    log.warning("%s belongs to another server: `stormpy stats` will not see "
+                                "this one (give it --control PATH)", path)
+                    return None
+                raise StormpyError(f"--control {path}: another server is using it")
+            except (OSError, asyncio.TimeoutError):
+                os.unlink(path)                    # left by a server that died
+        try:
+            return await asyncio.start_unix_server(self._control_client, path=path)
+        except OSError as e:
+            if not self.cfg.control_required:
+                log.warning("no control socket at %s (%s): `stormpy stats` will not see this server",
+                            path, e.strerror)
+                return None
+            raise StormpyError(f"--control {path}: {e.strerror}") from None
+
     # -- main loop -------------------------------------------------------------
     async def serve(self):
         loop = asyncio.get_running_loop()
         stop = asyncio.Event()
         servers = [await asyncio.start_server(self._tcp_client, sock=s) for s in self.tcp_sockets]
+        control = await self._open_control()
+        if control:
+            servers.append(control)
         loop.add_signal_handler(signal.SIGTERM, stop.set)
         loop.add_signal_handler(signal.SIGINT, stop.set)
         loop.add_signal_handler(signal.SIGHUP, lambda: asyncio.ensure_future(self.reload()))
@@ -355,6 +401,11 @@ class DnsServer:
         finally:
             for s in servers:
                 s.close()
+            if control:
+                try:
+                    os.unlink(self.cfg.control)
+                except OSError:
+                    pass
             self.stop_workers()
             log.info("stopped: %s; per worker rx=%s", format_counters(self.counters()),
                      ",".join(str(w.counters().get("rx", 0)) for w in self.workers))
@@ -364,6 +415,17 @@ def format_counters(c: dict) -> str:
     rcodes = " ".join(f"{RCODES.get(i, i)}={n}" for i, n in enumerate(c["rcode"]) if n)
     return (f"udp rx={c['rx']} tx={c['tx']} dropped={c['dropped']} truncated={c['truncated']} "
             f"tcp={c['tcp_queries']} {rcodes}".rstrip())
+
+
+def format_worker(c: dict) -> str:
+    """One worker's counters on one line, for `stormpy stats`."""
+    rcodes = " ".join(f"{RCODES.get(i, i)}={n}" for i, n in enumerate(c.get("rcode", [])) if n)
+    hist = c.get("batch_hist", [])
+    sizes = " ".join(f"{1 << i}+:{n}" for i, n in enumerate(hist) if n)
+    extra = "".join(f" {k}={c[k]}" for k in ("tx_ring_full", "not_ours", "bad_source", "tx_errors")
+                    if k in c)
+    return (f"rx={c.get('rx', 0)} tx={c.get('tx', 0)} dropped={c.get('dropped', 0)} "
+            f"truncated={c.get('truncated', 0)}{extra} {rcodes} batches[{sizes}]").replace("  ", " ")
 
 
 def serve_dns(cfg: DnsConfig) -> None:

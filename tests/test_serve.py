@@ -107,3 +107,24 @@ def test_cd_bit_is_copied(server):
             q.flags |= cd
             r = udp(q, server.addr)
             assert r.flags & dns.flags.CD == cd, (name, cd)
+
+
+def test_stats_reports_per_worker_counters(stormpy_server, tmp_path):
+    import json
+    import subprocess
+    import sys
+    control = str(tmp_path / "ctl.sock")
+    srv = stormpy_server(ZONES, ["--control", control, "--chaos-identity", "stats"], workers=2)
+    for i in range(20):
+        assert udp(dns.message.make_query(f"h{i % 5 + 1}.example.com", "A"), srv.addr) is not None
+    assert udp(dns.message.make_query("gone.example.com", "A"), srv.addr).rcode() == dns.rcode.NXDOMAIN
+    r = subprocess.run([sys.executable, "-m", "stormpy", "stats", "--control", control, "--json"],
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, r.stderr
+    snap = json.loads(r.stdout)
+    assert len(snap["workers"]) == 2
+    assert sum(w["rx"] for w in snap["workers"]) >= 22      # the readiness probe asks too
+    assert sum(w["rcode"][3] for w in snap["workers"]) == 1
+    text = subprocess.run([sys.executable, "-m", "stormpy", "stats", "--control", control],
+                          capture_output=True, text=True, timeout=30).stdout
+    assert "worker 0: rx=" in text and "worker 1: rx=" in text
