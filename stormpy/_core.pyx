@@ -26,7 +26,7 @@ MAX_WORKERS = SP_MAX_WORKERS - 1   # the last slot belongs to the control plane
 
 # Backends built into this extension (AF_XDP and netmap only when their headers
 # were found at build time).
-COMPILED_BACKENDS = ("socket", "memory", "packet")
+COMPILED_BACKENDS = ("socket", "memory", "packet") + (("netmap",) if sp_have_netmap() else ())
 
 
 cdef class TableBuilder:
@@ -368,6 +368,25 @@ cdef class FrameWorker:
         cfg.poll_ms = 100
         err[0] = 0
         cdef sp_io *io = sp_packet_io_open(&cfg, err, sizeof(err))
+        if io is NULL:
+            raise BackendError(err.decode(errors="replace"))
+        self._attach(io, index, ref, port, batch, max_udp, ttl)
+        return self
+
+    @staticmethod
+    def netmap(str ifname, int index, TableRef ref not None, uint16_t port, unsigned batch=32,
+               bint busy_poll=False, uint16_t max_udp=1232, uint8_t ttl=64):
+        """A worker on NIC ring pair `index` of ifname, through netmap."""
+        cdef FrameWorker self = FrameWorker.__new__(FrameWorker)
+        cdef sp_netmap_config cfg
+        cdef char err[256]
+        if index < 0 or index >= ref.control_slot:
+            raise ValueError("worker index out of range")
+        self.ifname = ifname.encode()
+        memset(&cfg, 0, sizeof(cfg))
+        cfg.ifname, cfg.queue, cfg.busy_poll, cfg.poll_ms = self.ifname, index, busy_poll, 100
+        err[0] = 0
+        cdef sp_io *io = sp_netmap_io_open(&cfg, err, sizeof(err))
         if io is NULL:
             raise BackendError(err.decode(errors="replace"))
         self._attach(io, index, ref, port, batch, max_udp, ttl)

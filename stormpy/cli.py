@@ -82,8 +82,9 @@ def build_parser() -> argparse.ArgumentParser:
     rings = s.add_argument_group("serving on an interface's rings instead of sockets")
     rings.add_argument("--iface", metavar="IFACE",
                        help="answer UDP on this interface's rings, one worker per RX queue")
-    rings.add_argument("--backend", choices=("socket", "packet"), default=None,
-                       help="socket (default without --iface) or packet (AF_PACKET; default with --iface)")
+    rings.add_argument("--backend", choices=("socket", "packet", "netmap"), default=None,
+                       help="socket (default without --iface); packet (AF_PACKET; the default with "
+                       "--iface); netmap (when built with NETMAP_INCLUDE and /dev/netmap exists)")
     rings.add_argument("--port", type=_port, default=53, metavar="N",
                        help="UDP and TCP port served with --iface (default 53)")
     rings.add_argument("--queues", type=_positive, default=0, metavar="N",

@@ -216,6 +216,10 @@ class DnsServer:
     def _init_frames(self, cfg: DnsConfig):
         """One run-to-completion worker per RX queue on cfg.iface's rings; TCP and the
         sink sockets on the kernel's stack."""
+        from stormpy.backends import why_unusable
+        reason = why_unusable(cfg.backend)
+        if reason:
+            raise StormpyError(f"--backend {cfg.backend}: {reason}")
         queues = cfg.queues or rx_queue_count(cfg.iface)
         if queues > _core.MAX_WORKERS:
             raise StormpyError(f"at most {_core.MAX_WORKERS} queues")
@@ -228,10 +232,15 @@ class DnsServer:
             self.tcp_sockets = [open_tcp_socket("0.0.0.0", cfg.port), open_tcp_socket("::", cfg.port)]
             self.ref = _core.TableRef(table, queues)
             group = (os.getpid() & 0x7fff) + 1
-            self.workers = [_core.FrameWorker.packet(cfg.iface, i, self.ref, cfg.port, cfg.batch,
-                                                     fanout_group=group, busy_poll=cfg.busy_poll,
-                                                     max_udp=cfg.max_udp)
-                            for i in range(queues)]
+            if cfg.backend == "netmap":
+                self.workers = [_core.FrameWorker.netmap(cfg.iface, i, self.ref, cfg.port, cfg.batch,
+                                                         busy_poll=cfg.busy_poll, max_udp=cfg.max_udp)
+                                for i in range(queues)]
+            else:
+                self.workers = [_core.FrameWorker.packet(cfg.iface, i, self.ref, cfg.port, cfg.batch,
+                                                         fanout_group=group, busy_poll=cfg.busy_poll,
+                                                         max_udp=cfg.max_udp)
+                                for i in range(queues)]
         except Exception:
             for s in self.sinks + self.tcp_sockets:
                 s.close()

@@ -149,3 +149,8 @@ def test_backends_tell_the_truth_about_this_machine():
     netmap = rows["netmap"]
     if not os.path.exists("/dev/netmap"):
         assert netmap.split()[2] == "no" and ("/dev/netmap" in netmap or "not compiled" in netmap)
+
+
+def test_netmap_backend_unavailable_is_one_line():
+    r = stormpy("serve-dns", EXAMPLE_ZONE, "--iface", "lo", "--backend", "netmap")
+    assert_one_line_error(r, "--backend netmap:")

@@ -166,3 +166,12 @@ cdef extern from "stormpy/packet_io.h" nogil:
         int busy_poll
         unsigned poll_ms
     sp_io *sp_packet_io_open(const sp_packet_config *cfg, char *err, size_t errlen)
+
+cdef extern from "stormpy/netmap_io.h" nogil:
+    struct sp_netmap_config:
+        const char *ifname
+        unsigned queue
+        int busy_poll
+        unsigned poll_ms
+    sp_io *sp_netmap_io_open(const sp_netmap_config *cfg, char *err, size_t errlen)
+    int sp_have_netmap()
