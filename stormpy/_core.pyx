@@ -242,10 +242,11 @@ cdef class TableRef:
 
     def run_frames(self, frames, int worker=0, uint16_t port=53, unsigned batch=32,
                    uint64_t rounds=1, uint16_t max_udp=1232, uint8_t ttl=64,
-                   size_t capture_max=1 << 24):
+                   size_t capture_max=1 << 24, own=None):
         """Run one frame worker over the memory backend: `frames` (Ethernet frames,
-        bytes) replayed `rounds` times through the real worker loop. Returns
-        (reply frames captured, counters)."""
+        bytes) replayed `rounds` times through the real worker loop. `own`, a dict of
+        mac/ipv4/ipv6 (packed bytes), answers ARP, ICMP and NDP for them as on an
+        interface stormpy owns. Returns (reply frames captured, counters)."""
         cdef sp_frame_worker *w
         cdef sp_io *io
         cdef size_t n = 0, pos = 0, flen
@@ -266,6 +267,8 @@ cdef class TableRef:
         memset(w, 0, sizeof(sp_frame_worker))
         w.io, w.ref, w.index, w.batch = io, self.ref, worker, batch
         w.cfg.port, w.cfg.ttl, w.cfg.dns.max_udp = port, ttl, max_udp
+        if own:
+            _set_own_stack(&w.cfg, own)
         try:
             with nogil:
                 sp_frame_worker_run(w)
@@ -330,6 +333,27 @@ cdef class SocketWorker:
                     rcode=[c.dns.rcode[i] for i in range(17)])
 
 
+cdef _set_own_stack(sp_frame_config *cfg, dict own):
+    mac, ipv4, ipv6 = own.get("mac"), own.get("ipv4"), own.get("ipv6")
+    if mac is None or len(mac) != 6:
+        raise ValueError("own stack needs a 6-byte mac")
+    cfg.own_stack = 1
+    for i in range(6):
+        cfg.mac[i] = mac[i]
+    if ipv4 is not None:
+        if len(ipv4) != 4:
+            raise ValueError("ipv4 must be 4 bytes")
+        cfg.has_ipv4 = 1
+        for i in range(4):
+            cfg.ipv4[i] = ipv4[i]
+    if ipv6 is not None:
+        if len(ipv6) != 16:
+            raise ValueError("ipv6 must be 16 bytes")
+        cfg.has_ipv6 = 1
+        for i in range(16):
+            cfg.ipv6[i] = ipv6[i]
+
+
 cdef dict _frame_counters(sp_frame_worker *w):
     c = w.counters
     return dict(rx=w.io.counters.rx_frames, tx=w.io.counters.tx_frames,
@@ -337,7 +361,7 @@ cdef dict _frame_counters(sp_frame_worker *w):
                 kicks=w.io.counters.kicks, batches=w.batches,
                 batch_hist=[w.batch_hist[i] for i in range(10)],
                 not_ours=c.not_ours, bad_source=c.bad_source, malformed=c.malformed,
-                queries=c.dns.queries, dropped=c.dns.dropped, truncated=c.dns.truncated,
+                stack_replies=c.stack_replies, queries=c.dns.queries, dropped=c.dns.dropped, truncated=c.dns.truncated,
                 rcode=[c.dns.rcode[i] for i in range(17)])
 
 

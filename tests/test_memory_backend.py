@@ -119,3 +119,55 @@ def test_batches_and_rounds(tables):
     assert c["rx"] == 30 and c["tx"] == 30 and len(replies) == 30
     assert c["batches"] == 8                             # 7 full batches of 4, then 2
     assert c["batch_hist"][2] == 7 and c["batch_hist"][1] == 1
+
+
+OWN = {"mac": bytes.fromhex("020000000001"), "ipv4": bytes([198, 18, 0, 1]),
+       "ipv6": bytes.fromhex("20010002000000000000000000000001")}
+
+
+def test_own_stack_answers_arp_icmp_and_ndp(tables):
+    """With the interface owned (netmap), ARP, ping and IPv6 neighbor discovery for our
+    addresses are ours to answer; scapy checks every reply."""
+    from scapy.layers.inet6 import ICMPv6EchoReply, ICMPv6EchoRequest, ICMPv6ND_NA, ICMPv6ND_NS, \
+        ICMPv6NDOptDstLLAddr
+    from scapy.layers.l2 import ARP
+    from scapy.layers.inet import ICMP
+    from scapy.packet import Raw
+    ref, _ = tables
+    client = Ether(src=CLIENT_MAC, dst=SERVER_MAC)
+    frames = [
+        bytes(Ether(src=CLIENT_MAC, dst="ff:ff:ff:ff:ff:ff") /
+              ARP(op=1, hwsrc=CLIENT_MAC, psrc="198.18.0.2", pdst="198.18.0.1")),
+        bytes(client / IP(src="198.18.0.2", dst="198.18.0.1", options=[]) / ICMP(type=8, id=7, seq=3) / b"ping!"),
+        bytes(client / IPv6(src="2001:2::2", dst="2001:2::1") / ICMPv6EchoRequest(id=9, seq=1, data=b"hi")),
+        bytes(Ether(src=CLIENT_MAC, dst="33:33:ff:00:00:01") /
+              IPv6(src="2001:2::2", dst="ff02::1:ff00:1", hlim=255) / ICMPv6ND_NS(tgt="2001:2::1")),
+        # not for us: other addresses, a DAD probe, an NS with the wrong hop limit
+        bytes(Ether(src=CLIENT_MAC, dst="ff:ff:ff:ff:ff:ff") / ARP(op=1, psrc="198.18.0.2", pdst="198.18.0.9")),
+        bytes(client / IP(src="198.18.0.2", dst="198.18.0.9") / ICMP(type=8)),
+        bytes(Ether(src=CLIENT_MAC, dst="33:33:ff:00:00:01") /
+              IPv6(src="::", dst="ff02::1:ff00:1", hlim=255) / ICMPv6ND_NS(tgt="2001:2::1")),
+        bytes(Ether(src=CLIENT_MAC, dst="33:33:ff:00:00:01") /
+              IPv6(src="2001:2::2", dst="ff02::1:ff00:1", hlim=64) / ICMPv6ND_NS(tgt="2001:2::1")),
+    ]
+    replies, c = ref.run_frames(frames, own=OWN)
+    assert c["stack_replies"] == 4 and len(replies) == 4
+    arp, ping, ping6, na = (Ether(r) for r in replies)
+    assert arp[ARP].op == 2 and arp[ARP].hwsrc == "02:00:00:00:00:01" and arp[ARP].psrc == "198.18.0.1"
+    assert arp[ARP].pdst == "198.18.0.2" and arp.dst == CLIENT_MAC
+    assert ping[ICMP].type == 0 and (ping[ICMP].id, ping[ICMP].seq) == (7, 3)
+    assert ping[Raw].load == b"ping!" and ping[IP].dst == "198.18.0.2"   # then Ethernet padding
+    for pkt in (ping, ping6, na):
+        again = Ether(bytes(pkt))
+        layer = ICMP if ICMP in pkt else (ICMPv6EchoReply if ICMPv6EchoReply in pkt else ICMPv6ND_NA)
+        sent = again[layer].cksum
+        del again[layer].cksum
+        if IP in again:
+            del again[IP].chksum
+        assert Ether(bytes(again))[layer].cksum == sent, layer.__name__
+    assert ping6[ICMPv6EchoReply].id == 9 and ping6[IPv6].dst == "2001:2::2"
+    assert na[ICMPv6ND_NA].tgt == "2001:2::1" and na[ICMPv6ND_NA].S == 1 and na[IPv6].hlim == 255
+    assert na[ICMPv6NDOptDstLLAddr].lladdr == "02:00:00:00:00:01"
+    # without own_stack, the same frames are the kernel's
+    replies, c = ref.run_frames(frames)
+    assert replies == [] and c["stack_replies"] == 0

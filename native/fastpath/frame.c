@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "stormpy/csum.h"
+#include "stormpy/ownstack.h"
 #include "stormpy/udpip.h"
 #include "stormpy/wire.h"
 
@@ -45,17 +46,18 @@ size_t sp_frame_answer(const struct sp_table *t, const struct sp_frame_config *c
         type = sp_get16(rx + 16);
         l2 += SP_VLAN_TAG_LEN;
     }
-    if (type != ETHERTYPE_IPV4 && type != ETHERTYPE_IPV6) {
-        c->not_ours++;
-        return 0;
-    }
     struct sp_udpip u;
-    if (!sp_udpip_parse(rx + l2, len - l2, &u) || u.family != (type == ETHERTYPE_IPV4 ? 4 : 6)) {
-        /* not a complete UDP datagram: another protocol, a fragment, or damage */
-        c->not_ours++;
-        return 0;
-    }
-    if (u.dport != cfg->port) {
+    if ((type != ETHERTYPE_IPV4 && type != ETHERTYPE_IPV6) ||
+        !sp_udpip_parse(rx + l2, len - l2, &u) || u.family != (type == ETHERTYPE_IPV4 ? 4 : 6) ||
+        u.dport != cfg->port) {
+        /* ARP, ICMP, other ports, fragments, damage: the kernel's, unless we own the port */
+        if (cfg->own_stack) {
+            size_t n = sp_ownstack_answer(cfg, rx, len, l2, type, tx, cap);
+            if (n) {
+                c->stack_replies++;
+                return n;
+            }
+        }
         c->not_ours++;
         return 0;
     }

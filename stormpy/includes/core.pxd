@@ -124,11 +124,17 @@ cdef extern from "stormpy/frame.h" nogil:
         uint16_t port
         uint8_t ttl
         sp_dns_config dns
+        int own_stack
+        uint8_t mac[6]
+        int has_ipv4, has_ipv6
+        uint8_t ipv4[4]
+        uint8_t ipv6[16]
     struct sp_frame_counters:
         uint64_t frames
         uint64_t not_ours
         uint64_t bad_source
         uint64_t malformed
+        uint64_t stack_replies
         sp_dns_counters dns
 
 cdef extern from "stormpy/io.h" nogil:

@@ -28,6 +28,13 @@ struct sp_frame_config {
     uint16_t port;           /* the served UDP port */
     uint8_t ttl;             /* IPv4 TTL / IPv6 hop limit of replies */
     struct sp_dns_config dns;
+    /* Where stormpy owns the interface (netmap), it answers ARP and ICMP echo for
+     * ipv4, and ICMPv6 echo and neighbor solicitations for ipv6, itself. */
+    int own_stack;
+    uint8_t mac[6];
+    int has_ipv4, has_ipv6;
+    uint8_t ipv4[4];
+    uint8_t ipv6[16];
 };
 
 struct sp_frame_counters {
@@ -35,6 +42,7 @@ struct sp_frame_counters {
     uint64_t not_ours;       /* not UDP to the served port: ARP, ICMP, other ports */
     uint64_t bad_source;     /* broadcast, multicast or port-0 sources: never answered */
     uint64_t malformed;      /* truncated or inconsistent L2-L4 headers */
+    uint64_t stack_replies;  /* ARP, ICMP echo and NDP answered with own_stack */
     struct sp_dns_counters dns;
 };
 
