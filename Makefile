@@ -9,10 +9,10 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PYTEST_ARGS ?= -q -rs
 SOURCES := pyproject.toml setup.py stormpy/_core.pyx $(wildcard stormpy/includes/*.pxd) \
-           $(wildcard native/*/*.c native/include/stormpy/*.h)
+           $(wildcard native/*.c native/*/*.c native/include/stormpy/*.h)
 
 # command:package pairs, checked by command so any install (Debian's or not) counts
-BUILD_TOOLS := cc:gcc make:make $(PYTHON):python3
+BUILD_TOOLS := cc:gcc make:make $(PYTHON):python3 clang:clang pkg-config:pkg-config
 TEST_TOOLS := knotd:knot ip:iproute2 ping:iputils-ping
 DEMO_TOOLS := dig:bind9-dnsutils
 
@@ -27,10 +27,11 @@ define need
 	  else echo "make: not root, so not installing:$$missing"; fi; fi
 endef
 
-# Python's headers and venv support come separately on Debian.
+# Python's headers and venv support come separately on Debian; AF_XDP needs libxdp.
 PY_CHECK := if ! $(PYTHON) -c 'import ensurepip, sysconfig, os, sys; \
 	  sys.exit(not os.path.exists(sysconfig.get_paths()["include"] + "/Python.h"))' \
-	  2>/dev/null; then missing="$$missing python3-venv python3-dev"; fi;
+	  2>/dev/null; then missing="$$missing python3-venv python3-dev"; fi; \
+	  pkg-config --exists libxdp libbpf 2>/dev/null || missing="$$missing libxdp-dev libbpf-dev";
 
 .PHONY: demo test build deps-build deps-test deps-demo check-native clean
 

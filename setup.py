@@ -1,10 +1,14 @@
 """Builds the one extension, stormpy._core, from the Cython hub and the C core.
 
-Optional backends are compiled in when their headers are present at build time:
-netmap when NETMAP_INCLUDE names a directory holding net/netmap_user.h.
+Optional backends are compiled in when what they need is present at build time:
+AF_XDP when pkg-config finds libxdp and libbpf and clang can build the XDP program
+(STORMPY_NO_XDP=1 leaves it out); netmap when NETMAP_INCLUDE names a directory
+holding net/netmap_user.h.
 """
 import glob
 import os
+import shutil
+import subprocess
 
 from Cython.Build import cythonize
 from setuptools import Extension, setup
@@ -21,6 +25,27 @@ if netmap:
     native.append("native/io/netmap.c")
     macros.append(("SP_HAVE_NETMAP", "1"))
     cflags += ["-isystem", netmap]   # netmap's own header is not ours to warn about
+
+def build_xdp_program():
+    """Compile native/bpf/steer.bpf.o; its absolute path is embedded (.incbin) in xdp.c."""
+    if os.environ.get("STORMPY_NO_XDP") or not shutil.which("clang") or not shutil.which("pkg-config"):
+        return None
+    if subprocess.run(["pkg-config", "--exists", "libxdp", "libbpf"]).returncode != 0:
+        return None
+    obj = os.path.abspath(os.path.join("build", "bpf", "steer.bpf.o"))
+    os.makedirs(os.path.dirname(obj), exist_ok=True)
+    arch = subprocess.run(["cc", "-print-multiarch"], capture_output=True, text=True).stdout.strip()
+    cmd = ["clang", "-O2", "-g", "-Wall", "-Werror", "-target", "bpf"]
+    cmd += [f"-I/usr/include/{arch}"] if arch else []
+    subprocess.check_call(cmd + ["-c", "native/bpf/steer.bpf.c", "-o", obj])
+    return obj
+
+
+xdp_obj = build_xdp_program()
+if xdp_obj:
+    native.append("native/io/xdp.c")
+    macros += [("SP_WITH_XDP", "1"), ("SP_XDP_BPF_OBJ", f'"{xdp_obj}"')]
+    libraries += ["xdp", "bpf"]
 
 core = Extension(
     "stormpy._core",

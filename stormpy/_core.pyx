@@ -26,7 +26,9 @@ MAX_WORKERS = SP_MAX_WORKERS - 1   # the last slot belongs to the control plane
 
 # Backends built into this extension (AF_XDP and netmap only when their headers
 # were found at build time).
-COMPILED_BACKENDS = ("socket", "memory", "packet") + (("netmap",) if sp_have_netmap() else ())
+COMPILED_BACKENDS = (("socket", "memory", "packet") + (("xdp",) if sp_have_xdp() else ()) +
+                     (("netmap",) if sp_have_netmap() else ()))
+XDP_COPY_MODES = {"auto": 0, "copy": 1, "zerocopy": 2}
 
 
 cdef class TableBuilder:
@@ -365,11 +367,72 @@ cdef dict _frame_counters(sp_frame_worker *w):
                 rcode=[c.dns.rcode[i] for i in range(17)])
 
 
+cdef class XdpProgram:
+    """The XDP program on one interface: steers the served UDP port to the AF_XDP
+    sockets and passes everything else to the kernel. Detached by detach(), by
+    garbage collection, and by the kernel when the process dies."""
+    cdef sp_xdp_prog *prog
+    cdef readonly str ifname
+
+    def __cinit__(self, str ifname, uint16_t port, str mode="auto"):
+        cdef char err[256]
+        cdef sp_xdp_attach_mode m = {"auto": SP_XDP_ATTACH_AUTO, "native": SP_XDP_ATTACH_NATIVE,
+                                     "generic": SP_XDP_ATTACH_GENERIC}[mode]
+        self.ifname = ifname
+        b = ifname.encode()
+        err[0] = 0
+        self.prog = sp_xdp_prog_attach(b, port, m, err, sizeof(err))
+        if self.prog is NULL:
+            raise BackendError(err.decode(errors="replace"))
+
+    def __dealloc__(self):
+        self.detach()
+
+    def queues(self):
+        return sp_xdp_prog_queues(self.prog) if self.prog is not NULL else 0
+
+    def mode(self):
+        if self.prog is NULL:
+            return "detached"
+        return "native" if sp_xdp_prog_mode(self.prog) == SP_XDP_ATTACH_NATIVE else "generic"
+
+    def detach(self):
+        """Only once every worker on it is closed."""
+        if self.prog is not NULL:
+            sp_xdp_prog_detach(self.prog)
+            self.prog = NULL
+
+
 cdef class FrameWorker:
     """A run-to-completion worker on a frame backend (one per NIC queue)."""
     cdef sp_frame_worker *w
     cdef TableRef ref
     cdef bytes ifname
+    cdef object keep      # what the backend needs alive (the XdpProgram)
+
+    @staticmethod
+    def xdp(XdpProgram prog not None, int index, TableRef ref not None, uint16_t port,
+            unsigned batch=32, bint busy_poll=False, str copy_mode="auto",
+            uint16_t max_udp=1232, uint8_t ttl=64):
+        """A worker on an AF_XDP socket bound to queue `index` of prog's interface."""
+        cdef FrameWorker self = FrameWorker.__new__(FrameWorker)
+        cdef sp_xdp_config cfg
+        cdef char err[256]
+        if index < 0 or index >= ref.control_slot:
+            raise ValueError("worker index out of range")
+        if prog.prog is NULL:
+            raise ValueError("the XDP program is detached")
+        memset(&cfg, 0, sizeof(cfg))
+        cfg.copy_mode = XDP_COPY_MODES[copy_mode]
+        cfg.poll_busy = busy_poll
+        cfg.poll_timeout_ms = 100
+        err[0] = 0
+        cdef sp_io *io = sp_xdp_io_open(prog.prog, index, &cfg, err, sizeof(err))
+        if io is NULL:
+            raise BackendError(err.decode(errors="replace"))
+        self.keep = prog
+        self._attach(io, index, ref, port, batch, max_udp, ttl)
+        return self
 
     def __dealloc__(self):
         self.close()

@@ -82,9 +82,14 @@ def build_parser() -> argparse.ArgumentParser:
     rings = s.add_argument_group("serving on an interface's rings instead of sockets")
     rings.add_argument("--iface", metavar="IFACE",
                        help="answer UDP on this interface's rings, one worker per RX queue")
-    rings.add_argument("--backend", choices=("socket", "packet", "netmap"), default=None,
-                       help="socket (default without --iface); packet (AF_PACKET; the default with "
-                       "--iface); netmap (when built with NETMAP_INCLUDE and /dev/netmap exists)")
+    rings.add_argument("--backend", choices=("socket", "xdp", "packet", "netmap"), default=None,
+                       help="socket (the default without --iface); xdp (AF_XDP: the default with "
+                       "--iface where it can run); packet (AF_PACKET, the fallback); netmap "
+                       "(built with NETMAP_INCLUDE, and /dev/netmap present)")
+    rings.add_argument("--xdp-mode", choices=("auto", "native", "generic"), default="auto",
+                       help="attach the XDP program in the driver (native) or generic mode (default: native, else generic)")
+    rings.add_argument("--copy-mode", choices=("auto", "copy", "zerocopy"), default="auto",
+                       help="AF_XDP zero-copy or copy (default: zero-copy where the driver can)")
     rings.add_argument("--port", type=_port, default=53, metavar="N",
                        help="UDP and TCP port served with --iface (default 53)")
     rings.add_argument("--queues", type=_positive, default=0, metavar="N",
@@ -183,7 +188,10 @@ def _serve_dns(args) -> int:
     level = logging.INFO
     logging.basicConfig(level=level, format="%(asctime)s stormpy: %(message)s",
                         datefmt="%H:%M:%S", stream=sys.stderr)
-    backend = args.backend or ("packet" if args.iface else "socket")
+    backend = args.backend
+    if backend is None:
+        from stormpy.backends import why_unusable
+        backend = ("xdp" if why_unusable("xdp") is None else "packet") if args.iface else "socket"
     if backend != "socket" and not args.iface:
         raise StormpyError(f"--backend {backend} needs --iface")
     if args.iface and backend == "socket":
@@ -197,6 +205,7 @@ def _serve_dns(args) -> int:
                     stats_interval={0: 0.0, 1: 10.0}.get(args.verbose, 1.0),
                     iface=args.iface, backend=backend, queues=args.queues, port=args.port,
                     cpus=args.cpus, busy_poll=args.poll == "busy",
+                    xdp_mode=args.xdp_mode, copy_mode=args.copy_mode,
                     control=DEFAULT_CONTROL if args.control is None else (args.control or None),
                     control_required=bool(args.control))
     serve_dns(cfg)

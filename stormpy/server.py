@@ -49,6 +49,8 @@ class DnsConfig:
     port: int = 53                   # the UDP/TCP port served with --iface
     cpus: list[int] = field(default_factory=list)
     busy_poll: bool = False
+    xdp_mode: str = "auto"           # auto | native | generic
+    copy_mode: str = "auto"          # auto | copy | zerocopy
 
 
 def parse_listen(text: str) -> tuple[str, int]:
@@ -182,6 +184,7 @@ class DnsServer:
     def __init__(self, cfg: DnsConfig):
         self.cfg = cfg
         self.sinks: list[socket.socket] = []
+        self.xdp = None
         if cfg.iface:
             self._init_frames(cfg)
             return
@@ -228,11 +231,18 @@ class DnsServer:
         self.listen_text = f"{cfg.iface} port {cfg.port} ({cfg.backend}, {queues} queue(s))"
         self.sinks = open_sinks(cfg.port)
         self.tcp_sockets = []
+        self.workers = []
         try:
             self.tcp_sockets = [open_tcp_socket("0.0.0.0", cfg.port), open_tcp_socket("::", cfg.port)]
             self.ref = _core.TableRef(table, queues)
             group = (os.getpid() & 0x7fff) + 1
-            if cfg.backend == "netmap":
+            if cfg.backend == "xdp":
+                self.xdp = _core.XdpProgram(cfg.iface, cfg.port, cfg.xdp_mode)
+                self.workers = [_core.FrameWorker.xdp(self.xdp, i, self.ref, cfg.port, cfg.batch,
+                                                      busy_poll=cfg.busy_poll, copy_mode=cfg.copy_mode,
+                                                      max_udp=cfg.max_udp)
+                                for i in range(queues)]
+            elif cfg.backend == "netmap":
                 self.workers = [_core.FrameWorker.netmap(cfg.iface, i, self.ref, cfg.port, cfg.batch,
                                                          busy_poll=cfg.busy_poll, max_udp=cfg.max_udp)
                                 for i in range(queues)]
@@ -242,6 +252,10 @@ class DnsServer:
                                                          max_udp=cfg.max_udp)
                                 for i in range(queues)]
         except Exception:
+            for w in getattr(self, "workers", []):
+                w.close()
+            if self.xdp is not None:
+                self.xdp.detach()
             for s in self.sinks + self.tcp_sockets:
                 s.close()
             raise
@@ -276,6 +290,13 @@ class DnsServer:
             t.join(timeout=2)
         for s in self.sinks:
             s.close()
+
+    def release(self):
+        """Close the backends once the workers have stopped and been counted."""
+        if self.xdp is not None:       # every queue's socket first, then the program
+            for w in self.workers:
+                w.close()
+            self.xdp.detach()
 
     def counters(self) -> dict:
         total: dict = {}
@@ -418,6 +439,7 @@ class DnsServer:
             self.stop_workers()
             log.info("stopped: %s; per worker rx=%s", format_counters(self.counters()),
                      ",".join(str(w.counters().get("rx", 0)) for w in self.workers))
+            self.release()
 
 
 def format_counters(c: dict) -> str:

@@ -6,13 +6,18 @@ import pytest
 
 from conftest import EXAMPLE_ZONE
 from netns import CLIENT_V4, SERVER_V4, SERVER_V6, NsServer, VethPair, why_no_netns
+from stormpy import _core
 
 REASON = why_no_netns()
 if REASON:
     print(f"\nSKIP test_rings: {REASON}")
 pytestmark = pytest.mark.skipif(REASON is not None, reason=REASON or "")
 
-BACKENDS = ["packet"]
+NO_XDP = "AF_XDP is not compiled in (libxdp-dev, libbpf-dev or clang missing at build time)"
+if "xdp" not in _core.COMPILED_BACKENDS:
+    print(f"\nSKIP xdp cases: {NO_XDP}")
+XDP = pytest.param("xdp", marks=pytest.mark.skipif("xdp" not in _core.COMPILED_BACKENDS, reason=NO_XDP))
+BACKENDS = ["packet", XDP]
 QUESTIONS = [["www.example.com", "A"], ["WwW.eXample.com", "AAAA"], ["ftp.example.com", "A"],
              ["nothere.example.com", "A"], ["x.apps.example.com", "A"], ["example.org", "A"]]
 
@@ -72,3 +77,29 @@ def test_backend_errors_are_one_line(tmp_path):
                      "--iface", "nosuch0", "--backend", "packet")
         assert r.returncode == 1 and "Traceback" not in r.stderr
         assert r.stderr.strip().startswith("stormpy: error: --iface nosuch0: no such network interface")
+
+
+def xdp_attached(pair):
+    return "xdp" in pair.run(pair.server, "ip", "link", "show", "dev", "veth0").stdout
+
+
+@pytest.mark.skipif("xdp" not in _core.COMPILED_BACKENDS, reason=NO_XDP)
+def test_no_xdp_program_outlives_the_server():
+    import signal
+    with VethPair() as pair:
+        srv = NsServer(pair, [EXAMPLE_ZONE, "--iface", "veth0", "--backend", "xdp"]).__enter__()
+        assert xdp_attached(pair)
+        assert srv.stop() == 0 and not xdp_attached(pair), srv.log      # SIGTERM
+        assert "Traceback" not in srv.log
+        srv = NsServer(pair, [EXAMPLE_ZONE, "--iface", "veth0", "--backend", "xdp"]).__enter__()
+        srv.proc.send_signal(signal.SIGKILL)                              # a crash
+        srv.proc.wait(timeout=10)
+        for _ in range(50):                                               # the kernel drops the link
+            if not xdp_attached(pair):
+                break
+            import time
+            time.sleep(0.1)
+        assert not xdp_attached(pair)
+        with NsServer(pair, [EXAMPLE_ZONE, "--iface", "veth0", "--backend", "xdp"]) as again:
+            assert pair.query([["www.example.com", "A"]])[0]["answer"] == ["192.0.2.80"]
+        assert not xdp_attached(pair)

@@ -181,3 +181,24 @@ cdef extern from "stormpy/netmap_io.h" nogil:
         unsigned poll_ms
     sp_io *sp_netmap_io_open(const sp_netmap_config *cfg, char *err, size_t errlen)
     int sp_have_netmap()
+
+cdef extern from "stormpy/xdp_io.h" nogil:
+    enum sp_xdp_attach_mode:
+        SP_XDP_ATTACH_AUTO
+        SP_XDP_ATTACH_NATIVE
+        SP_XDP_ATTACH_GENERIC
+    struct sp_xdp_prog:
+        pass
+    struct sp_xdp_config:
+        uint32_t frame_size, rx_size, fill_size, tx_size, comp_size
+        int copy_mode
+        int poll_busy
+        int poll_timeout_ms
+    sp_xdp_prog *sp_xdp_prog_attach(const char *ifname, uint16_t port, sp_xdp_attach_mode mode,
+                                    char *err, size_t errlen)
+    void sp_xdp_prog_detach(sp_xdp_prog *prog)
+    sp_xdp_attach_mode sp_xdp_prog_mode(const sp_xdp_prog *prog)
+    unsigned sp_xdp_prog_queues(const sp_xdp_prog *prog)
+    sp_io *sp_xdp_io_open(sp_xdp_prog *prog, uint32_t queue_id, const sp_xdp_config *cfg,
+                          char *err, size_t errlen)
+    int sp_have_xdp()

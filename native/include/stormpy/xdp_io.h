@@ -84,33 +84,44 @@ struct sp_xdp_prog;
 
 /* Load the embedded steer.bpf.o (built into xdp.c with -DSP_XDP_BPF_OBJ="path"), set
  * the served port, and attach it to ifname. NULL with err set on failure. */
+#ifdef SP_WITH_XDP
 struct sp_xdp_prog *sp_xdp_prog_attach(const char *ifname, uint16_t port,
                                        enum sp_xdp_attach_mode mode, char *err, size_t errlen);
+#endif
 /* The same from an object file (obj_path NULL: the embedded one). */
 struct sp_xdp_prog *sp_xdp_prog_attach_file(const char *obj_path, const char *ifname,
                                             uint16_t port, enum sp_xdp_attach_mode mode,
                                             char *err, size_t errlen);
 /* Detach the program (only if it is still ours) and free prog. Close every queue's
  * sp_io first. NULL is ignored. */
+#ifdef SP_WITH_XDP
 void sp_xdp_prog_detach(struct sp_xdp_prog *prog);
+#endif
 
 /* How the program ended up attached: SP_XDP_ATTACH_NATIVE or SP_XDP_ATTACH_GENERIC. */
+#ifdef SP_WITH_XDP
 enum sp_xdp_attach_mode sp_xdp_prog_mode(const struct sp_xdp_prog *prog);
+#endif
 /* Whether a BPF link holds it (1), or a netlink attach (0). */
 int sp_xdp_prog_uses_link(const struct sp_xdp_prog *prog);
 /* The number of receive queues the interface has (queue ids are 0..n-1). */
+#ifdef SP_WITH_XDP
 unsigned sp_xdp_prog_queues(const struct sp_xdp_prog *prog);
+#endif
 
 /* Open queue queue_id of the program's interface. cfg NULL: every default. The
  * returned io belongs to one worker thread; prog must outlive it. */
+#ifdef SP_WITH_XDP
 struct sp_io *sp_xdp_io_open(struct sp_xdp_prog *prog, uint32_t queue_id,
                              const struct sp_xdp_config *cfg, char *err, size_t errlen);
+#endif
 
 /* Beyond io->counters: what this backend and the kernel saw. */
 struct sp_xdp_stats {
     int zerocopy;               /* 1: bound XDP_ZEROCOPY, 0: copy mode */
     uint64_t bad_desc;          /* RX/completion descriptors outside the UMEM or frame */
-    uint64_t rx_wakeups;        /* recvfrom()/poll() calls that woke the driver */
+    uint64_t rx_wakeups;        /* recvfrom() calls that woke the driver (need_wakeup on the
+                                 * fill ring: zero-copy drivers only) */
     uint64_t tx_kick_errors;    /* sendto() failures other than EAGAIN/EBUSY/ENOBUFS */
     /* the kernel's XDP_STATISTICS for this socket */
     uint64_t rx_dropped;
@@ -122,5 +133,49 @@ struct sp_xdp_stats {
 };
 /* Fill stats for an io from sp_xdp_io_open(); 0, or -1 when the kernel's part failed. */
 int sp_xdp_io_stats(struct sp_io *io, struct sp_xdp_stats *stats);
+
+#ifndef SP_WITH_XDP
+/* Built without libxdp: the same calls, each saying so, so callers need no #ifdef. */
+#include <stdio.h>
+#define SP_XDP_NOT_BUILT "AF_XDP: not compiled in (build with libxdp-dev, libbpf-dev and clang)"
+static inline struct sp_xdp_prog *sp_xdp_prog_attach(const char *ifname, uint16_t port,
+                                                     enum sp_xdp_attach_mode mode, char *err,
+                                                     size_t errlen)
+{
+    (void)ifname, (void)port, (void)mode;
+    snprintf(err, errlen, SP_XDP_NOT_BUILT);
+    return NULL;
+}
+static inline void sp_xdp_prog_detach(struct sp_xdp_prog *prog)
+{
+    (void)prog;
+}
+static inline enum sp_xdp_attach_mode sp_xdp_prog_mode(const struct sp_xdp_prog *prog)
+{
+    (void)prog;
+    return SP_XDP_ATTACH_AUTO;
+}
+static inline unsigned sp_xdp_prog_queues(const struct sp_xdp_prog *prog)
+{
+    (void)prog;
+    return 0;
+}
+static inline struct sp_io *sp_xdp_io_open(struct sp_xdp_prog *prog, uint32_t queue_id,
+                                           const struct sp_xdp_config *cfg, char *err, size_t errlen)
+{
+    (void)prog, (void)queue_id, (void)cfg;
+    snprintf(err, errlen, SP_XDP_NOT_BUILT);
+    return NULL;
+}
+#endif
+
+static inline int sp_have_xdp(void)
+{
+#ifdef SP_WITH_XDP
+    return 1;
+#else
+    return 0;
+#endif
+}
 
 #endif
