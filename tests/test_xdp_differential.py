@@ -1,0 +1,47 @@
+"""The Knot DNS differential test again, with stormpy answering on AF_XDP across a veth
+pair: every UDP case of tests/dnsdiff.py, compared with Knot on loopback."""
+import json
+import os
+import sys
+
+import pytest
+
+import dnsdiff
+from knot import udp_query
+from netns import REPO, SERVER_V4, NsServer, VethPair, why_no_netns
+from stormpy import _core
+from test_differential import SEED
+
+REASON = why_no_netns() or (None if "xdp" in _core.COMPILED_BACKENDS else
+                            "AF_XDP is not compiled in (libxdp-dev, libbpf-dev or clang missing)")
+if REASON:
+    print(f"\nSKIP test_xdp_differential: {REASON}")
+
+
+@pytest.mark.skipif(REASON is not None, reason=REASON or "")
+def test_differential_on_af_xdp(knot_server):
+    knot = knot_server(dnsdiff.knot_zones(), version=dnsdiff.CHAOS_VERSION,
+                       identity=dnsdiff.CHAOS_IDENTITY)
+    cases = dnsdiff.udp_cases(dnsdiff.generate_queries(SEED))
+    args = [p for _, p in dnsdiff.stormpy_zones()] + [
+        "--iface", "veth0", "--backend", "xdp", "--port", "53",
+        "--chaos-version", dnsdiff.CHAOS_VERSION, "--chaos-identity", dnsdiff.CHAOS_IDENTITY]
+    with VethPair() as pair, NsServer(pair, args):
+        r = pair.run(pair.client, sys.executable, os.path.join(REPO, "tests", "nsdiff_ask.py"),
+                     SERVER_V4, "53", str(SEED), timeout=300)
+        assert r.returncode == 0, r.stderr
+        answers = json.loads(r.stdout)
+    assert len(answers) == len(cases)
+    problems = []
+    for i, (case, hexwire) in enumerate(zip(cases, answers)):
+        cand = bytes.fromhex(hexwire) if hexwire else None
+        ref = udp_query(case.wire(i + 1), knot.addr, timeout=case.timeout)
+        rm, rerr = dnsdiff.parse(ref)
+        cm, cerr = dnsdiff.parse(cand)
+        assert not rerr, f"Knot's answer does not parse: {rerr}"
+        diffs = [cerr] if cerr else dnsdiff.compare(rm, cm, ref_wire=ref, cand_wire=cand,
+                                                     cand_name="stormpy-xdp")
+        if diffs:
+            problems.append(f"{case.describe()}:\n    " + "\n    ".join(diffs))
+    assert len(cases) > 250
+    assert not problems, f"{len(problems)} of {len(cases)} differ:\n" + "\n".join(problems[:20])
