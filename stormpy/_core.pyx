@@ -462,8 +462,9 @@ cdef class FrameWorker:
 
     @staticmethod
     def netmap(str ifname, int index, TableRef ref not None, uint16_t port, unsigned batch=32,
-               bint busy_poll=False, uint16_t max_udp=1232, uint8_t ttl=64):
-        """A worker on NIC ring pair `index` of ifname, through netmap."""
+               bint busy_poll=False, uint16_t max_udp=1232, uint8_t ttl=64, own=None):
+        """A worker on NIC ring pair `index` of ifname, through netmap. netmap takes the
+        interface from the kernel, so `own` (mac/ipv4/ipv6) is answered for here."""
         cdef FrameWorker self = FrameWorker.__new__(FrameWorker)
         cdef sp_netmap_config cfg
         cdef char err[256]
@@ -477,6 +478,8 @@ cdef class FrameWorker:
         if io is NULL:
             raise BackendError(err.decode(errors="replace"))
         self._attach(io, index, ref, port, batch, max_udp, ttl)
+        if own:
+            _set_own_stack(&self.w.cfg, own)
         return self
 
     cdef _attach(self, sp_io *io, int index, TableRef ref, uint16_t port, unsigned batch,

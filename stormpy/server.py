@@ -156,6 +156,28 @@ def rx_queue_count(iface: str) -> int:
         raise StormpyError(f"--iface {iface}: no such network interface") from None
 
 
+def interface_identity(iface: str) -> dict:
+    """The MAC and first IPv4/IPv6 (global) addresses the kernel has for iface: what
+    stormpy answers ARP, ping and NDP for once netmap has taken the interface."""
+    import ipaddress
+    import subprocess
+    try:
+        with open(f"/sys/class/net/{iface}/address") as f:
+            mac = bytes.fromhex(f.read().strip().replace(":", ""))
+        out = subprocess.run(["ip", "-j", "addr", "show", "dev", iface], capture_output=True,
+                             text=True, timeout=10).stdout
+        addrs = json.loads(out)[0]["addr_info"] if out.strip() else []
+    except (OSError, ValueError, IndexError, KeyError, subprocess.SubprocessError) as e:
+        raise StormpyError(f"--iface {iface}: cannot read its addresses: {e}") from None
+    own = {"mac": mac}
+    for a in addrs:
+        ip = ipaddress.ip_address(a["local"])
+        key = "ipv4" if ip.version == 4 else "ipv6"
+        if key not in own and not ip.is_link_local:
+            own[key] = ip.packed
+    return own
+
+
 def open_sinks(port: int) -> list[socket.socket]:
     """UDP sockets on the served port that are never read: the kernel still sees every
     frame a ring backend answers, and without a socket it would send ICMP port
@@ -243,8 +265,10 @@ class DnsServer:
                                                       max_udp=cfg.max_udp)
                                 for i in range(queues)]
             elif cfg.backend == "netmap":
+                own = interface_identity(cfg.iface)
                 self.workers = [_core.FrameWorker.netmap(cfg.iface, i, self.ref, cfg.port, cfg.batch,
-                                                         busy_poll=cfg.busy_poll, max_udp=cfg.max_udp)
+                                                         busy_poll=cfg.busy_poll, max_udp=cfg.max_udp,
+                                                         own=own)
                                 for i in range(queues)]
             else:
                 self.workers = [_core.FrameWorker.packet(cfg.iface, i, self.ref, cfg.port, cfg.batch,

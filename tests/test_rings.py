@@ -1,6 +1,8 @@
 """serve-dns on an interface's rings, across a veth pair between two network
 namespaces. One test body for every ring backend."""
+import json
 import subprocess
+import sys
 
 import pytest
 
@@ -103,3 +105,18 @@ def test_no_xdp_program_outlives_the_server():
         with NsServer(pair, [EXAMPLE_ZONE, "--iface", "veth0", "--backend", "xdp"]) as again:
             assert pair.query([["www.example.com", "A"]])[0]["answer"] == ["192.0.2.80"]
         assert not xdp_attached(pair)
+
+
+def test_interface_identity_reads_mac_and_addresses():
+    """What netmap serving answers ARP/ping/NDP for: the kernel's own view of the port."""
+    import ipaddress
+    with VethPair() as pair:
+        script = ("import json; from stormpy.server import interface_identity as f; "
+                  "o = f('veth0'); print(json.dumps({k: v.hex() for k, v in o.items()}))")
+        r = pair.run(pair.server, sys.executable, "-c", script)
+        assert r.returncode == 0, r.stderr
+        own = json.loads(r.stdout)
+        mac = pair.run(pair.server, "cat", "/sys/class/net/veth0/address").stdout.strip()
+    assert own["mac"] == mac.replace(":", "")
+    assert bytes.fromhex(own["ipv4"]) == ipaddress.ip_address(SERVER_V4).packed
+    assert bytes.fromhex(own["ipv6"]) == ipaddress.ip_address(SERVER_V6).packed
