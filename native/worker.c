@@ -1,6 +1,15 @@
 /* The run-to-completion frame worker. See worker.h. */
 #include "stormpy/worker.h"
 
+#include <time.h>
+
+static inline uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);   /* vDSO: no system call */
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 uint64_t sp_frame_worker_run(struct sp_frame_worker *w)
 {
     struct sp_io *io = w->io;
@@ -8,10 +17,16 @@ uint64_t sp_frame_worker_run(struct sp_frame_worker *w)
     struct sp_frame rx[SP_IO_BATCH_MAX], tx[SP_IO_BATCH_MAX];
     unsigned batch = w->batch < 1 ? 1 : w->batch > SP_IO_BATCH_MAX ? SP_IO_BATCH_MAX : w->batch;
     uint64_t start = w->batches;
+    uint64_t last_kick = 0;
+    int unkicked = 0;
 
     while (!__atomic_load_n(&w->stop, __ATOMIC_ACQUIRE)) {
         unsigned n = ops->rx_burst(io, rx, batch);
         if (n == 0) {
+            if (unkicked) {                 /* idle: nothing may wait for the next burst */
+                ops->kick(io);
+                unkicked = 0;
+            }
             if (io->finished)
                 break;
             continue;   /* rx_burst waited its poll interval: look at the stop flag */
@@ -33,7 +48,15 @@ uint64_t sp_frame_worker_run(struct sp_frame_worker *w)
         sp_table_ref_leave(w->ref, w->index);
         ops->tx_submit(io, tx, used, reserved);
         ops->rx_release(io, rx, n);
-        ops->kick(io);
+        unkicked |= used != 0;
+        if (unkicked) {
+            uint64_t now = w->tx_flush_ns ? now_ns() : 0;
+            if (now - last_kick >= w->tx_flush_ns) {
+                ops->kick(io);
+                last_kick = now;
+                unkicked = 0;
+            }
+        }
         w->batches++;
         w->batch_hist[sp_hist_bucket(n)]++;
     }

@@ -244,7 +244,7 @@ cdef class TableRef:
 
     def run_frames(self, frames, int worker=0, uint16_t port=53, unsigned batch=32,
                    uint64_t rounds=1, uint16_t max_udp=1232, uint8_t ttl=64,
-                   size_t capture_max=1 << 24, own=None):
+                   size_t capture_max=1 << 24, own=None, uint64_t tx_flush_us=0):
         """Run one frame worker over the memory backend: `frames` (Ethernet frames,
         bytes) replayed `rounds` times through the real worker loop. `own`, a dict of
         mac/ipv4/ipv6 (packed bytes), answers ARP, ICMP and NDP for them as on an
@@ -269,6 +269,7 @@ cdef class TableRef:
         memset(w, 0, sizeof(sp_frame_worker))
         w.io, w.ref, w.index, w.batch = io, self.ref, worker, batch
         w.cfg.port, w.cfg.ttl, w.cfg.dns.max_udp = port, ttl, max_udp
+        w.tx_flush_ns = tx_flush_us * 1000
         if own:
             _set_own_stack(&w.cfg, own)
         try:
@@ -492,6 +493,11 @@ cdef class FrameWorker:
         self.ref = ref
         self.w.io, self.w.ref, self.w.index, self.w.batch = io, ref.ref, index, batch
         self.w.cfg.port, self.w.cfg.ttl, self.w.cfg.dns.max_udp = port, ttl, max_udp
+
+    def set_tx_flush_us(self, uint64_t us):
+        """Kick TX at most every `us` microseconds under load (0: every batch)."""
+        if self.w is not NULL:
+            self.w.tx_flush_ns = us * 1000
 
     def run(self):
         if self.w is NULL:

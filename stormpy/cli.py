@@ -96,6 +96,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="workers on the interface (default: its RX queue count)")
     rings.add_argument("--cpus", type=_cpu_list, default=[], metavar="LIST",
                        help="pin worker i to the i-th CPU of LIST, e.g. 0,1 or 0-3")
+    rings.add_argument("--tx-flush-us", type=int, default=0, metavar="US",
+                       help="under load, kick TX at most every US microseconds (the paper's dt, "
+                       "e.g. 80); an idle ring flushes at once (default 0: every batch)")
     rings.add_argument("--poll", choices=("block", "busy"), default="block",
                        help="wait for frames in poll() or spin on the ring (default block)")
     s.add_argument("--control", default=None, metavar="PATH",
@@ -205,7 +208,7 @@ def _serve_dns(args) -> int:
                     stats_interval={0: 0.0, 1: 10.0}.get(args.verbose, 1.0),
                     iface=args.iface, backend=backend, queues=args.queues, port=args.port,
                     cpus=args.cpus, busy_poll=args.poll == "busy",
-                    xdp_mode=args.xdp_mode, copy_mode=args.copy_mode,
+                    xdp_mode=args.xdp_mode, copy_mode=args.copy_mode, tx_flush_us=args.tx_flush_us,
                     control=DEFAULT_CONTROL if args.control is None else (args.control or None),
                     control_required=bool(args.control))
     serve_dns(cfg)

@@ -50,6 +50,7 @@ class DnsConfig:
     cpus: list[int] = field(default_factory=list)
     busy_poll: bool = False
     xdp_mode: str = "auto"           # auto | native | generic
+    tx_flush_us: int = 0             # 0: kick TX every batch
     copy_mode: str = "auto"          # auto | copy | zerocopy
 
 
@@ -283,6 +284,8 @@ class DnsServer:
             for s in self.sinks + self.tcp_sockets:
                 s.close()
             raise
+        for w in self.workers:
+            w.set_tx_flush_us(cfg.tx_flush_us)
         self.threads = []
         self.connections = self.tcp_queries = self.reloads = self.reload_failures = 0
         self._reloading = False

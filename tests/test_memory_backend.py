@@ -172,3 +172,15 @@ def test_own_stack_answers_arp_icmp_and_ndp(tables):
     # without own_stack, the same frames are the kernel's
     replies, c = ref.run_frames(frames)
     assert replies == [] and c["stack_replies"] == 0
+
+
+def test_tx_flush_interval_batches_kicks(tables):
+    """--tx-flush-us: under load one kick covers many batches; when the input runs dry
+    the last replies are still kicked out."""
+    ref, _ = tables
+    frames = [query(sport=2000 + i) for i in range(64)]
+    _, every = ref.run_frames(frames, batch=4, rounds=4)
+    _, flushed = ref.run_frames(frames, batch=4, rounds=4, tx_flush_us=10_000_000)
+    assert every["kicks"] == every["batches"] == 64
+    assert flushed["tx"] == every["tx"] == 256
+    assert flushed["kicks"] == 2      # the first batch, then once when RX ran dry

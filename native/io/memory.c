@@ -73,6 +73,7 @@ static void mem_tx_submit(struct sp_io *io, struct sp_frame *tx, unsigned used, 
     struct mem_io *m = (struct mem_io *)io;
     (void)reserved;
     for (unsigned i = 0; i < used; i++) {
+        /* "sent" at submit: a frame waiting for a kick lives in the ring, not here */
         io->counters.tx_frames++;
         io->counters.tx_bytes += tx[i].len;
         if (m->capture && m->capture_len + 2 + tx[i].len <= m->capture_max) {

@@ -158,6 +158,7 @@ cdef extern from "stormpy/worker.h" nogil:
         sp_table_ref *ref
         int index
         unsigned batch
+        uint64_t tx_flush_ns
         sp_frame_config cfg
         uint64_t batches
         uint64_t batch_hist[10]

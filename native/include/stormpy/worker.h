@@ -17,6 +17,9 @@ struct sp_frame_worker {
     struct sp_table_ref *ref;
     int index;                       /* this worker's slot in ref */
     unsigned batch;
+    /* Kick TX at most every tx_flush_ns under load (the paper's dt, ~80 us), and at
+     * once when RX runs dry so the last replies never wait; 0 kicks every batch. */
+    uint64_t tx_flush_ns;
     struct sp_frame_config cfg;
     int stop;                        /* set by the control thread, __atomic access */
     uint64_t batches;
