@@ -26,7 +26,16 @@ def why_no_netns():
     r = subprocess.run(["ip", "netns", "add", probe], capture_output=True, text=True)
     if r.returncode != 0:
         return f"cannot create a network namespace: {r.stderr.strip()}"
-    subprocess.run(["ip", "netns", "del", probe], capture_output=True)
+    try:
+        r = subprocess.run(["ip", "-n", probe, "link", "set", "lo", "up"], capture_output=True, text=True)
+        if r.returncode != 0:
+            return f"cannot enter a network namespace: {r.stderr.strip()}"
+        r = subprocess.run(["ip", "-n", probe, "link", "add", "spprobe0", "type", "veth", "peer",
+                            "name", "spprobe1"], capture_output=True, text=True)
+        if r.returncode != 0:
+            return f"cannot create a veth pair: {r.stderr.strip()}"
+    finally:
+        subprocess.run(["ip", "netns", "del", probe], capture_output=True)
     return None
 
 
