@@ -75,7 +75,7 @@ def test_one_worker_per_queue_and_both_carry_traffic(backend):
 
 def test_backend_errors_are_one_line(tmp_path):
     with VethPair() as pair:
-        r = pair.run(pair.server, "python3", "-m", "stormpy", "serve-dns", EXAMPLE_ZONE,
+        r = pair.run(pair.server, sys.executable, "-m", "stormpy", "serve-dns", EXAMPLE_ZONE,
                      "--iface", "nosuch0", "--backend", "packet")
         assert r.returncode == 1 and "Traceback" not in r.stderr
         assert r.stderr.strip().startswith("stormpy: error: --iface nosuch0: no such network interface")
