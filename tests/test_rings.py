@@ -40,13 +40,13 @@ def test_answers_over_ipv4_ipv6_and_tcp(backend):
         check_answers(pair.query(QUESTIONS, server=SERVER_V4, tcp=True))   # the kernel's TCP
         # the kernel still owns everything else on the interface
         assert pair.run(pair.client, "ping", "-c", "1", "-W", "2", SERVER_V4).returncode == 0
-        listener = subprocess.Popen(["ip", "netns", "exec", pair.server, "python3", "-c",
+        listener = subprocess.Popen(["ip", "netns", "exec", pair.server, sys.executable, "-c",
                                      "import socket; s=socket.socket(); s.bind(('0.0.0.0', 8080)); "
                                      "s.listen(); c,_=s.accept(); c.sendall(b'kernel'); c.close()"])
         try:
             got = ""
             for _ in range(50):
-                r = pair.run(pair.client, "python3", "-c",
+                r = pair.run(pair.client, sys.executable, "-c",
                              f"import socket; print(socket.create_connection(('{SERVER_V4}', 8080), "
                              f"timeout=2).recv(16).decode())")
                 if r.returncode == 0:
