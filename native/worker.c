@@ -21,8 +21,10 @@ uint64_t sp_frame_worker_run(struct sp_frame_worker *w)
     int unkicked = 0;
 
     while (!__atomic_load_n(&w->stop, __ATOMIC_ACQUIRE)) {
+        io->rx_nowait = unkicked;
         unsigned n = ops->rx_burst(io, rx, batch);
         if (n == 0) {
+            ops->rx_release(io, rx, 0);     /* an empty or fully skipped block goes back too */
             if (unkicked) {                 /* idle: nothing may wait for the next burst */
                 ops->kick(io);
                 unkicked = 0;
@@ -36,7 +38,7 @@ uint64_t sp_frame_worker_run(struct sp_frame_worker *w)
         unsigned used = 0;
         const struct sp_table *t = sp_table_ref_enter(w->ref, w->index);
         for (unsigned i = 0; i < n; i++) {
-            if (used == reserved) {
+            if (used == reserved) {          /* counted here only, not in the backends */
                 io->counters.tx_ring_full += n - i;
                 break;
             }
@@ -60,6 +62,8 @@ uint64_t sp_frame_worker_run(struct sp_frame_worker *w)
         w->batches++;
         w->batch_hist[sp_hist_bucket(n)]++;
     }
+    if (unkicked)
+        ops->kick(io);                      /* stopping: what was answered still goes out */
     return w->batches - start;
 }
 

@@ -244,7 +244,8 @@ cdef class TableRef:
 
     def run_frames(self, frames, int worker=0, uint16_t port=53, unsigned batch=32,
                    uint64_t rounds=1, uint16_t max_udp=1232, uint8_t ttl=64,
-                   size_t capture_max=1 << 24, own=None, uint64_t tx_flush_us=0):
+                   size_t capture_max=1 << 24, own=None, uint64_t tx_flush_us=0,
+                   identity=None):
         """Run one frame worker over the memory backend: `frames` (Ethernet frames,
         bytes) replayed `rounds` times through the real worker loop. `own`, a dict of
         mac/ipv4/ipv6 (packed bytes), answers ARP, ICMP and NDP for them as on an
@@ -270,6 +271,8 @@ cdef class TableRef:
         w.io, w.ref, w.index, w.batch = io, self.ref, worker, batch
         w.cfg.port, w.cfg.ttl, w.cfg.dns.max_udp = port, ttl, max_udp
         w.tx_flush_ns = tx_flush_us * 1000
+        if identity:
+            _set_identity(&w.cfg, identity)
         if own:
             _set_own_stack(&w.cfg, own)
         try:
@@ -355,6 +358,26 @@ cdef _set_own_stack(sp_frame_config *cfg, dict own):
         cfg.has_ipv6 = 1
         for i in range(16):
             cfg.ipv6[i] = ipv6[i]
+
+
+cdef _set_identity(sp_frame_config *cfg, dict ident):
+    """Answer only frames to this MAC and these addresses; cap replies at the MTU."""
+    mac = ident["mac"]
+    if len(mac) != 6:
+        raise ValueError("mac must be 6 bytes")
+    cfg.check_dst = 1
+    for i in range(6):
+        cfg.mac[i] = mac[i]
+    v4 = [a for a in ident.get("addresses", ()) if len(a) == 4][:8]
+    v6 = [a for a in ident.get("addresses", ()) if len(a) == 16][:8]
+    cfg.nv4, cfg.nv6 = len(v4), len(v6)
+    for k, a in enumerate(v4):
+        for i in range(4):
+            cfg.v4[k][i] = a[i]
+    for k, a in enumerate(v6):
+        for i in range(16):
+            cfg.v6[k][i] = a[i]
+    cfg.mtu = ident.get("mtu", 0)
 
 
 cdef dict _frame_counters(sp_frame_worker *w):
@@ -493,6 +516,11 @@ cdef class FrameWorker:
         self.ref = ref
         self.w.io, self.w.ref, self.w.index, self.w.batch = io, ref.ref, index, batch
         self.w.cfg.port, self.w.cfg.ttl, self.w.cfg.dns.max_udp = port, ttl, max_udp
+
+    def set_identity(self, dict identity):
+        """Answer only frames to identity's mac and addresses; cap replies at its mtu."""
+        if self.w is not NULL:
+            _set_identity(&self.w.cfg, identity)
 
     def set_tx_flush_us(self, uint64_t us):
         """Kick TX at most every `us` microseconds under load (0: every batch)."""

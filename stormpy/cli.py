@@ -49,6 +49,16 @@ def _cpu_list(text: str) -> list[int]:
     return cpus
 
 
+def _flush_us(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if not 0 <= value <= 1_000_000:
+        raise argparse.ArgumentTypeError("must be between 0 and 1000000 microseconds")
+    return value
+
+
 def _txt(text: str) -> str:
     if len(text.encode()) > 255:
         raise argparse.ArgumentTypeError("at most 255 bytes (one TXT string)")
@@ -96,7 +106,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="workers on the interface (default: its RX queue count)")
     rings.add_argument("--cpus", type=_cpu_list, default=[], metavar="LIST",
                        help="pin worker i to the i-th CPU of LIST, e.g. 0,1 or 0-3")
-    rings.add_argument("--tx-flush-us", type=int, default=0, metavar="US",
+    rings.add_argument("--tx-flush-us", type=_flush_us, default=0, metavar="US",
                        help="under load, kick TX at most every US microseconds (the paper's dt, "
                        "e.g. 80); an idle ring flushes at once (default 0: every batch)")
     rings.add_argument("--poll", choices=("block", "busy"), default="block",

@@ -158,25 +158,31 @@ def rx_queue_count(iface: str) -> int:
 
 
 def interface_identity(iface: str) -> dict:
-    """The MAC and first IPv4/IPv6 (global) addresses the kernel has for iface: what
-    stormpy answers ARP, ping and NDP for once netmap has taken the interface."""
+    """What the kernel has for iface: its MAC, MTU and addresses. Ring workers answer
+    only frames sent to them; netmap serving answers ARP, ping and NDP for the first
+    IPv4 and global IPv6 address ("ipv4", "ipv6")."""
     import ipaddress
     import subprocess
     try:
         with open(f"/sys/class/net/{iface}/address") as f:
             mac = bytes.fromhex(f.read().strip().replace(":", ""))
+        with open(f"/sys/class/net/{iface}/mtu") as f:
+            mtu = int(f.read())
         out = subprocess.run(["ip", "-j", "addr", "show", "dev", iface], capture_output=True,
                              text=True, timeout=10).stdout
         addrs = json.loads(out)[0]["addr_info"] if out.strip() else []
     except (OSError, ValueError, IndexError, KeyError, subprocess.SubprocessError) as e:
         raise StormpyError(f"--iface {iface}: cannot read its addresses: {e}") from None
-    own = {"mac": mac}
+    ident = {"mac": mac, "mtu": min(mtu, 65535), "addresses": []}
     for a in addrs:
         ip = ipaddress.ip_address(a["local"])
+        ident["addresses"].append(ip.packed)
         key = "ipv4" if ip.version == 4 else "ipv6"
-        if key not in own and not ip.is_link_local:
-            own[key] = ip.packed
-    return own
+        if key not in ident and not ip.is_link_local:
+            ident[key] = ip.packed
+    if not ident["addresses"]:
+        raise StormpyError(f"--iface {iface}: it has no IP address to serve on")
+    return ident
 
 
 def open_sinks(port: int) -> list[socket.socket]:
@@ -259,23 +265,25 @@ class DnsServer:
             self.tcp_sockets = [open_tcp_socket("0.0.0.0", cfg.port), open_tcp_socket("::", cfg.port)]
             self.ref = _core.TableRef(table, queues)
             group = (os.getpid() & 0x7fff) + 1
+            ident = interface_identity(cfg.iface)
             if cfg.backend == "xdp":
                 self.xdp = _core.XdpProgram(cfg.iface, cfg.port, cfg.xdp_mode)
-                self.workers = [_core.FrameWorker.xdp(self.xdp, i, self.ref, cfg.port, cfg.batch,
-                                                      busy_poll=cfg.busy_poll, copy_mode=cfg.copy_mode,
-                                                      max_udp=cfg.max_udp)
-                                for i in range(queues)]
-            elif cfg.backend == "netmap":
-                own = interface_identity(cfg.iface)
-                self.workers = [_core.FrameWorker.netmap(cfg.iface, i, self.ref, cfg.port, cfg.batch,
-                                                         busy_poll=cfg.busy_poll, max_udp=cfg.max_udp,
-                                                         own=own)
-                                for i in range(queues)]
-            else:
-                self.workers = [_core.FrameWorker.packet(cfg.iface, i, self.ref, cfg.port, cfg.batch,
-                                                         fanout_group=group, busy_poll=cfg.busy_poll,
-                                                         max_udp=cfg.max_udp)
-                                for i in range(queues)]
+            for i in range(queues):             # one by one: an error closes what exists
+                if cfg.backend == "xdp":
+                    w = _core.FrameWorker.xdp(self.xdp, i, self.ref, cfg.port, cfg.batch,
+                                              busy_poll=cfg.busy_poll, copy_mode=cfg.copy_mode,
+                                              max_udp=cfg.max_udp)
+                elif cfg.backend == "netmap":
+                    w = _core.FrameWorker.netmap(cfg.iface, i, self.ref, cfg.port, cfg.batch,
+                                                 busy_poll=cfg.busy_poll, max_udp=cfg.max_udp,
+                                                 own=ident)
+                else:
+                    w = _core.FrameWorker.packet(cfg.iface, i, self.ref, cfg.port, cfg.batch,
+                                                 fanout_group=group, busy_poll=cfg.busy_poll,
+                                                 max_udp=cfg.max_udp)
+                self.workers.append(w)
+                w.set_identity(ident)
+                w.set_tx_flush_us(cfg.tx_flush_us)
         except Exception:
             for w in getattr(self, "workers", []):
                 w.close()
@@ -284,8 +292,6 @@ class DnsServer:
             for s in self.sinks + self.tcp_sockets:
                 s.close()
             raise
-        for w in self.workers:
-            w.set_tx_flush_us(cfg.tx_flush_us)
         self.threads = []
         self.connections = self.tcp_queries = self.reloads = self.reload_failures = 0
         self._reloading = False
@@ -320,9 +326,13 @@ class DnsServer:
 
     def release(self):
         """Close the backends once the workers have stopped and been counted."""
-        if self.xdp is not None:       # every queue's socket first, then the program
-            for w in self.workers:
+        if any(t.is_alive() for t in self.threads):
+            log.warning("a worker did not stop within 2 s; its backend is left open")
+            return                     # never free rings under a running worker
+        for w in self.workers:         # every queue's socket first, then the program
+            if hasattr(w, "close"):
                 w.close()
+        if self.xdp is not None:
             self.xdp.detach()
 
     def counters(self) -> dict:
@@ -422,6 +432,9 @@ class DnsServer:
                     return None
                 raise StormpyError(f"--control {path}: another server is using it")
             except (OSError, asyncio.TimeoutError):
+                import stat
+                if not stat.S_ISSOCK(os.lstat(path).st_mode):
+                    raise StormpyError(f"--control {path}: exists and is not a socket") from None
                 os.unlink(path)                    # left by a server that died
         try:
             return await asyncio.start_unix_server(self._control_client, path=path)

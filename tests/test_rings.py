@@ -1,6 +1,7 @@
 """serve-dns on an interface's rings, across a veth pair between two network
 namespaces. One test body for every ring backend."""
 import json
+import os
 import subprocess
 import sys
 
@@ -112,7 +113,7 @@ def test_interface_identity_reads_mac_and_addresses():
     import ipaddress
     with VethPair() as pair:
         script = ("import json; from stormpy.server import interface_identity as f; "
-                  "o = f('veth0'); print(json.dumps({k: v.hex() for k, v in o.items()}))")
+                  "o = f('veth0'); print(json.dumps({k: o[k].hex() for k in ('mac', 'ipv4', 'ipv6')}))")
         r = pair.run(pair.server, sys.executable, "-c", script)
         assert r.returncode == 0, r.stderr
         own = json.loads(r.stdout)
@@ -120,3 +121,36 @@ def test_interface_identity_reads_mac_and_addresses():
     assert own["mac"] == mac.replace(":", "")
     assert bytes.fromhex(own["ipv4"]) == ipaddress.ip_address(SERVER_V4).packed
     assert bytes.fromhex(own["ipv6"]) == ipaddress.ip_address(SERVER_V6).packed
+
+
+DIFF_ZONE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "zones", "example.com.zone")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_more_replies_than_the_tx_ring_holds(backend):
+    """The TX ring wraps: 1,200 queries one after another all get answers."""
+    with VethPair() as pair, NsServer(pair, [EXAMPLE_ZONE, "--iface", "veth0", "--backend", backend]):
+        got = pair.query([[f"h{i % 5 + 1}.example.com", "A"] for i in range(1200)], timeout=1.0)
+    assert sum(g is not None for g in got) == 1200
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_replies_never_exceed_the_mtu(backend):
+    """A reply longer than the interface MTU goes out truncated (TC), and serving goes on."""
+    with VethPair() as pair:
+        for ns in (pair.server, pair.client):
+            assert pair.run(ns, "ip", "link", "set", "veth0", "mtu", "600").returncode == 0
+        with NsServer(pair, [DIFF_ZONE, "--iface", "veth0", "--backend", backend, "--max-udp", "4096"]):
+            big, small = pair.query([["big.example.com", "TXT", 4096], ["www.example.com", "A"]])
+    assert big is not None and big["tc"] and not big["answer"]
+    assert small is not None and "192.0.2.80" in small["answer"]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_frames_for_other_hosts_are_not_answered(backend):
+    """Traffic routed through the server to another address is not ours to answer."""
+    with VethPair() as pair, NsServer(pair, [EXAMPLE_ZONE, "--iface", "veth0", "--backend", backend]):
+        assert pair.run(pair.client, "ip", "route", "add", "198.19.0.0/16", "via", SERVER_V4).returncode == 0
+        routed = pair.query([["www.example.com", "A"]], server="198.19.0.5", timeout=1.0)
+        direct = pair.query([["www.example.com", "A"]])
+    assert routed == [None] and direct[0]["answer"] == ["192.0.2.80"]

@@ -27,6 +27,23 @@ static bool bad_source(const struct sp_udpip *u, const uint8_t *eth_src)
     return u->src[0] == 0xff || u->dst[0] == 0xff || memcmp(u->src, unspecified, 16) == 0;
 }
 
+static bool addressed_to_us(const struct sp_frame_config *cfg, const uint8_t *rx,
+                            const struct sp_udpip *u)
+{
+    if (memcmp(rx, cfg->mac, 6) != 0)
+        return false;
+    if (u->family == 4) {
+        for (unsigned i = 0; i < cfg->nv4; i++)
+            if (memcmp(u->dst, cfg->v4[i], 4) == 0)
+                return true;
+        return false;
+    }
+    for (unsigned i = 0; i < cfg->nv6; i++)
+        if (memcmp(u->dst, cfg->v6[i], 16) == 0)
+            return true;
+    return false;
+}
+
 size_t sp_frame_answer(const struct sp_table *t, const struct sp_frame_config *cfg,
                        const uint8_t *rx, size_t len, uint8_t *tx, size_t cap,
                        struct sp_frame_scratch *scratch, struct sp_frame_counters *c)
@@ -61,10 +78,16 @@ size_t sp_frame_answer(const struct sp_table *t, const struct sp_frame_config *c
         c->not_ours++;
         return 0;
     }
+    if (cfg->check_dst && !addressed_to_us(cfg, rx, &u)) {
+        c->not_ours++;
+        return 0;
+    }
     if (bad_source(&u, rx + 6)) {
         c->bad_source++;
         return 0;
     }
+    if (cfg->mtu && cap > l2 + cfg->mtu)
+        cap = l2 + cfg->mtu;
     size_t headers = l2 + sp_udpip_header_len(u.family);
     if (cap <= headers)
         return 0;

@@ -29,7 +29,7 @@ static unsigned netmap_rx_burst(struct sp_io *io, struct sp_frame *rx, unsigned 
 {
     struct netmap_io *p = (struct netmap_io *)io;
     struct netmap_ring *ring = p->rx;
-    if (nm_ring_empty(ring)) {
+    if (nm_ring_empty(ring) && !io->rx_nowait) {
         if (p->busy_poll) {
             ioctl(p->desc->fd, NIOCRXSYNC, NULL);
         } else {
@@ -86,8 +86,6 @@ static unsigned netmap_tx_reserve(struct sp_io *io, struct sp_frame *tx, unsigne
         space--;
         i = nm_ring_next(ring, i);
     }
-    if (got < n)
-        io->counters.tx_ring_full += n - got;
     return got;
 }
 

@@ -24,7 +24,8 @@
 #define TX_FRAMES 1024
 #define TX_BLOCK_SIZE (1u << 16)
 /* TX data starts right after the aligned header (no PACKET_TX_HAS_OFF). */
-#define TX_DATA_OFFSET ((sizeof(struct tpacket3_hdr) + TPACKET_ALIGNMENT - 1) & ~(size_t)(TPACKET_ALIGNMENT - 1))
+#define HDR3_ALIGNED ((sizeof(struct tpacket3_hdr) + TPACKET_ALIGNMENT - 1) & ~(size_t)(TPACKET_ALIGNMENT - 1))
+#define TX_DATA_OFFSET HDR3_ALIGNED
 
 struct packet_io {
     struct sp_io io;
@@ -43,7 +44,9 @@ struct packet_io {
     int rx_block_done;               /* the block is consumed: release it in rx_release */
     /* TX: the next frame to fill */
     unsigned tx_head;
+    unsigned tx_frames;              /* the ring's real frame count (whole blocks) */
     unsigned tx_pending;
+    uint64_t tx_rejected;            /* frames the kernel refused (WRONG_FORMAT) */
 };
 
 static struct tpacket_block_desc *rx_desc(struct packet_io *p, unsigned block)
@@ -69,7 +72,7 @@ static unsigned packet_rx_burst(struct sp_io *io, struct sp_frame *rx, unsigned 
     struct packet_io *p = (struct packet_io *)io;
     if (!p->rx_left) {
         if (!block_ready(p)) {
-            if (p->busy_poll)
+            if (p->busy_poll || io->rx_nowait)
                 return 0;
             struct pollfd pfd = {.fd = p->fd, .events = POLLIN | POLLERR};
             poll(&pfd, 1, (int)p->poll_ms);
@@ -80,17 +83,25 @@ static unsigned packet_rx_burst(struct sp_io *io, struct sp_frame *rx, unsigned 
         p->rx_left = d->hdr.bh1.num_pkts;
         p->rx_next = (struct tpacket3_hdr *)((uint8_t *)d + d->hdr.bh1.offset_to_first_pkt);
         if (!p->rx_left) {
-            p->rx_block_done = 1;   /* an empty block still goes back */
+            p->rx_block_done = 1;   /* an empty block still goes back (rx_release) */
             return 0;
         }
     }
     unsigned n = 0;
-    uint8_t *block_end = (uint8_t *)rx_desc(p, p->rx_block) + RX_BLOCK_SIZE;
+    uint8_t *block = (uint8_t *)rx_desc(p, p->rx_block), *block_end = block + RX_BLOCK_SIZE;
     while (n < max && p->rx_left) {
         struct tpacket3_hdr *h = p->rx_next;
+        /* the kernel wrote these offsets, but nothing may lead outside the block */
+        if ((uint8_t *)h < block || (uint8_t *)h + sizeof(*h) + sizeof(struct sockaddr_ll) > block_end) {
+            p->rx_left = 0;
+            break;
+        }
+        const struct sockaddr_ll *ll =
+            (const struct sockaddr_ll *)((uint8_t *)h + HDR3_ALIGNED);
         uint8_t *data = (uint8_t *)h + h->tp_mac;
-        /* the kernel wrote these offsets, but a frame must stay inside its block */
-        if (data + h->tp_snaplen <= block_end && (uint8_t *)h + h->tp_mac >= (uint8_t *)h) {
+        /* frames for other hosts (promiscuous devices, bridges, veth) are not ours */
+        if (ll->sll_pkttype != PACKET_OTHERHOST && ll->sll_pkttype != PACKET_OUTGOING &&
+            data + h->tp_snaplen <= block_end) {
             rx[n].data = data;
             rx[n].len = h->tp_snaplen;
             rx[n].cap = h->tp_snaplen;
@@ -128,9 +139,15 @@ static unsigned packet_tx_reserve(struct sp_io *io, struct sp_frame *tx, unsigne
     struct packet_io *p = (struct packet_io *)io;
     unsigned got = 0;
     while (got < n) {
-        unsigned i = (p->tx_head + got) % TX_FRAMES;
+        unsigned i = (p->tx_head + got) % p->tx_frames;
         struct tpacket3_hdr *h = tx_frame(p, i);
-        if (__atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE) != TP_STATUS_AVAILABLE)
+        uint32_t status = __atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE);
+        if (status == TP_STATUS_WRONG_FORMAT) {
+            /* refused by the kernel (longer than the MTU): count it, reuse the frame */
+            p->tx_rejected++;
+            status = TP_STATUS_AVAILABLE;
+        }
+        if (status != TP_STATUS_AVAILABLE)
             break;
         tx[got].data = (uint8_t *)h + TX_DATA_OFFSET;
         tx[got].cap = (uint32_t)(TX_FRAME_SIZE - TX_DATA_OFFSET);
@@ -138,8 +155,6 @@ static unsigned packet_tx_reserve(struct sp_io *io, struct sp_frame *tx, unsigne
         tx[got].id = i;
         got++;
     }
-    if (got < n)
-        io->counters.tx_ring_full += n - got;
     return got;
 }
 
@@ -155,7 +170,7 @@ static void packet_tx_submit(struct sp_io *io, struct sp_frame *tx, unsigned use
         io->counters.tx_frames++;
         io->counters.tx_bytes += tx[i].len;
     }
-    p->tx_head = (p->tx_head + used) % TX_FRAMES;
+    p->tx_head = (p->tx_head + used) % p->tx_frames;
     p->tx_pending += used;
 }
 
@@ -216,7 +231,8 @@ struct sp_io *sp_packet_io_open(const struct sp_packet_config *cfg, char *err, s
         packet_close(&p->io);
         return NULL;
     }
-    p->fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, htons(ETH_P_ALL));
+    /* protocol 0: nothing arrives before bind() names the interface */
+    p->fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0);
     if (p->fd < 0)
         return fail(p, err, errlen, "socket");
     int version = TPACKET_V3, one = 1;
@@ -234,6 +250,7 @@ struct sp_io *sp_packet_io_open(const struct sp_packet_config *cfg, char *err, s
         .tp_frame_size = TX_FRAME_SIZE, .tp_frame_nr = TX_FRAMES,
     };
     tx.tp_frame_nr = tx.tp_block_nr * p->tx_frames_per_block;
+    p->tx_frames = tx.tp_frame_nr;
     if (setsockopt(p->fd, SOL_PACKET, PACKET_RX_RING, &rx, sizeof(rx)) < 0)
         return fail(p, err, errlen, "RX ring");
     if (setsockopt(p->fd, SOL_PACKET, PACKET_TX_RING, &tx, sizeof(tx)) < 0)

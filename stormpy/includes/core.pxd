@@ -124,8 +124,13 @@ cdef extern from "stormpy/frame.h" nogil:
         uint16_t port
         uint8_t ttl
         sp_dns_config dns
-        int own_stack
+        uint16_t mtu
+        int check_dst
+        uint8_t nv4, nv6
+        uint8_t v4[8][4]
+        uint8_t v6[8][16]
         uint8_t mac[6]
+        int own_stack
         int has_ipv4, has_ipv6
         uint8_t ipv4[4]
         uint8_t ipv6[16]

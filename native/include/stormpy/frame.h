@@ -23,15 +23,25 @@
 #define SP_ETH_HEADER_LEN 14
 #define SP_VLAN_TAG_LEN 4
 #define SP_FRAME_MAX 2048    /* the largest reply frame: max_udp is capped below this */
+#define SP_FRAME_ADDRS 8     /* addresses per family that check_dst accepts */
 
 struct sp_frame_config {
     uint16_t port;           /* the served UDP port */
     uint8_t ttl;             /* IPv4 TTL / IPv6 hop limit of replies */
     struct sp_dns_config dns;
+    /* The interface MTU: a reply that would exceed it goes out truncated (TC) instead
+     * of being refused by the device (0: no limit). */
+    uint16_t mtu;
+    /* Answer only frames sent to mac and to one of these addresses: a promiscuous
+     * device, a bridge or a router also delivers other hosts' traffic. */
+    int check_dst;
+    uint8_t nv4, nv6;
+    uint8_t v4[SP_FRAME_ADDRS][4];
+    uint8_t v6[SP_FRAME_ADDRS][16];
+    uint8_t mac[6];
     /* Where stormpy owns the interface (netmap), it answers ARP and ICMP echo for
      * ipv4, and ICMPv6 echo and neighbor solicitations for ipv6, itself. */
     int own_stack;
-    uint8_t mac[6];
     int has_ipv4, has_ipv6;
     uint8_t ipv4[4];
     uint8_t ipv6[16];

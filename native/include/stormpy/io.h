@@ -53,6 +53,8 @@ struct sp_io {
     const struct sp_io_ops *ops;
     struct sp_io_counters counters;
     int finished;    /* no input will ever come again (the memory backend's end) */
+    int rx_nowait;   /* set by the worker while replies wait for a kick: rx_burst must
+                      * not block, so an idle ring flushes them at once */
 };
 
 /*
