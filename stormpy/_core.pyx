@@ -339,44 +339,36 @@ cdef class SocketWorker:
                     rcode=[c.dns.rcode[i] for i in range(17)])
 
 
+cdef _copy_exact(uint8_t *dst, src, size_t n, str what):
+    """Copy an n-byte value (a MAC or a packed address) into a C field."""
+    if src is None or len(src) != n:
+        raise ValueError(f"{what} must be {n} bytes")
+    for i in range(n):
+        dst[i] = src[i]
+
+
 cdef _set_own_stack(sp_frame_config *cfg, dict own):
-    mac, ipv4, ipv6 = own.get("mac"), own.get("ipv4"), own.get("ipv6")
-    if mac is None or len(mac) != 6:
-        raise ValueError("own stack needs a 6-byte mac")
+    _copy_exact(cfg.mac, own.get("mac"), 6, "mac")
     cfg.own_stack = 1
-    for i in range(6):
-        cfg.mac[i] = mac[i]
-    if ipv4 is not None:
-        if len(ipv4) != 4:
-            raise ValueError("ipv4 must be 4 bytes")
+    if own.get("ipv4") is not None:
+        _copy_exact(cfg.ipv4, own["ipv4"], 4, "ipv4")
         cfg.has_ipv4 = 1
-        for i in range(4):
-            cfg.ipv4[i] = ipv4[i]
-    if ipv6 is not None:
-        if len(ipv6) != 16:
-            raise ValueError("ipv6 must be 16 bytes")
+    if own.get("ipv6") is not None:
+        _copy_exact(cfg.ipv6, own["ipv6"], 16, "ipv6")
         cfg.has_ipv6 = 1
-        for i in range(16):
-            cfg.ipv6[i] = ipv6[i]
 
 
 cdef _set_identity(sp_frame_config *cfg, dict ident):
     """Answer only frames to this MAC and these addresses; cap replies at the MTU."""
-    mac = ident["mac"]
-    if len(mac) != 6:
-        raise ValueError("mac must be 6 bytes")
+    _copy_exact(cfg.mac, ident.get("mac"), 6, "mac")
     cfg.check_dst = 1
-    for i in range(6):
-        cfg.mac[i] = mac[i]
     v4 = [a for a in ident.get("addresses", ()) if len(a) == 4][:8]
     v6 = [a for a in ident.get("addresses", ()) if len(a) == 16][:8]
     cfg.nv4, cfg.nv6 = len(v4), len(v6)
     for k, a in enumerate(v4):
-        for i in range(4):
-            cfg.v4[k][i] = a[i]
+        _copy_exact(cfg.v4[k], a, 4, "ipv4")
     for k, a in enumerate(v6):
-        for i in range(16):
-            cfg.v6[k][i] = a[i]
+        _copy_exact(cfg.v6[k], a, 16, "ipv6")
     cfg.mtu = ident.get("mtu", 0)
 
 

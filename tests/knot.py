@@ -431,6 +431,29 @@ def _key(zones, *rest):
         tuple(r) if isinstance(r, list) else r for r in rest)
 
 
+def _reusing(start, key):
+    """A session fixture body: a factory that starts each distinct server once (a
+    failed start is remembered, not retried per test) and cleans all up at the end."""
+    started, failed = {}, {}
+
+    def factory(*args, **kw):
+        k = key(*args, **kw)
+        if k not in failed and k not in started:
+            try:
+                started[k] = start(*args, **kw)
+            except Exception as e:
+                failed[k] = e
+        if k in failed:
+            raise failed[k]
+        return started[k]
+
+    try:
+        yield factory
+    finally:
+        for s in started.values():
+            s.cleanup()
+
+
 if pytest is not None:
 
     @pytest.fixture(scope="session")
@@ -441,49 +464,26 @@ if pytest is not None:
             reason = "knotd (Knot DNS) is not installed; reference-server tests skipped"
             print(f"\nSKIP: {reason}")
             pytest.skip(reason)
-        started, failed = {}, {}
 
-        def factory(zones: Sequence[ZoneSpec], version: Optional[str] = None,
-                    identity: Optional[str] = None, tag: Optional[str] = None) -> KnotServer:
+        def start(zones, version=None, identity=None, tag=None):
             """tag: any value; distinct tags give distinct server instances."""
-            k = _key(zones, version, identity, tag)
-            if k not in failed and k not in started:
-                try:
-                    started[k] = KnotServer(zones, version=version, identity=identity).start()
-                except Exception as e:  # remember: do not retry for every test
-                    failed[k] = e
-            if k in failed:
-                raise failed[k]
-            return started[k]
+            return KnotServer(zones, version=version, identity=identity).start()
 
-        try:
-            yield factory
-        finally:
-            for s in started.values():
-                s.cleanup()
+        yield from _reusing(start, lambda zones, version=None, identity=None, tag=None:
+                            _key(zones, version, identity, tag))
 
     @pytest.fixture(scope="session")
     def stormpy_server():
         """Factory: stormpy_server(zones, extra_args=()) -> StormpyServer (started,
         answering UDP).  Stopped with SIGTERM at session end."""
-        started, failed = {}, {}
-
-        def factory(zones: Sequence[ZoneSpec], extra_args: Sequence[str] = (), **kw) -> StormpyServer:
+        def start(zones, extra_args=(), **kw):
             """kw: passed to StormpyServer (port, ready_timeout, python, zone_arg, workers)."""
-            k = _key(zones, list(extra_args), tuple(sorted(kw.items())))
-            if k not in failed and k not in started:
-                srv = StormpyServer(zones, extra_args=extra_args, **kw)
-                try:
-                    started[k] = srv.start()
-                except Exception as e:  # remember: do not retry for every test
-                    srv.cleanup()
-                    failed[k] = e
-            if k in failed:
-                raise failed[k]
-            return started[k]
+            srv = StormpyServer(zones, extra_args=extra_args, **kw)
+            try:
+                return srv.start()
+            except Exception:
+                srv.cleanup()
+                raise
 
-        try:
-            yield factory
-        finally:
-            for s in started.values():
-                s.cleanup()
+        yield from _reusing(start, lambda zones, extra_args=(), **kw:
+                            _key(zones, list(extra_args), tuple(sorted(kw.items()))))
