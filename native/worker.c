@@ -1,4 +1,4 @@
-/* The run-to-completion frame worker. See worker.h. */
+/* The run-to-completion worker. See worker.h. */
 #include "stormpy/worker.h"
 
 #include <time.h>
@@ -8,6 +8,47 @@ static inline uint64_t now_ns(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);   /* vDSO: no system call */
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Whole Ethernet frames: the ring backends and the memory backend. */
+static unsigned answer_frames(struct sp_frame_worker *w, const struct sp_table *t,
+                              const struct sp_frame *rx, unsigned n, struct sp_frame *tx,
+                              unsigned reserved)
+{
+    unsigned used = 0;
+    for (unsigned i = 0; i < n; i++) {
+        if (used == reserved) {          /* counted here only, not in the backends */
+            w->io->counters.tx_ring_full += n - i;
+            break;
+        }
+        size_t len = sp_frame_answer(t, &w->cfg, rx[i].data, rx[i].len, tx[used].data,
+                                     tx[used].cap, &w->scratch, &w->counters);
+        if (len)
+            tx[used++].len = (uint32_t)len;
+    }
+    return used;
+}
+
+/* UDP payloads: the socket backend, where the kernel keeps the headers. */
+static unsigned answer_datagrams(struct sp_frame_worker *w, const struct sp_table *t,
+                                 const struct sp_frame *rx, unsigned n, struct sp_frame *tx,
+                                 unsigned reserved)
+{
+    unsigned used = 0;
+    for (unsigned i = 0; i < n; i++) {
+        if (used == reserved) {
+            w->io->counters.tx_ring_full += n - i;
+            break;
+        }
+        w->counters.frames++;
+        size_t len = sp_dns_answer(t, &w->cfg.dns, rx[i].data, rx[i].len, false, tx[used].data,
+                                   tx[used].cap, &w->scratch.query, &w->counters.dns);
+        if (len) {
+            tx[used].len = (uint32_t)len;
+            tx[used++].id = rx[i].id;      /* the reply goes to this request's peer */
+        }
+    }
+    return used;
 }
 
 uint64_t sp_frame_worker_run(struct sp_frame_worker *w)
@@ -20,6 +61,7 @@ uint64_t sp_frame_worker_run(struct sp_frame_worker *w)
     uint64_t last_kick = 0;
     int unkicked = 0;
 
+    io->counters = w->io_counters;           /* a restarted worker continues its counts */
     while (!__atomic_load_n(&w->stop, __ATOMIC_ACQUIRE)) {
         io->rx_nowait = unkicked;
         unsigned n = ops->rx_burst(io, rx, batch);
@@ -29,24 +71,16 @@ uint64_t sp_frame_worker_run(struct sp_frame_worker *w)
                 ops->kick(io);
                 unkicked = 0;
             }
+            w->io_counters = io->counters;
             if (io->finished)
                 break;
             continue;   /* rx_burst waited its poll interval: look at the stop flag */
         }
         ops->reclaim(io);
         unsigned reserved = ops->tx_reserve(io, tx, n);
-        unsigned used = 0;
         const struct sp_table *t = sp_table_ref_enter(w->ref, w->index);
-        for (unsigned i = 0; i < n; i++) {
-            if (used == reserved) {          /* counted here only, not in the backends */
-                io->counters.tx_ring_full += n - i;
-                break;
-            }
-            size_t len = sp_frame_answer(t, &w->cfg, rx[i].data, rx[i].len, tx[used].data,
-                                         tx[used].cap, &w->scratch, &w->counters);
-            if (len)
-                tx[used++].len = (uint32_t)len;
-        }
+        unsigned used = io->datagrams ? answer_datagrams(w, t, rx, n, tx, reserved)
+                                      : answer_frames(w, t, rx, n, tx, reserved);
         sp_table_ref_leave(w->ref, w->index);
         ops->tx_submit(io, tx, used, reserved);
         ops->rx_release(io, rx, n);
@@ -61,9 +95,11 @@ uint64_t sp_frame_worker_run(struct sp_frame_worker *w)
         }
         w->batches++;
         w->batch_hist[sp_hist_bucket(n)]++;
+        w->io_counters = io->counters;
     }
     if (unkicked)
         ops->kick(io);                      /* stopping: what was answered still goes out */
+    w->io_counters = io->counters;
     return w->batches - start;
 }
 

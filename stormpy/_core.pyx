@@ -6,6 +6,7 @@ starts, stops and reloads workers.
 """
 from libc.stdint cimport uint8_t, uint16_t, uint32_t, uint64_t, int64_t
 from libc.string cimport memset
+from libc.errno cimport errno
 from cpython.bytes cimport PyBytes_FromStringAndSize
 from cpython.mem cimport PyMem_Malloc, PyMem_Free
 
@@ -90,6 +91,10 @@ cdef class Table:
         cdef sp_table *t = self.t
         self.t = NULL
         return t
+
+    def flat_size(self):
+        """Bytes this table takes as one block in memory shared with workers."""
+        return sp_table_flat_size(self.t) if self.t is not NULL else 0
 
     def info(self):
         cdef sp_table_info i
@@ -205,35 +210,118 @@ def csum_partial(const uint8_t[:] data):
 
 
 cdef class TableRef:
-    """The table the workers serve from; swap() publishes a new one atomically."""
-    cdef sp_table_ref *ref
-    cdef int control_slot
+    """The table the workers serve from, and the workers' own state and counters;
+    swap() publishes a new table atomically.
 
-    def __cinit__(self, Table table not None, int nworkers):
+    With shared_bytes, all of it lives in a region shared with worker processes
+    forked after it was made (see native/include/stormpy/shm.h): each table is
+    copied in as one block, and the supervisor reads the workers' counters there."""
+    cdef sp_table_ref *ref
+    cdef sp_shm *shm
+    cdef sp_frame_worker *workers
+    cdef int control_slot
+    cdef int owner_pid
+
+    def __cinit__(self, Table table not None, int nworkers, size_t shared_bytes=0):
+        import os
         if nworkers < 0 or nworkers > MAX_WORKERS:
             raise ValueError(f"workers must be between 1 and {MAX_WORKERS}")
-        self.ref = <sp_table_ref *>PyMem_Malloc(sizeof(sp_table_ref))
-        if self.ref is NULL:
+        self.owner_pid = os.getpid()
+        if shared_bytes:
+            self.shm = sp_shm_create(shared_bytes)
+            if self.shm is NULL:
+                raise BackendError(f"cannot map {shared_bytes >> 20} MB of memory shared with "
+                                   f"the workers: {os.strerror(errno)}")
+            self.ref = <sp_table_ref *>sp_shm_alloc(self.shm, sizeof(sp_table_ref))
+            self.workers = <sp_frame_worker *>sp_shm_alloc(self.shm, max(nworkers, 1) * sizeof(sp_frame_worker))
+        else:
+            self.ref = <sp_table_ref *>PyMem_Malloc(sizeof(sp_table_ref))
+            self.workers = <sp_frame_worker *>PyMem_Malloc(max(nworkers, 1) * sizeof(sp_frame_worker))
+            if self.workers is not NULL:
+                memset(self.workers, 0, max(nworkers, 1) * sizeof(sp_frame_worker))
+        if self.ref is NULL or self.workers is NULL:
             raise MemoryError()
-        sp_table_ref_init(self.ref, table.release())
+        sp_table_ref_init(self.ref, NULL)
+        sp_table_ref_swap(self.ref, self._place(table))
         self.control_slot = nworkers
         sp_table_ref_set_workers(self.ref, nworkers + 1)
 
+    cdef sp_table *_place(self, Table table) except NULL:
+        """The table to publish: in the shared region when there is one."""
+        cdef size_t n
+        cdef void *mem
+        if table.t is NULL:
+            raise ValueError("table already published")
+        if self.shm is NULL:
+            return table.release()
+        n = sp_table_flat_size(table.t)
+        mem = sp_shm_alloc(self.shm, n)
+        if mem is NULL:
+            raise MemoryError(f"the table needs {n >> 20} MB and the memory shared with the "
+                              f"workers is full; restart the server to make it larger")
+        placed = sp_table_flatten(table.t, mem)
+        sp_table_free(table.release())
+        return placed
+
+    cdef void _drop(self, sp_table *t) noexcept:
+        if t is NULL:
+            return
+        if self.shm is not NULL and sp_shm_contains(self.shm, t):
+            sp_shm_free(self.shm, t)
+        else:
+            sp_table_free(t)
+
     def __dealloc__(self):
+        import os
+        if self.owner_pid != os.getpid():
+            return          # a forked worker: the region is the supervisor's to free
+        if self.shm is not NULL:
+            sp_shm_destroy(self.shm)
+            return
         if self.ref is not NULL:
-            sp_table_free(sp_table_ref_swap(self.ref, NULL))
+            self._drop(sp_table_ref_swap(self.ref, NULL))
             PyMem_Free(self.ref)
+        PyMem_Free(self.workers)
 
     def swap(self, Table table not None, int timeout_ms=5000):
         """Publish table; free the old one once no worker can still read it."""
         cdef sp_table *old
         cdef bint done
-        old = sp_table_ref_swap(self.ref, table.release())
+        old = sp_table_ref_swap(self.ref, self._place(table))
         with nogil:
             done = sp_table_ref_wait(self.ref, timeout_ms)
         if done:
-            sp_table_free(old)
+            self._drop(old)
         return done   # on timeout the old table is leaked rather than freed under a reader
+
+    def shared_info(self):
+        """(bytes reserved, bytes in use) of the shared region, or None."""
+        cdef sp_shm_info i
+        if self.shm is NULL:
+            return None
+        sp_shm_get_info(self.shm, &i)
+        return i.size, i.used
+
+    cdef sp_frame_worker *_worker(self, int index) except NULL:
+        if index < 0 or index >= self.control_slot:
+            raise ValueError("worker index out of range")
+        return &self.workers[index]
+
+    def worker_counters(self, int index):
+        """Worker index's counters, wherever it runs; they survive its restarts."""
+        return _frame_counters(self._worker(index))
+
+    def stop_worker(self, int index):
+        """Ask worker index to return after its current batch."""
+        sp_frame_worker_stop(self._worker(index))
+
+    def rearm_worker(self, int index):
+        """Before (re)starting worker index: clear its stop flag, and mark it outside
+        any table, since a worker that died mid-batch never said it left."""
+        cdef sp_frame_worker *w = self._worker(index)
+        w.stop = 0
+        w.io = NULL
+        sp_table_ref_leave(self.ref, index)
 
     def dns_answer(self, const uint8_t[:] query, bint tcp=False, uint16_t max_udp=1232):
         cdef const sp_table *t = sp_table_ref_enter(self.ref, self.control_slot)
@@ -291,54 +379,6 @@ cdef class TableRef:
             PyMem_Free(w)
 
 
-cdef class SocketWorker:
-    """One socket-backend worker: run() blocks in C, without the GIL, until stop()."""
-    cdef sp_sock_worker *w
-    cdef TableRef ref
-
-    def __cinit__(self, int fd, int index, TableRef ref not None, int batch=32, uint16_t max_udp=1232):
-        cdef sp_dns_config cfg
-        if index < 0 or index >= ref.control_slot:
-            raise ValueError("worker index out of range")
-        cfg.max_udp = max_udp
-        self.ref = ref
-        self.w = sp_sock_worker_new(fd, index, batch, ref.ref, &cfg)
-        if self.w is NULL:
-            raise MemoryError()
-
-    def __dealloc__(self):
-        sp_sock_worker_free(self.w)
-
-    def run(self):
-        cdef int rc
-        if self.w is NULL:
-            raise ValueError("worker closed")
-        with nogil:
-            rc = sp_sock_worker_run(self.w)
-        if rc < 0:
-            import os
-            raise OSError(-rc, os.strerror(-rc))
-
-    def stop(self):
-        if self.w is not NULL:
-            sp_sock_worker_stop(self.w)
-
-    def close(self):
-        """Free the worker and close its socket; only once run() has returned."""
-        sp_sock_worker_free(self.w)
-        self.w = NULL
-
-    def counters(self):
-        cdef sp_worker_counters c
-        memset(&c, 0, sizeof(c))
-        if self.w is not NULL:
-            sp_sock_worker_counters(self.w, &c)
-        return dict(rx=c.rx, tx=c.tx, tx_errors=c.tx_errors, rx_truncated=c.rx_truncated,
-                    batches=c.batches, batch_hist=[c.batch_hist[i] for i in range(SP_HIST_BUCKETS)],
-                    queries=c.dns.queries, dropped=c.dns.dropped, truncated=c.dns.truncated,
-                    rcode=[c.dns.rcode[i] for i in range(17)])
-
-
 cdef _copy_exact(uint8_t *dst, src, size_t n, str what):
     """Copy an n-byte value (a MAC or a packed address) into a C field."""
     if src is None or len(src) != n:
@@ -372,15 +412,16 @@ cdef _set_identity(sp_frame_config *cfg, dict ident):
     cfg.mtu = ident.get("mtu", 0)
 
 
-cdef dict _frame_counters(sp_frame_worker *w):
+cdef dict _frame_counters(const sp_frame_worker *w):
     c = w.counters
-    return dict(rx=w.io.counters.rx_frames, tx=w.io.counters.tx_frames,
-                tx_bytes=w.io.counters.tx_bytes, tx_ring_full=w.io.counters.tx_ring_full,
-                kicks=w.io.counters.kicks, batches=w.batches,
-                batch_hist=[w.batch_hist[i] for i in range(10)],
+    io = w.io_counters
+    return dict(rx=io.rx_frames, tx=io.tx_frames, tx_bytes=io.tx_bytes,
+                tx_ring_full=io.tx_ring_full, kicks=io.kicks, rx_truncated=io.rx_truncated,
+                tx_errors=io.tx_errors, batches=w.batches,
+                batch_hist=[w.batch_hist[i] for i in range(SP_HIST_BUCKETS)],
                 not_ours=c.not_ours, bad_source=c.bad_source, malformed=c.malformed,
-                stack_replies=c.stack_replies, queries=c.dns.queries, dropped=c.dns.dropped, truncated=c.dns.truncated,
-                rcode=[c.dns.rcode[i] for i in range(17)])
+                stack_replies=c.stack_replies, queries=c.dns.queries, dropped=c.dns.dropped,
+                truncated=c.dns.truncated, rcode=[c.dns.rcode[i] for i in range(17)])
 
 
 cdef class XdpProgram:
@@ -420,11 +461,25 @@ cdef class XdpProgram:
 
 
 cdef class FrameWorker:
-    """A run-to-completion worker on a frame backend (one per NIC queue)."""
+    """A run-to-completion worker on one backend queue (a NIC queue or a socket).
+    Its state and counters live in the TableRef (worker `index`), so a worker made
+    again on the same index, in the same process or a new one, continues them."""
     cdef sp_frame_worker *w
     cdef TableRef ref
     cdef bytes ifname
     cdef object keep      # what the backend needs alive (the XdpProgram)
+
+    @staticmethod
+    def socket(int fd, int index, TableRef ref not None, unsigned batch=32,
+               uint16_t max_udp=1232):
+        """A worker reading UDP socket fd (bound, SO_RCVTIMEO set); it closes fd."""
+        cdef FrameWorker self = FrameWorker.__new__(FrameWorker)
+        ref._worker(index)
+        cdef sp_io *io = sp_sock_io_open(fd, batch, max_udp)
+        if io is NULL:
+            raise MemoryError()
+        self._attach(io, index, ref, 0, batch, max_udp, 64)
+        return self
 
     @staticmethod
     def xdp(XdpProgram prog not None, int index, TableRef ref not None, uint16_t port,
@@ -434,8 +489,7 @@ cdef class FrameWorker:
         cdef FrameWorker self = FrameWorker.__new__(FrameWorker)
         cdef sp_xdp_config cfg
         cdef char err[256]
-        if index < 0 or index >= ref.control_slot:
-            raise ValueError("worker index out of range")
+        ref._worker(index)
         if prog.prog is NULL:
             raise ValueError("the XDP program is detached")
         memset(&cfg, 0, sizeof(cfg))
@@ -461,8 +515,7 @@ cdef class FrameWorker:
         cdef FrameWorker self = FrameWorker.__new__(FrameWorker)
         cdef sp_packet_config cfg
         cdef char err[256]
-        if index < 0 or index >= ref.control_slot:
-            raise ValueError("worker index out of range")
+        ref._worker(index)
         self.ifname = ifname.encode()
         memset(&cfg, 0, sizeof(cfg))
         cfg.ifname = self.ifname
@@ -484,8 +537,7 @@ cdef class FrameWorker:
         cdef FrameWorker self = FrameWorker.__new__(FrameWorker)
         cdef sp_netmap_config cfg
         cdef char err[256]
-        if index < 0 or index >= ref.control_slot:
-            raise ValueError("worker index out of range")
+        ref._worker(index)
         self.ifname = ifname.encode()
         memset(&cfg, 0, sizeof(cfg))
         cfg.ifname, cfg.queue, cfg.busy_poll, cfg.poll_ms = self.ifname, index, busy_poll, 100
@@ -500,13 +552,10 @@ cdef class FrameWorker:
 
     cdef _attach(self, sp_io *io, int index, TableRef ref, uint16_t port, unsigned batch,
                  uint16_t max_udp, uint8_t ttl):
-        self.w = <sp_frame_worker *>PyMem_Malloc(sizeof(sp_frame_worker))
-        if self.w is NULL:
-            io.ops.close(io)
-            raise MemoryError()
-        memset(self.w, 0, sizeof(sp_frame_worker))
+        self.w = ref._worker(index)
         self.ref = ref
         self.w.io, self.w.ref, self.w.index, self.w.batch = io, ref.ref, index, batch
+        memset(&self.w.cfg, 0, sizeof(self.w.cfg))
         self.w.cfg.port, self.w.cfg.ttl, self.w.cfg.dns.max_udp = port, ttl, max_udp
 
     def set_identity(self, dict identity):
@@ -520,10 +569,16 @@ cdef class FrameWorker:
             self.w.tx_flush_ns = us * 1000
 
     def run(self):
+        """Serve until stopped; OSError when the backend fails."""
+        cdef int err
         if self.w is NULL:
             raise ValueError("worker closed")
         with nogil:
             sp_frame_worker_run(self.w)
+        err = self.w.io.error
+        if err:
+            import os
+            raise OSError(err, os.strerror(err))
 
     def stop(self):
         if self.w is not NULL:
@@ -535,8 +590,9 @@ cdef class FrameWorker:
         return _frame_counters(self.w)
 
     def close(self):
-        """Close the backend; only once run() has returned."""
+        """Close the backend; only once run() has returned. The counters stay."""
         if self.w is not NULL:
-            self.w.io.ops.close(self.w.io)
-            PyMem_Free(self.w)
+            if self.w.io is not NULL:
+                self.w.io.ops.close(self.w.io)
+            self.w.io = NULL
             self.w = NULL

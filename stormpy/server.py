@@ -1,8 +1,11 @@
-"""serve-dns: socket-backend workers in C, TCP and reloads in Python.
+"""serve-dns: worker processes in C, TCP and reloads in Python.
 
-One SocketWorker per worker thread runs recvmmsg -> answer -> sendmmsg in C with
-the GIL released. The main thread runs an asyncio loop for TCP (RFC 7766),
-SIGHUP reloads, SIGTERM/SIGINT and periodic statistics.
+One worker process per socket (the embedded default) or per NIC queue (--iface)
+runs the C loop: RX batch -> answer from the published table -> TX batch. The
+server process supervises them (stormpy.supervisor) and runs an asyncio loop for
+TCP (RFC 7766), SIGHUP reloads, SIGTERM/SIGINT, `stormpy stats` and periodic
+statistics. Tables and counters live in memory shared with the workers, so a
+reload is one pointer swap that every worker sees at its next batch.
 """
 from __future__ import annotations
 
@@ -13,13 +16,13 @@ import os
 import signal
 import socket
 import struct
-import threading
 import time
 from dataclasses import dataclass, field
 
 from stormpy import _core
 from stormpy.dnscompile import compile_zones
 from stormpy.errors import StormpyError
+from stormpy.supervisor import WorkerPool
 from stormpy.zone import load_zone
 
 log = logging.getLogger("stormpy")
@@ -77,6 +80,21 @@ def parse_listen(text: str) -> tuple[str, int]:
         raise StormpyError(f"--listen {text}: give each address to serve on; a wildcard socket "
                            f"may answer from another address than the one asked")
     return host, number
+
+
+def shared_table_ref(table, workers: int):
+    """The published table and the workers' state, in memory shared with worker
+    processes. The region reserves address space for several reloads of a zone
+    that grows (pages are only taken when written); a smaller one is tried where
+    the kernel refuses to overcommit."""
+    size = max(256 << 20, 8 * table.flat_size() + (64 << 20))
+    while True:
+        try:
+            return _core.TableRef(table, workers, shared_bytes=size)
+        except StormpyError:
+            if size <= 3 * table.flat_size() + (16 << 20):
+                raise
+            size //= 2
 
 
 def load_table(cfg: DnsConfig):
@@ -213,37 +231,41 @@ class DnsServer:
     def __init__(self, cfg: DnsConfig):
         self.cfg = cfg
         self.sinks: list[socket.socket] = []
+        self.udp_sockets: list[socket.socket] = []
+        self.tcp_sockets: list[socket.socket] = []
         self.xdp = None
+        self.connections = self.tcp_queries = self.reloads = self.reload_failures = 0
+        self._reloading = False
+        self._client_fds: set[int] = set()
+        self._control_server = None
         if cfg.iface:
             self._init_frames(cfg)
-            return
+        else:
+            self._init_sockets(cfg)
+
+    def _init_sockets(self, cfg: DnsConfig):
         self.workers_per_address = cfg.workers or os.cpu_count() or 1
         table, self.stats = load_table(cfg)
         total = self.workers_per_address * len(cfg.listen)
         if total > _core.MAX_WORKERS:
             raise StormpyError(f"at most {_core.MAX_WORKERS} workers in all")
-        tcp, udp = [], []
         try:
             for host, port in cfg.listen:
-                udp.append(open_udp_sockets(host, port, self.workers_per_address))
-                tcp.append(open_tcp_socket(host, port))
+                self.udp_sockets += open_udp_sockets(host, port, self.workers_per_address)
+                self.tcp_sockets.append(open_tcp_socket(host, port))
+            self.ref = shared_table_ref(table, total)
         except StormpyError:
-            for s in tcp + [s for group in udp for s in group]:
-                s.close()
+            self._close_sockets()
             raise
-        self.tcp_sockets = tcp
-        self.ref = _core.TableRef(table, total)
-        self.workers = []
-        for group in udp:
-            for s in group:
-                self.workers.append(_core.SocketWorker(s.detach(), len(self.workers), self.ref,
-                                                       batch=cfg.batch, max_udp=cfg.max_udp))
-        self.threads: list[threading.Thread] = []
-        self.connections = 0
-        self.tcp_queries = 0
-        self.reloads = 0
-        self.reload_failures = 0
-        self._reloading = False
+        self.pool = WorkerPool(self.ref, total, self._socket_worker, cfg.cpus)
+
+    def _socket_worker(self, index: int):
+        """In worker process `index`: a worker on the socket the server keeps open,
+        so a restarted worker finds the datagrams that arrived meanwhile."""
+        self._close_inherited(keep=self.udp_sockets[index].fileno())
+        fd = os.dup(self.udp_sockets[index].fileno())
+        return _core.FrameWorker.socket(fd, index, self.ref, batch=self.cfg.batch,
+                                        max_udp=self.cfg.max_udp)
 
     def _init_frames(self, cfg: DnsConfig):
         """One run-to-completion worker per RX queue on cfg.iface's rings; TCP and the
@@ -258,87 +280,77 @@ class DnsServer:
         table, self.stats = load_table(cfg)
         self.workers_per_address = queues
         self.listen_text = f"{cfg.iface} port {cfg.port} ({cfg.backend}, {queues} queue(s))"
+        self.identity = interface_identity(cfg.iface)
         self.sinks = open_sinks(cfg.port)
-        self.tcp_sockets = []
-        self.workers = []
         try:
             self.tcp_sockets = [open_tcp_socket("0.0.0.0", cfg.port), open_tcp_socket("::", cfg.port)]
-            self.ref = _core.TableRef(table, queues)
-            group = (os.getpid() & 0x7fff) + 1
-            ident = interface_identity(cfg.iface)
+            self.ref = shared_table_ref(table, queues)
+            self.fanout_group = (os.getpid() & 0x7fff) + 1
             if cfg.backend == "xdp":
                 self.xdp = _core.XdpProgram(cfg.iface, cfg.port, cfg.xdp_mode)
-            for i in range(queues):             # one by one: an error closes what exists
-                if cfg.backend == "xdp":
-                    w = _core.FrameWorker.xdp(self.xdp, i, self.ref, cfg.port, cfg.batch,
-                                              busy_poll=cfg.busy_poll, copy_mode=cfg.copy_mode,
-                                              max_udp=cfg.max_udp)
-                elif cfg.backend == "netmap":
-                    w = _core.FrameWorker.netmap(cfg.iface, i, self.ref, cfg.port, cfg.batch,
-                                                 busy_poll=cfg.busy_poll, max_udp=cfg.max_udp,
-                                                 own=ident)
-                else:
-                    w = _core.FrameWorker.packet(cfg.iface, i, self.ref, cfg.port, cfg.batch,
-                                                 fanout_group=group, busy_poll=cfg.busy_poll,
-                                                 max_udp=cfg.max_udp)
-                self.workers.append(w)
-                w.set_identity(ident)
-                w.set_tx_flush_us(cfg.tx_flush_us)
         except Exception:
-            for w in getattr(self, "workers", []):
-                w.close()
-            if self.xdp is not None:
-                self.xdp.detach()
-            for s in self.sinks + self.tcp_sockets:
-                s.close()
+            self._close_sockets()
             raise
-        self.threads = []
-        self.connections = self.tcp_queries = self.reloads = self.reload_failures = 0
-        self._reloading = False
+        self.pool = WorkerPool(self.ref, queues, self._frame_worker, cfg.cpus)
 
-    # -- workers ---------------------------------------------------------------
-    def _run_worker(self, worker, cpu=None):
-        try:
-            if cpu is not None:
-                os.sched_setaffinity(0, {cpu})   # this thread only
-            worker.run()
-        except OSError as e:
-            # close its socket so SO_REUSEPORT stops sending clients to it
-            worker.close()
-            log.error("a UDP worker stopped: %s; the others keep serving", e)
+    def _frame_worker(self, index: int):
+        """In worker process `index`: its queue's ring, opened here."""
+        cfg = self.cfg
+        self._close_inherited()
+        if cfg.backend == "xdp":
+            w = _core.FrameWorker.xdp(self.xdp, index, self.ref, cfg.port, cfg.batch,
+                                      busy_poll=cfg.busy_poll, copy_mode=cfg.copy_mode,
+                                      max_udp=cfg.max_udp)
+        elif cfg.backend == "netmap":
+            w = _core.FrameWorker.netmap(cfg.iface, index, self.ref, cfg.port, cfg.batch,
+                                         busy_poll=cfg.busy_poll, max_udp=cfg.max_udp,
+                                         own=self.identity)
+        else:
+            w = _core.FrameWorker.packet(cfg.iface, index, self.ref, cfg.port, cfg.batch,
+                                         fanout_group=self.fanout_group, busy_poll=cfg.busy_poll,
+                                         max_udp=cfg.max_udp)
+        w.set_identity(self.identity)
+        w.set_tx_flush_us(cfg.tx_flush_us)
+        return w
 
-    def start_workers(self):
-        cpus = self.cfg.cpus
-        for i, w in enumerate(self.workers):
-            cpu = cpus[i % len(cpus)] if cpus else None
-            t = threading.Thread(target=self._run_worker, args=(w, cpu), name=f"stormpy-worker-{i}",
-                                 daemon=True)
-            t.start()
-            self.threads.append(t)
+    def _close_inherited(self, keep: int = -1):
+        """A worker process closes the server's TCP listeners and connections and the
+        other workers' sockets: while it held them, a connection the server closed
+        would stay open."""
+        fds = {s.fileno() for s in self.tcp_sockets + self.udp_sockets + self.sinks}
+        if self._control_server is not None:
+            fds |= {s.fileno() for s in self._control_server.sockets}
+        for fd in (fds | self._client_fds) - {keep, -1}:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
 
-    def stop_workers(self):
-        for w in self.workers:
-            w.stop()
-        for t in self.threads:
-            t.join(timeout=2)
-        for s in self.sinks:
+    def _close_sockets(self):
+        for s in self.sinks + self.tcp_sockets + self.udp_sockets:
             s.close()
 
+    # -- workers ---------------------------------------------------------------
+    def start_workers(self):
+        self.pool.start()
+        self.pool.watch(asyncio.get_running_loop())
+
+    def stop_workers(self):
+        self.pool.stop()
+
     def release(self):
-        """Close the backends once the workers have stopped and been counted."""
-        if any(t.is_alive() for t in self.threads):
-            log.warning("a worker did not stop within 2 s; its backend is left open")
-            return                     # never free rings under a running worker
-        for w in self.workers:         # every queue's socket first, then the program
-            if hasattr(w, "close"):
-                w.close()
+        """Close the program and sockets once the workers are gone."""
+        if self.pool.alive():
+            log.warning("a worker is still running; its backend is left open")
+            return
         if self.xdp is not None:
             self.xdp.detach()
+        self._close_sockets()
 
     def counters(self) -> dict:
         total: dict = {}
-        for w in self.workers:
-            for k, v in w.counters().items():
+        for i in range(self.pool.count):
+            for k, v in self.ref.worker_counters(i).items():
                 if isinstance(v, list):
                     total[k] = [a + b for a, b in zip(total.get(k, [0] * len(v)), v)]
                 else:
@@ -346,6 +358,7 @@ class DnsServer:
         total["tcp_queries"] = self.tcp_queries
         total["reloads"] = self.reloads
         total["reload_failures"] = self.reload_failures
+        total["restarts"] = sum(self.pool.restarts)
         return total
 
     # -- reload ----------------------------------------------------------------
@@ -381,6 +394,8 @@ class DnsServer:
             writer.close()
             return
         self.connections += 1
+        fd = writer.get_extra_info("socket").fileno()
+        self._client_fds.add(fd)
         try:
             while True:
                 try:
@@ -400,6 +415,7 @@ class DnsServer:
             pass
         finally:
             self.connections -= 1
+            self._client_fds.discard(fd)
             writer.close()
 
     # -- control socket (stormpy stats) ----------------------------------------
@@ -407,7 +423,8 @@ class DnsServer:
         return {"pid": os.getpid(), "zones": self.stats.zones, "records": self.stats.records,
                 "backend": self.cfg.backend, "tcp_queries": self.tcp_queries,
                 "reloads": self.reloads, "reload_failures": self.reload_failures,
-                "workers": [w.counters() for w in self.workers]}
+                "workers": [dict(self.ref.worker_counters(i), pid=self.pool.pids[i],
+                                 restarts=self.pool.restarts[i]) for i in range(self.pool.count)]}
 
     async def _control_client(self, reader, writer):
         try:
@@ -449,19 +466,22 @@ class DnsServer:
     async def serve(self):
         loop = asyncio.get_running_loop()
         stop = asyncio.Event()
-        servers = [await asyncio.start_server(self._tcp_client, sock=s) for s in self.tcp_sockets]
-        control = await self._open_control()
-        if control:
-            servers.append(control)
-        loop.add_signal_handler(signal.SIGTERM, stop.set)
-        loop.add_signal_handler(signal.SIGINT, stop.set)
-        loop.add_signal_handler(signal.SIGHUP, lambda: asyncio.ensure_future(self.reload()))
-        self.start_workers()
-        where = getattr(self, "listen_text", None) or ", ".join(
-            f"[{h}]:{p}" if ":" in h else f"{h}:{p}" for h, p in self.cfg.listen) + \
-            f" (udp+tcp), {self.workers_per_address} worker(s) per address"
-        log.info("serving %d zone(s), %d records, on %s", self.stats.zones, self.stats.records, where)
+        servers, control, started = [], None, False
         try:
+            servers = [await asyncio.start_server(self._tcp_client, sock=s) for s in self.tcp_sockets]
+            control = self._control_server = await self._open_control()
+            if control:
+                servers.append(control)
+            loop.add_signal_handler(signal.SIGTERM, stop.set)
+            loop.add_signal_handler(signal.SIGINT, stop.set)
+            loop.add_signal_handler(signal.SIGHUP, lambda: asyncio.ensure_future(self.reload()))
+            self.start_workers()
+            started = True
+            where = getattr(self, "listen_text", None) or ", ".join(
+                f"[{h}]:{p}" if ":" in h else f"{h}:{p}" for h, p in self.cfg.listen) + \
+                f" (udp+tcp), {self.workers_per_address} worker process(es) per address"
+            log.info("serving %d zone(s), %d records, on %s", self.stats.zones, self.stats.records,
+                     where)
             while not stop.is_set():
                 timeout = self.cfg.stats_interval or None
                 try:
@@ -477,8 +497,10 @@ class DnsServer:
                 except OSError:
                     pass
             self.stop_workers()
-            log.info("stopped: %s; per worker rx=%s", format_counters(self.counters()),
-                     ",".join(str(w.counters().get("rx", 0)) for w in self.workers))
+            if started:
+                log.info("stopped: %s; per worker rx=%s", format_counters(self.counters()),
+                         ",".join(str(self.ref.worker_counters(i)["rx"])
+                                  for i in range(self.pool.count)))
             self.release()
 
 

@@ -154,3 +154,27 @@ def test_frames_for_other_hosts_are_not_answered(backend):
         routed = pair.query([["www.example.com", "A"]], server="198.19.0.5", timeout=1.0)
         direct = pair.query([["www.example.com", "A"]])
     assert routed == [None] and direct[0]["answer"] == ["192.0.2.80"]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_killed_worker_reopens_its_queue(backend, tmp_path):
+    """SIGKILL one queue's worker: a new process opens that queue's socket again and
+    both queues answer; the XDP program stays attached throughout."""
+    import signal
+    from test_supervisor import snapshot, wait_for_replacement
+    control = str(tmp_path / "ctl.sock")
+    with VethPair(queues=2) as pair, NsServer(pair, [EXAMPLE_ZONE, "--iface", "veth0", "--backend",
+                                                     backend, "--control", control]) as srv:
+        pids = [w["pid"] for w in snapshot(control)["workers"]]
+        assert len(pids) == 2 and all(pids)
+        os.kill(pids[0], signal.SIGKILL)
+        took, w = wait_for_replacement(control, 0, pids[0])
+        assert took < 1.0 and w["restarts"] == 1, took
+        if backend == "xdp":
+            assert xdp_attached(pair)
+        got = pair.query([[f"h{i % 5 + 1}.example.com", "A"] for i in range(60)])
+        assert all(g and g["answer"] for g in got)
+        after = snapshot(control)["workers"]
+        assert after[0]["rx"] > w["rx"] and after[1]["rx"] > 0, after
+        assert srv.stop() == 0
+    assert "worker 0 (pid %d) was killed by SIGKILL" % pids[0] in srv.log

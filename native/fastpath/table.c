@@ -32,6 +32,7 @@ struct sp_table {
     uint8_t *insert_field;      /* per response: field spliced in, or NO_INSERT */
     uint64_t mask;
     uint64_t nentries, nresponses, npatches, arena_len;
+    bool flat;                  /* one block the caller owns (sp_table_flatten) */
 };
 
 struct sp_table_builder {
@@ -264,7 +265,7 @@ struct sp_table *sp_table_builder_finish(struct sp_table_builder *b)
 
 void sp_table_free(struct sp_table *t)
 {
-    if (!t)
+    if (!t || t->flat)
         return;
     table_release(t);
     free(t);
@@ -399,6 +400,51 @@ const uint8_t *sp_response_bytes(const struct sp_table *t, const struct sp_respo
 const struct sp_patch *sp_response_patches(const struct sp_table *t, const struct sp_response *r)
 {
     return t->patches + r->patch_off;
+}
+
+#define FLAT_ALIGN 64u
+
+static inline size_t flat_round(size_t n)
+{
+    return (n + FLAT_ALIGN - 1) / FLAT_ALIGN * FLAT_ALIGN;
+}
+
+size_t sp_table_flat_size(const struct sp_table *t)
+{
+    return flat_round(sizeof(*t)) + flat_round(t->arena_len) +
+           flat_round(t->nresponses * sizeof(struct sp_response)) +
+           flat_round(t->npatches * sizeof(struct sp_patch)) +
+           flat_round(t->nentries * sizeof(struct entry)) +
+           flat_round((t->mask + 1) * sizeof(struct slot)) + flat_round(t->nresponses);
+}
+
+/* Places n bytes of src at *at and advances it; an empty array gets a valid pointer. */
+static void *flat_put(uint8_t **at, const void *src, size_t n)
+{
+    void *dst = *at;
+    if (n)
+        memcpy(dst, src, n);
+    *at += flat_round(n);
+    return dst;
+}
+
+struct sp_table *sp_table_flatten(const struct sp_table *t, void *mem)
+{
+    uint8_t *at = mem;
+    struct sp_table *out = flat_put(&at, t, sizeof(*t));
+    out->arena = flat_put(&at, t->arena, t->arena_len);
+    out->responses = flat_put(&at, t->responses, t->nresponses * sizeof(struct sp_response));
+    out->patches = flat_put(&at, t->patches, t->npatches * sizeof(struct sp_patch));
+    out->entries = flat_put(&at, t->entries, t->nentries * sizeof(struct entry));
+    out->slots = flat_put(&at, t->slots, (t->mask + 1) * sizeof(struct slot));
+    out->insert_field = flat_put(&at, t->insert_field, t->nresponses);
+    out->flat = true;
+    return out;
+}
+
+bool sp_table_is_flat(const struct sp_table *t)
+{
+    return t->flat;
 }
 
 void sp_table_get_info(const struct sp_table *t, struct sp_table_info *info)

@@ -1,144 +1,167 @@
-/* The socket backend: recvmmsg/sendmmsg worker loop. See socket_io.h. */
+/* The socket backend: recvmmsg/sendmmsg behind the I/O interface. See socket_io.h. */
 #define _GNU_SOURCE
 #include "stormpy/socket_io.h"
 
 #include <errno.h>
-#include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
-struct sp_sock_worker {
+struct sock_io {
+    struct sp_io io;
     int fd;
-    int index;
-    int batch;
-    int stop;   /* written by the control thread: __atomic access only */
-    struct sp_table_ref *ref;
-    struct sp_dns_config cfg;
-    struct sp_worker_counters counters;
-    struct sp_dns_query scratch;
-    struct mmsghdr rx[SP_SOCK_BATCH_MAX];
-    struct mmsghdr tx[SP_SOCK_BATCH_MAX];
-    struct iovec rx_iov[SP_SOCK_BATCH_MAX];
-    struct iovec tx_iov[SP_SOCK_BATCH_MAX];
-    struct sockaddr_storage peer[SP_SOCK_BATCH_MAX];
+    unsigned batch;
+    uint16_t tx_max;
+    struct mmsghdr rx[SP_IO_BATCH_MAX];
+    struct mmsghdr tx[SP_IO_BATCH_MAX];
+    struct iovec rx_iov[SP_IO_BATCH_MAX];
+    struct iovec tx_iov[SP_IO_BATCH_MAX];
+    struct sockaddr_storage peer[SP_IO_BATCH_MAX];
+    socklen_t peer_len[SP_IO_BATCH_MAX];
     uint8_t *rx_buf;   /* batch * SP_SOCK_RX_MAX */
-    uint8_t *tx_buf;   /* batch * cfg.max_udp */
+    uint8_t *tx_buf;   /* batch * tx_max */
 };
 
-struct sp_sock_worker *sp_sock_worker_new(int fd, int index, int batch, struct sp_table_ref *ref,
-                                          const struct sp_dns_config *cfg)
+static unsigned sock_rx_burst(struct sp_io *io, struct sp_frame *rx, unsigned max)
 {
-    if (index < 0 || index >= SP_MAX_WORKERS)
-        return NULL;
-    struct sp_sock_worker *w = calloc(1, sizeof(*w));
-    if (!w)
-        return NULL;
-    w->fd = fd;
-    w->index = index;
-    w->batch = batch < 1 ? 1 : batch > SP_SOCK_BATCH_MAX ? SP_SOCK_BATCH_MAX : batch;
-    w->ref = ref;
-    w->cfg = *cfg;
-    w->rx_buf = malloc((size_t)w->batch * SP_SOCK_RX_MAX);
-    w->tx_buf = malloc((size_t)w->batch * cfg->max_udp);
-    if (!w->rx_buf || !w->tx_buf) {
-        sp_sock_worker_free(w);
-        return NULL;
+    struct sock_io *s = (struct sock_io *)io;
+    if (max > s->batch)
+        max = s->batch;
+    for (unsigned i = 0; i < max; i++) {
+        s->rx[i].msg_hdr.msg_namelen = sizeof(s->peer[i]);
+        s->rx[i].msg_hdr.msg_flags = 0;
     }
-    for (int i = 0; i < w->batch; i++) {
-        w->rx_iov[i].iov_base = w->rx_buf + (size_t)i * SP_SOCK_RX_MAX;
-        w->rx_iov[i].iov_len = SP_SOCK_RX_MAX;
-        w->rx[i].msg_hdr.msg_iov = &w->rx_iov[i];
-        w->rx[i].msg_hdr.msg_iovlen = 1;
-        w->rx[i].msg_hdr.msg_name = &w->peer[i];
-        w->tx_iov[i].iov_base = w->tx_buf + (size_t)i * cfg->max_udp;
-        w->tx[i].msg_hdr.msg_iovlen = 1;
+    int n = recvmmsg(s->fd, s->rx, max, io->rx_nowait ? MSG_DONTWAIT : MSG_WAITFORONE, NULL);
+    if (n <= 0) {
+        if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+            io->error = errno;
+            io->finished = 1;
+        }
+        return 0;
     }
-    return w;
+    unsigned kept = 0;
+    for (unsigned i = 0; i < (unsigned)n; i++) {
+        if (s->rx[i].msg_hdr.msg_flags & MSG_TRUNC) {
+            io->counters.rx_truncated++;
+            continue;
+        }
+        s->peer_len[i] = s->rx[i].msg_hdr.msg_namelen;
+        rx[kept].data = s->rx_iov[i].iov_base;
+        rx[kept].len = s->rx[i].msg_len;
+        rx[kept].cap = SP_SOCK_RX_MAX;
+        rx[kept].id = i;
+        kept++;
+    }
+    io->counters.rx_frames += (unsigned)n;
+    return kept;
 }
 
-void sp_sock_worker_free(struct sp_sock_worker *w)
+static void sock_reclaim(struct sp_io *io)
 {
-    if (!w)
-        return;
-    if (w->fd >= 0)
-        close(w->fd);
-    free(w->rx_buf);
-    free(w->tx_buf);
-    free(w);
+    (void)io;
 }
 
-void sp_sock_worker_stop(struct sp_sock_worker *w)
+static unsigned sock_tx_reserve(struct sp_io *io, struct sp_frame *tx, unsigned n)
 {
-    __atomic_store_n(&w->stop, 1, __ATOMIC_RELEASE);
+    struct sock_io *s = (struct sock_io *)io;
+    if (n > s->batch)
+        n = s->batch;
+    for (unsigned i = 0; i < n; i++) {
+        tx[i].data = s->tx_iov[i].iov_base;
+        tx[i].cap = s->tx_max;
+        tx[i].len = 0;
+        tx[i].id = 0;
+    }
+    return n;
 }
 
-/* Sends what remains of the batch; a datagram the kernel refuses is counted and
- * skipped so one bad peer cannot stall the others. */
-static void send_all(struct sp_sock_worker *w, unsigned n)
+/* Sends at once: a socket has no ring to wait in. A datagram the kernel refuses
+ * is counted and skipped so one bad peer cannot stall the others. */
+static void sock_tx_submit(struct sp_io *io, struct sp_frame *tx, unsigned used, unsigned reserved)
 {
+    struct sock_io *s = (struct sock_io *)io;
+    (void)reserved;
+    for (unsigned j = 0; j < used; j++) {
+        uint64_t peer = tx[j].id < s->batch ? tx[j].id : 0;
+        s->tx_iov[j].iov_len = tx[j].len;
+        s->tx[j].msg_hdr.msg_name = &s->peer[peer];
+        s->tx[j].msg_hdr.msg_namelen = s->peer_len[peer];
+    }
     unsigned done = 0;
-    while (done < n) {
-        int sent = sendmmsg(w->fd, w->tx + done, n - done, 0);
+    while (done < used) {
+        int sent = sendmmsg(s->fd, s->tx + done, used - done, 0);
         if (sent > 0) {
+            for (unsigned j = done; j < done + (unsigned)sent; j++)
+                io->counters.tx_bytes += tx[j].len;
             done += (unsigned)sent;
-            w->counters.tx += (unsigned)sent;
+            io->counters.tx_frames += (unsigned)sent;
         } else if (sent < 0 && errno == EINTR) {
             continue;
         } else {
-            w->counters.tx_errors++;
+            io->counters.tx_errors++;
             done++;
         }
     }
 }
 
-int sp_sock_worker_run(struct sp_sock_worker *w)
+static void sock_rx_release(struct sp_io *io, struct sp_frame *rx, unsigned n)
 {
-    struct sp_worker_counters *c = &w->counters;
-    while (!__atomic_load_n(&w->stop, __ATOMIC_ACQUIRE)) {
-        for (int i = 0; i < w->batch; i++) {
-            w->rx[i].msg_hdr.msg_namelen = sizeof(w->peer[i]);
-            w->rx[i].msg_hdr.msg_flags = 0;
-        }
-        int n = recvmmsg(w->fd, w->rx, (unsigned)w->batch, MSG_WAITFORONE, NULL);
-        if (n <= 0) {
-            if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
-                return -errno;
-            continue;
-        }
-        const struct sp_table *t = sp_table_ref_enter(w->ref, w->index);
-        unsigned out = 0;
-        for (int i = 0; i < n; i++) {
-            struct msghdr *h = &w->rx[i].msg_hdr;
-            if (h->msg_flags & MSG_TRUNC) {
-                c->rx_truncated++;
-                continue;
-            }
-            size_t len = sp_dns_answer(t, &w->cfg, h->msg_iov->iov_base, w->rx[i].msg_len, false,
-                                       w->tx_iov[out].iov_base, w->cfg.max_udp, &w->scratch,
-                                       &c->dns);
-            if (!len)
-                continue;
-            w->tx_iov[out].iov_len = len;
-            w->tx[out].msg_hdr.msg_iov = &w->tx_iov[out];
-            w->tx[out].msg_hdr.msg_name = h->msg_name;
-            w->tx[out].msg_hdr.msg_namelen = h->msg_namelen;
-            out++;
-        }
-        sp_table_ref_leave(w->ref, w->index);
-        c->rx += (unsigned)n;
-        c->batches++;
-        c->batch_hist[sp_hist_bucket((unsigned)n)]++;
-        if (out)
-            send_all(w, out);
-    }
-    return 0;
+    (void)io, (void)rx, (void)n;
 }
 
-void sp_sock_worker_counters(const struct sp_sock_worker *w, struct sp_worker_counters *out)
+static void sock_kick(struct sp_io *io)
 {
-    const uint64_t *src = (const uint64_t *)&w->counters;
-    uint64_t *dst = (uint64_t *)out;
-    for (size_t i = 0; i < sizeof(*out) / sizeof(uint64_t); i++)
-        dst[i] = __atomic_load_n(&src[i], __ATOMIC_RELAXED);
+    (void)io;   /* submit already sent everything */
+}
+
+static void sock_close(struct sp_io *io)
+{
+    struct sock_io *s = (struct sock_io *)io;
+    if (s->fd >= 0)
+        close(s->fd);
+    free(s->rx_buf);
+    free(s->tx_buf);
+    free(s);
+}
+
+static const struct sp_io_ops sock_ops = {
+    .name = "socket",
+    .rx_burst = sock_rx_burst,
+    .reclaim = sock_reclaim,
+    .tx_reserve = sock_tx_reserve,
+    .tx_submit = sock_tx_submit,
+    .rx_release = sock_rx_release,
+    .kick = sock_kick,
+    .close = sock_close,
+};
+
+struct sp_io *sp_sock_io_open(int fd, unsigned batch, uint16_t tx_max)
+{
+    struct sock_io *s = calloc(1, sizeof(*s));
+    if (!s)
+        return NULL;
+    s->io.ops = &sock_ops;
+    s->io.datagrams = 1;
+    s->fd = fd;
+    s->batch = batch < 1 ? 1 : batch > SP_IO_BATCH_MAX ? SP_IO_BATCH_MAX : batch;
+    s->tx_max = tx_max < 512 ? 512 : tx_max;
+    s->rx_buf = malloc((size_t)s->batch * SP_SOCK_RX_MAX);
+    s->tx_buf = malloc((size_t)s->batch * s->tx_max);
+    if (!s->rx_buf || !s->tx_buf) {
+        s->fd = -1;          /* the caller still owns fd when open fails */
+        sock_close(&s->io);
+        return NULL;
+    }
+    for (unsigned i = 0; i < s->batch; i++) {
+        s->rx_iov[i].iov_base = s->rx_buf + (size_t)i * SP_SOCK_RX_MAX;
+        s->rx_iov[i].iov_len = SP_SOCK_RX_MAX;
+        s->rx[i].msg_hdr.msg_iov = &s->rx_iov[i];
+        s->rx[i].msg_hdr.msg_iovlen = 1;
+        s->rx[i].msg_hdr.msg_name = &s->peer[i];
+        s->tx_iov[i].iov_base = s->tx_buf + (size_t)i * s->tx_max;
+        s->tx[i].msg_hdr.msg_iov = &s->tx_iov[i];
+        s->tx[i].msg_hdr.msg_iovlen = 1;
+    }
+    return &s->io;
 }

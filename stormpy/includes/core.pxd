@@ -43,6 +43,8 @@ cdef extern from "stormpy/table.h" nogil:
                          uint32_t key_len, uint32_t response)
     sp_table *sp_table_builder_finish(sp_table_builder *b)
     void sp_table_free(sp_table *t)
+    size_t sp_table_flat_size(const sp_table *t)
+    sp_table *sp_table_flatten(const sp_table *t, void *mem)
     const sp_response *sp_table_find(const sp_table *t, uint64_t tag, const uint8_t *key,
                                      size_t key_len)
     size_t sp_response_render(const sp_table *t, const sp_response *r, const sp_request *req,
@@ -99,25 +101,26 @@ cdef extern from "stormpy/udpip.h" nogil:
     size_t sp_udpip_write_reply(uint8_t *out, const sp_udpip *req, size_t payload_len,
                                 uint32_t payload_sum, uint8_t ttl)
 
-cdef extern from "stormpy/socket_io.h" nogil:
+cdef extern from "stormpy/counters.h" nogil:
     enum:
         SP_HIST_BUCKETS
-    struct sp_worker_counters:
-        uint64_t rx
-        uint64_t tx
-        uint64_t tx_errors
-        uint64_t rx_truncated
-        uint64_t batches
-        uint64_t batch_hist[10]
-        sp_dns_counters dns
-    struct sp_sock_worker:
+
+cdef extern from "stormpy/socket_io.h" nogil:
+    sp_io *sp_sock_io_open(int fd, unsigned batch, uint16_t tx_max)
+
+cdef extern from "stormpy/shm.h" nogil:
+    struct sp_shm:
         pass
-    sp_sock_worker *sp_sock_worker_new(int fd, int index, int batch, sp_table_ref *ref,
-                                       const sp_dns_config *cfg)
-    void sp_sock_worker_free(sp_sock_worker *w)
-    int sp_sock_worker_run(sp_sock_worker *w)
-    void sp_sock_worker_stop(sp_sock_worker *w)
-    void sp_sock_worker_counters(const sp_sock_worker *w, sp_worker_counters *out)
+    struct sp_shm_info:
+        uint64_t size
+        uint64_t used
+        uint64_t blocks
+    sp_shm *sp_shm_create(size_t size)
+    void sp_shm_destroy(sp_shm *s)
+    void *sp_shm_alloc(sp_shm *s, size_t n)
+    void sp_shm_free(sp_shm *s, void *p)
+    int sp_shm_contains(const sp_shm *s, const void *p)
+    void sp_shm_get_info(const sp_shm *s, sp_shm_info *info)
 
 cdef extern from "stormpy/frame.h" nogil:
     struct sp_frame_config:
@@ -149,11 +152,14 @@ cdef extern from "stormpy/io.h" nogil:
         uint64_t tx_bytes
         uint64_t tx_ring_full
         uint64_t kicks
+        uint64_t rx_truncated
+        uint64_t tx_errors
     struct sp_io_ops:
         void (*close)(sp_io *io)
     struct sp_io:
         const sp_io_ops *ops
         sp_io_counters counters
+        int error
     sp_io *sp_mem_io_open(const uint8_t *frames, size_t len, uint64_t rounds, size_t capture_max)
     const uint8_t *sp_mem_io_captured(const sp_io *io, size_t *len)
 
@@ -167,7 +173,9 @@ cdef extern from "stormpy/worker.h" nogil:
         sp_frame_config cfg
         uint64_t batches
         uint64_t batch_hist[10]
+        sp_io_counters io_counters
         sp_frame_counters counters
+        int stop
     uint64_t sp_frame_worker_run(sp_frame_worker *w)
     void sp_frame_worker_stop(sp_frame_worker *w)
 

@@ -1,5 +1,5 @@
 /*
- * One I/O interface for every frame backend (memory, AF_PACKET, AF_XDP, netmap).
+ * One I/O interface for every backend (sockets, memory, AF_PACKET, AF_XDP, netmap).
  *
  * A backend is a `struct sp_io` whose first member points to its function table.
  * The worker calls each function once per batch, never per packet:
@@ -13,6 +13,11 @@
  *   kick(io)                           one system call, only when the ring needs it
  *
  * Each backend has its own constructor; close() undoes it.
+ *
+ * Most backends carry whole Ethernet frames. The socket backend carries UDP
+ * payloads instead (io->datagrams): the kernel owns the headers, so a reply
+ * names the request it answers by copying the request's id into its own
+ * (tx[j].id = rx[i].id) and the backend sends it to that request's peer.
  */
 #ifndef STORMPY_IO_H
 #define STORMPY_IO_H
@@ -34,6 +39,8 @@ struct sp_io_counters {
     uint64_t tx_bytes;
     uint64_t tx_ring_full;   /* answers lost because no TX buffer was free */
     uint64_t kicks;
+    uint64_t rx_truncated;   /* datagrams larger than the receive buffer (dropped) */
+    uint64_t tx_errors;      /* replies the kernel refused */
 };
 
 struct sp_io;
@@ -55,6 +62,8 @@ struct sp_io {
     int finished;    /* no input will ever come again (the memory backend's end) */
     int rx_nowait;   /* set by the worker while replies wait for a kick: rx_burst must
                       * not block, so an idle ring flushes them at once */
+    int datagrams;   /* frames are UDP payloads, not Ethernet frames (sockets) */
+    int error;       /* an errno that ends the worker: the backend cannot go on */
 };
 
 /*

@@ -86,7 +86,16 @@ int sp_table_add_key(struct sp_table_builder *b, uint64_t tag, const uint8_t *ke
 
 /* Build the hash index. The builder is consumed (freed) in every case. */
 struct sp_table *sp_table_builder_finish(struct sp_table_builder *b);
+/* Frees a table built by sp_table_builder_finish(); a flat table is left alone. */
 void sp_table_free(struct sp_table *t);
+
+/* A table as one self-contained block, for memory the caller manages (the region
+ * shared with worker processes, see shm.h). flat_size is the block's length;
+ * mem must be 64-byte aligned. The copy is freed with its memory, never with
+ * sp_table_free(). */
+size_t sp_table_flat_size(const struct sp_table *t);
+struct sp_table *sp_table_flatten(const struct sp_table *t, void *mem);
+bool sp_table_is_flat(const struct sp_table *t);
 
 /* Look up a key given as one byte string; NULL when absent. */
 const struct sp_response *sp_table_find(const struct sp_table *t, uint64_t tag,

@@ -1,8 +1,13 @@
 /*
- * The run-to-completion frame worker: one per NIC queue. RX batch -> answer each
- * frame from the current table -> TX batch -> one kick, through the backend's
- * function table (called once per batch). No locks, no allocation, and writes
- * only to its own state.
+ * The run-to-completion worker: one per NIC queue or socket. RX batch -> answer
+ * each frame from the current table -> TX batch -> one kick, through the
+ * backend's function table (called once per batch). No locks, no allocation, and
+ * writes only to its own state.
+ *
+ * The state can live in memory shared with a supervisor process (shm.h): then the
+ * supervisor reads the counters and sets `stop`, and never touches `io`, which
+ * points into the worker process's own memory. A worker started again on the
+ * same state (after its process died) continues its counters.
  */
 #ifndef STORMPY_WORKER_H
 #define STORMPY_WORKER_H
@@ -24,12 +29,13 @@ struct sp_frame_worker {
     int stop;                        /* set by the control thread, __atomic access */
     uint64_t batches;
     uint64_t batch_hist[SP_HIST_BUCKETS];
+    struct sp_io_counters io_counters;   /* the backend's, copied after every batch */
     struct sp_frame_counters counters;
     struct sp_frame_scratch scratch;
 };
 
-/* Runs until stopped, or until the backend has no more input (memory backend).
- * Returns the number of batches processed. */
+/* Runs until stopped, until the backend has no more input (memory backend), or
+ * until it fails (io->error). Returns the number of batches processed. */
 uint64_t sp_frame_worker_run(struct sp_frame_worker *w);
 /* Asks a running worker to return after its current batch (any thread). */
 void sp_frame_worker_stop(struct sp_frame_worker *w);
