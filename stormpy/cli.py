@@ -123,6 +123,21 @@ def build_parser() -> argparse.ArgumentParser:
                     help=f"the server's --control socket (default {DEFAULT_CONTROL})")
     st.add_argument("--json", action="store_true", help="print the raw JSON")
 
+    rp = sub.add_parser("replay", help="answer the queries of a pcap file through the fast path",
+                        description="Feed the frames of a pcap file through the real fast path on "
+                        "the memory backend (no kernel, no root) and print its counters; --out "
+                        "writes the reply frames as a pcap file.")
+    rp.add_argument("zones", nargs="+", metavar="ZONE")
+    rp.add_argument("--pcap", required=True, metavar="FILE", help="the frames to answer (Ethernet)")
+    rp.add_argument("--out", metavar="FILE", help="write the replies here (pcap)")
+    rp.add_argument("--origin", action="append", default=[], metavar="NAME",
+                    help="zone origin, once per ZONE in the same order")
+    rp.add_argument("--port", type=_port, default=53, help="the served UDP port (default 53)")
+    rp.add_argument("--batch", type=_positive, default=32, metavar="N",
+                    help="frames per batch (default 32)")
+    rp.add_argument("--max-udp", type=_max_udp, default=1232, metavar="BYTES",
+                    help="largest UDP answer with EDNS (default 1232)")
+
     sub.add_parser("backends", help="list the I/O backends: compiled in, usable here, and why not",
                    description="List every I/O backend, whether this build has it, and whether it "
                    "can run on this machine (or why not).")
@@ -186,6 +201,29 @@ def _stats(args) -> int:
     return 0
 
 
+def _replay(args) -> int:
+    from stormpy import _core
+    from stormpy.pcap import read_frames, write_frames
+    from stormpy.server import format_counters
+    from stormpy.dnscompile import compile_zones
+    from stormpy.zone import load_zone
+
+    if args.origin and len(args.origin) != len(args.zones):
+        raise StormpyError("give one --origin per zone file, in the same order, or none")
+    zones = [load_zone(p, o) for p, o in zip(args.zones, args.origin or [None] * len(args.zones))]
+    table, _ = compile_zones(zones)
+    frames = read_frames(args.pcap)
+    ref = _core.TableRef(table, 1)
+    replies, c = ref.run_frames(frames, port=args.port, batch=args.batch, max_udp=args.max_udp,
+                                capture_max=len(frames) * 2050 if args.out else 0)
+    if args.out:
+        write_frames(args.out, replies)
+    c.update(tcp_queries=0)
+    print(f"{len(frames)} frames: {format_counters(c)} not_ours={c['not_ours']} "
+          f"malformed={c['malformed']} bad_source={c['bad_source']}")
+    return 0
+
+
 def _backends(args) -> int:
     from stormpy.backends import report
 
@@ -233,7 +271,7 @@ def main(argv=None) -> int:
         return 2
     try:
         return {"serve-dns": _serve_dns, "check-zone": _check_zone,
-                "backends": _backends, "stats": _stats}[args.command](args)
+                "backends": _backends, "stats": _stats, "replay": _replay}[args.command](args)
     except StormpyError as e:
         print(f"stormpy: error: {e}", file=sys.stderr)
         return 1
