@@ -1,6 +1,7 @@
 # stormpy's two entry points; each installs what is missing first.
 #   make demo   serve zones/example.zone on 127.0.0.1:5353 (Ctrl-C stops it)
-#   make test   build, then run every test (C unit tests included)
+#   make test   build, then run every test (C unit tests and a short fuzz run included)
+#   make fuzz   run every libFuzzer target for FUZZ_SECONDS (default 60) each
 # System packages are installed with apt-get when run as root; otherwise the
 # missing ones are named and the tests that need them say so when they skip.
 
@@ -33,7 +34,10 @@ PY_CHECK := if ! $(PYTHON) -c 'import ensurepip, sysconfig, os, sys; \
 	  2>/dev/null; then missing="$$missing python3-venv python3-dev"; fi; \
 	  pkg-config --exists libxdp libbpf 2>/dev/null || missing="$$missing libxdp-dev libbpf-dev";
 
-.PHONY: demo test build deps-build deps-test deps-demo check-native clean
+FUZZ_SECONDS ?= 60
+FUZZ_SMOKE_SECONDS ?= 10
+
+.PHONY: demo test fuzz build deps-build deps-test deps-demo check-native clean
 
 demo: deps-demo build
 	@echo "stormpy: serving zones/example.zone on 127.0.0.1:5353 - query it from another shell:"
@@ -43,7 +47,11 @@ demo: deps-demo build
 
 test: deps-test build
 	$(MAKE) -s -C native/tests check
+	$(MAKE) -s -C native/fuzz fuzz FUZZ_SECONDS=$(FUZZ_SMOKE_SECONDS) PY=$(abspath $(PY))
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+fuzz: deps-build build
+	$(MAKE) -s -C native/fuzz fuzz FUZZ_SECONDS=$(FUZZ_SECONDS) PY=$(abspath $(PY))
 
 build: $(VENV)/.built
 

@@ -4,7 +4,7 @@
 Everything per packet happens in C with the GIL released; Python builds tables and
 starts, stops and reloads workers.
 """
-from libc.stdint cimport uint8_t, uint16_t, uint32_t, uint64_t, int64_t
+from libc.stdint cimport uint8_t, uint16_t, uint32_t, uint64_t, int64_t, uintptr_t
 from libc.string cimport memset
 from libc.errno cimport errno
 from cpython.bytes cimport PyBytes_FromStringAndSize
@@ -91,6 +91,20 @@ cdef class Table:
         cdef sp_table *t = self.t
         self.t = NULL
         return t
+
+    def flat_bytes(self):
+        """The table as one flat block (native/fuzz loads this with sp_table_flat_rebase)."""
+        cdef size_t n = sp_table_flat_size(self.t)
+        cdef void *mem = PyMem_Malloc(n + 64)
+        cdef uintptr_t aligned
+        if mem is NULL:
+            raise MemoryError()
+        try:
+            aligned = (<uintptr_t>mem + 63) & ~(<uintptr_t>63)
+            sp_table_flatten(self.t, <void *>aligned)
+            return PyBytes_FromStringAndSize(<char *>aligned, n)
+        finally:
+            PyMem_Free(mem)
 
     def flat_size(self):
         """Bytes this table takes as one block in memory shared with workers."""

@@ -174,6 +174,30 @@ def test_own_stack_answers_arp_icmp_and_ndp(tables):
     assert replies == [] and c["stack_replies"] == 0
 
 
+def test_own_stack_never_answers_a_group_address(tables):
+    """Found by fuzz_frame (native/fuzz/regressions/fuzz_frame): an ARP request whose
+    sender hardware address is multicast got a reply to that group. Neither ARP nor
+    ping from a group MAC is answered; a ping larger than the MTU is not echoed."""
+    from scapy.layers.inet import ICMP
+    from scapy.layers.l2 import ARP
+    ref, _ = tables
+    group = "5f:fc:00:00:00:01"
+    frames = [bytes(Ether(src=CLIENT_MAC, dst="ff:ff:ff:ff:ff:ff") /
+                    ARP(op=1, hwsrc=group, psrc="198.18.0.2", pdst="198.18.0.1")),
+              bytes(Ether(src=group, dst="ff:ff:ff:ff:ff:ff") /
+                    ARP(op=1, hwsrc=CLIENT_MAC, psrc="198.18.0.2", pdst="198.18.0.1")),
+              bytes(Ether(src=group, dst=SERVER_MAC) / IP(src="198.18.0.2", dst="198.18.0.1") /
+                    ICMP(type=8)),
+              bytes(Ether(src=CLIENT_MAC, dst=SERVER_MAC) / IP(src="198.18.0.2", dst="198.18.0.1") /
+                    ICMP(type=8) / (b"x" * 1600))]
+    replies, c = ref.run_frames(frames, own=OWN, identity=dict(OWN, addresses=[OWN["ipv4"]], mtu=1500))
+    assert replies == [] and c["stack_replies"] == 0
+    ok, c = ref.run_frames([bytes(Ether(src=CLIENT_MAC, dst=SERVER_MAC) /
+                                  IP(src="198.18.0.2", dst="198.18.0.1") / ICMP(type=8) / (b"x" * 1400))],
+                           own=OWN, identity=dict(OWN, addresses=[OWN["ipv4"]], mtu=1500))
+    assert len(ok) == 1 and c["stack_replies"] == 1
+
+
 def test_tx_flush_interval_batches_kicks(tables):
     """--tx-flush-us: under load one kick covers many batches; when the input runs dry
     the last replies are still kicked out."""

@@ -69,6 +69,8 @@ size_t sp_frame_answer(const struct sp_table *t, const struct sp_frame_config *c
         u.dport != cfg->port) {
         /* ARP, ICMP, other ports, fragments, damage: the kernel's, unless we own the port */
         if (cfg->own_stack) {
+            if (cfg->mtu && cap > l2 + cfg->mtu)
+                cap = l2 + cfg->mtu;
             size_t n = sp_ownstack_answer(cfg, rx, len, l2, type, tx, cap);
             if (n) {
                 c->stack_replies++;

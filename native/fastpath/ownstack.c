@@ -33,6 +33,8 @@ static size_t arp_reply(const struct sp_frame_config *cfg, const uint8_t *rx, si
     if (sp_get16(a) != 1 || sp_get16(a + 2) != 0x0800 || a[4] != 6 || a[5] != 4 ||
         sp_get16(a + 6) != 1 || memcmp(a + 24, cfg->ipv4, 4) != 0)
         return 0;
+    if (a[8] & 1)                          /* a group address as sender: never answered */
+        return 0;
     memcpy(tx, a + 8, 6);                  /* to the sender's hardware address */
     memcpy(tx + 6, cfg->mac, 6);
     memcpy(tx + 12, rx + 12, l2 - 12);
@@ -136,7 +138,7 @@ static size_t icmp6(const struct sp_frame_config *cfg, const uint8_t *rx, size_t
 size_t sp_ownstack_answer(const struct sp_frame_config *cfg, const uint8_t *rx, size_t len,
                           size_t l2, uint16_t ethertype, uint8_t *tx, size_t cap)
 {
-    if (cap < l2)
+    if (cap < l2 || (rx[6] & 1))           /* a frame "from" a group MAC is forged */
         return 0;
     switch (ethertype) {
     case 0x0806:

@@ -442,6 +442,31 @@ struct sp_table *sp_table_flatten(const struct sp_table *t, void *mem)
     return out;
 }
 
+struct sp_table *sp_table_flat_rebase(void *mem, size_t len)
+{
+    if (len < sizeof(struct sp_table) || ((uintptr_t)mem % FLAT_ALIGN) != 0)
+        return NULL;
+    struct sp_table *t = mem;
+    if (!t->flat || ((t->mask + 1) & t->mask) != 0 || t->mask >= len || t->nentries >= len ||
+        t->nresponses >= len || t->npatches >= len || t->arena_len >= len ||
+        sp_table_flat_size(t) != len)
+        return NULL;
+    /* the same layout sp_table_flatten() wrote, from this block's own base */
+    uint8_t *at = (uint8_t *)mem + flat_round(sizeof(*t));
+    t->arena = at;
+    at += flat_round(t->arena_len);
+    t->responses = (struct sp_response *)at;
+    at += flat_round(t->nresponses * sizeof(struct sp_response));
+    t->patches = (struct sp_patch *)at;
+    at += flat_round(t->npatches * sizeof(struct sp_patch));
+    t->entries = (struct entry *)at;
+    at += flat_round(t->nentries * sizeof(struct entry));
+    t->slots = (struct slot *)at;
+    at += flat_round((t->mask + 1) * sizeof(struct slot));
+    t->insert_field = at;
+    return t;
+}
+
 bool sp_table_is_flat(const struct sp_table *t)
 {
     return t->flat;

@@ -45,6 +45,7 @@ cdef extern from "stormpy/table.h" nogil:
     void sp_table_free(sp_table *t)
     size_t sp_table_flat_size(const sp_table *t)
     sp_table *sp_table_flatten(const sp_table *t, void *mem)
+    sp_table *sp_table_flat_rebase(void *mem, size_t len)
     const sp_response *sp_table_find(const sp_table *t, uint64_t tag, const uint8_t *key,
                                      size_t key_len)
     size_t sp_response_render(const sp_table *t, const sp_response *r, const sp_request *req,

@@ -96,6 +96,10 @@ void sp_table_free(struct sp_table *t);
 size_t sp_table_flat_size(const struct sp_table *t);
 struct sp_table *sp_table_flatten(const struct sp_table *t, void *mem);
 bool sp_table_is_flat(const struct sp_table *t);
+/* A flat table's bytes copied elsewhere (a file this build wrote, for tests and
+ * fuzzing): points it at its new place. Checks the sizes, not the contents, so
+ * it is no way to load tables from strangers. NULL when the sizes disagree. */
+struct sp_table *sp_table_flat_rebase(void *mem, size_t len);
 
 /* Look up a key given as one byte string; NULL when absent. */
 const struct sp_response *sp_table_find(const struct sp_table *t, uint64_t tag,

@@ -1,0 +1,35 @@
+/* DNS query parsing and answering (EDNS, compression, every limit), from a real
+ * compiled zone, over UDP and TCP and at output sizes from 0 to 65535. */
+#include <stdint.h>
+
+#include "fuzz_common.h"
+#include "stormpy/dns.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    const struct sp_table *t = fuzz_table();
+    struct sp_dns_config cfg = {.max_udp = 1232};
+    struct sp_dns_query q;
+    struct sp_dns_counters c = {0};
+    uint8_t *msg = fuzz_copy(data, size);
+    static const size_t caps[] = {0, 11, 12, 40, 512, 1232, 65535};
+    for (unsigned i = 0; i < sizeof(caps) / sizeof(caps[0]); i++) {
+        for (int tcp = 0; tcp < 2; tcp++) {
+            uint8_t *out = malloc(caps[i] ? caps[i] : 1);
+            size_t n = sp_dns_answer(t, &cfg, msg, size, tcp, out, caps[i], &q, &c);
+            if (n > caps[i])
+                __builtin_trap();
+            if (n && (size < SP_DNS_HEADER_LEN || (msg[2] & 0x80)))
+                __builtin_trap();                 /* never answer a response, or a fragment */
+            if (n && !(out[2] & 0x80))
+                __builtin_trap();                 /* what goes out is a response */
+            if (n && !tcp && n > (q.edns ? cfg.max_udp : SP_DNS_UDP_MIN))
+                __builtin_trap();                 /* the UDP limits */
+            if (n && (out[0] != msg[0] || out[1] != msg[1]))
+                __builtin_trap();                 /* the ID is the query's */
+            free(out);
+        }
+    }
+    free(msg);
+    return 0;
+}

@@ -1,0 +1,44 @@
+/* The whole fast path: one raw Ethernet frame (VLAN, IPv4, IPv6, UDP, DNS, and
+ * ARP/ICMP/NDP with the own stack on) against a compiled zone. */
+#include <stdint.h>
+
+#include "fuzz_common.h"
+#include "stormpy/frame.h"
+
+static const uint8_t MAC[6] = {2, 0, 0, 0, 0, 1};
+
+static void answer(const struct sp_frame_config *cfg, const uint8_t *rx, size_t len)
+{
+    static struct sp_frame_scratch scratch;
+    struct sp_frame_counters c = {0};
+    static const size_t caps[] = {0, 60, 600, SP_FRAME_MAX};
+    for (unsigned i = 0; i < sizeof(caps) / sizeof(caps[0]); i++) {
+        uint8_t *tx = malloc(caps[i] ? caps[i] : 1);
+        size_t n = sp_frame_answer(fuzz_table(), cfg, rx, len, tx, caps[i], &scratch, &c);
+        if (n > caps[i])
+            __builtin_trap();
+        if (n && (n < SP_ETH_HEADER_LEN || (tx[0] & 1)))
+            __builtin_trap();                     /* never to a group MAC */
+        if (n && cfg->mtu && n > SP_ETH_HEADER_LEN + SP_VLAN_TAG_LEN + cfg->mtu)
+            __builtin_trap();
+        free(tx);
+    }
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    uint8_t *rx = fuzz_copy(data, size);
+    struct sp_frame_config cfg = {.port = 53, .ttl = 64, .dns = {.max_udp = 1232}};
+    answer(&cfg, rx, size);                       /* a socket-like view: no identity */
+
+    memcpy(cfg.mac, MAC, 6);                      /* an owned interface: ARP, ping, NDP */
+    cfg.check_dst = 1, cfg.mtu = 1500, cfg.own_stack = 1;
+    cfg.nv4 = cfg.nv6 = 1, cfg.has_ipv4 = cfg.has_ipv6 = 1;
+    const uint8_t v4[4] = {198, 18, 0, 1};
+    const uint8_t v6[16] = {0x20, 0x01, 0, 2, [15] = 1};
+    memcpy(cfg.v4[0], v4, 4), memcpy(cfg.ipv4, v4, 4);
+    memcpy(cfg.v6[0], v6, 16), memcpy(cfg.ipv6, v6, 16);
+    answer(&cfg, rx, size);
+    free(rx);
+    return 0;
+}

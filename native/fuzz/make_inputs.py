@@ -1,0 +1,91 @@
+"""Writes what the fuzz harnesses need into OUT: table.bin, a compiled zone (the
+differential test's zones, compiled by stormpy), and seed corpora built from real
+queries for those zones (dnspython writes the queries, scapy the frames).
+
+    python make_inputs.py OUT
+"""
+import os
+import random
+import sys
+
+import dns.edns
+import dns.message
+from scapy.layers.inet import ICMP, IP, UDP
+from scapy.layers.inet6 import ICMPv6EchoRequest, ICMPv6ND_NS, IPv6
+from scapy.layers.l2 import ARP, Dot1Q, Ether
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, REPO)
+from stormpy.dnscompile import compile_zones  # noqa: E402
+from stormpy.zone import load_zone  # noqa: E402
+
+ZONES = [("example.com.", "example.com.zone"), ("example.net.", "example.net.zone"),
+         ("gen.example.", "gen.example.zone")]
+TYPES = ["A", "AAAA", "MX", "TXT", "NS", "SOA", "CNAME", "DS", "ANY", "SRV", "PTR"]
+MAC, PEER = "02:00:00:00:00:01", "02:00:00:00:00:02"
+
+
+def queries(zones, rng):
+    names = sorted({str(n.derelativize(z.origin)) for z in zones for n in z.zone.nodes} | {
+                   "nothere.example.com.",
+                                                               "a.b.nowhere.example.net.",
+                                                               "example.org."})
+    out = []
+    for name in names:
+        for qtype in rng.sample(TYPES, 3):
+            mixed = "".join(c.upper() if rng.random() < 0.5 else c for c in name)
+            q = dns.message.make_query(mixed, qtype, want_dnssec=rng.random() < 0.3,
+                                       use_edns=0 if rng.random() < 0.6 else None,
+                                       payload=rng.choice([512, 1232, 4096]))
+            q.id = rng.randrange(65536)
+            out.append(q.to_wire())
+    compressed = bytes.fromhex("abcd01000001000000000000") + b"\x03www\xc0\x10" + \
+        b"\x07example\x03com\x00\x00\x01\x00\x01"
+    return out + [compressed]
+
+
+def frames(wires, rng):
+    out = []
+    for i, w in enumerate(wires):
+        l3 = IP(src="198.18.0.2", dst="198.18.0.1") if i % 2 else IPv6(src="2001:2::2", dst="2001:2::1")
+        eth = Ether(src=PEER, dst=MAC)
+        if i % 5 == 0:
+            eth = eth / Dot1Q(vlan=rng.randrange(1, 4095))
+        out.append(bytes(eth / l3 / UDP(sport=rng.randrange(1024, 65536), dport=53) / w))
+    eth = Ether(src=PEER, dst=MAC)
+    out += [bytes(Ether(src=PEER, dst="ff:ff:ff:ff:ff:ff") / ARP(pdst="198.18.0.1", psrc="198.18.0.2")),
+            bytes(eth / IP(src="198.18.0.2", dst="198.18.0.1") / ICMP() / b"ping"),
+            bytes(eth / IPv6(src="2001:2::2", dst="2001:2::1") / ICMPv6EchoRequest(data=b"ping")),
+            bytes(Ether(src=PEER, dst="33:33:ff:00:00:01") /
+                  IPv6(src="2001:2::2", dst="ff02::1:ff00:1") / ICMPv6ND_NS(tgt="2001:2::1"))]
+    return out
+
+
+def write(directory, items):
+    os.makedirs(directory, exist_ok=True)
+    for i, data in enumerate(items):
+        with open(os.path.join(directory, f"seed-{i:04d}"), "wb") as f:
+            f.write(data)
+
+
+def main(out):
+    zones = [load_zone(os.path.join(REPO, "tests", "zones", f), origin) for origin, f in ZONES]
+    table, _ = compile_zones(zones)
+    os.makedirs(out, exist_ok=True)
+    blob = table.flat_bytes()
+    rng = random.Random(20261121)
+    wires = queries(zones, rng)
+    ether = frames(wires, rng)
+    write(os.path.join(out, "seeds", "fuzz_dns"), wires)
+    write(os.path.join(out, "seeds", "fuzz_frame"), ether)
+    write(os.path.join(out, "seeds", "fuzz_udpip"),
+          [f[18:] if f[12:14] == b"\x81\x00" else f[14:] for f in ether])
+    with open(os.path.join(out, "table.bin.tmp"), "wb") as f:   # last: make sees it only whole
+        f.write(blob)
+    os.replace(os.path.join(out, "table.bin.tmp"), os.path.join(out, "table.bin"))
+    print(f"make_inputs: table.bin and {len(wires)} queries, {len(ether)} frames as seeds")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
