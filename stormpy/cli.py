@@ -85,6 +85,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="datagrams received and sent per system call (default 32, at most 256)")
     s.add_argument("--max-udp", type=_max_udp, default=1232, metavar="BYTES",
                    help="largest UDP response with EDNS (default 1232)")
+    s.add_argument("--user", metavar="NAME",
+                   help="once the rings and sockets are set up, run as this user, keeping only "
+                   "the capabilities needed to reopen a queue (none on sockets)")
     s.add_argument("--chaos-version", type=_txt, metavar="TEXT",
                    help="answer CH TXT version.bind/version.server with TEXT (default: REFUSED)")
     s.add_argument("--chaos-identity", type=_txt, metavar="TEXT",
@@ -258,7 +261,7 @@ def _serve_dns(args) -> int:
                     cpus=args.cpus, busy_poll=args.poll == "busy",
                     xdp_mode=args.xdp_mode, copy_mode=args.copy_mode, tx_flush_us=args.tx_flush_us,
                     control=DEFAULT_CONTROL if args.control is None else (args.control or None),
-                    control_required=bool(args.control))
+                    control_required=bool(args.control), user=args.user)
     serve_dns(cfg)
     return 0
 

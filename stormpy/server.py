@@ -19,7 +19,7 @@ import struct
 import time
 from dataclasses import dataclass, field
 
-from stormpy import _core
+from stormpy import _core, privileges
 from stormpy.dnscompile import compile_zones
 from stormpy.errors import StormpyError
 from stormpy.supervisor import WorkerPool
@@ -55,6 +55,7 @@ class DnsConfig:
     xdp_mode: str = "auto"           # auto | native | generic
     tx_flush_us: int = 0             # 0: kick TX every batch
     copy_mode: str = "auto"          # auto | copy | zerocopy
+    user: str | None = None          # run as this user once rings and sockets are set up
 
 
 def parse_listen(text: str) -> tuple[str, int]:
@@ -238,6 +239,7 @@ class DnsServer:
         self._reloading = False
         self._client_fds: set[int] = set()
         self._control_server = None
+        self.user = privileges.lookup(cfg.user) if cfg.user else None
         if cfg.iface:
             self._init_frames(cfg)
         else:
@@ -257,7 +259,7 @@ class DnsServer:
         except StormpyError:
             self._close_sockets()
             raise
-        self.pool = WorkerPool(self.ref, total, self._socket_worker, cfg.cpus)
+        self.pool = WorkerPool(self.ref, total, self._socket_worker, cfg.cpus, self._worker_drop)
 
     def _socket_worker(self, index: int):
         """In worker process `index`: a worker on the socket the server keeps open,
@@ -291,7 +293,7 @@ class DnsServer:
         except Exception:
             self._close_sockets()
             raise
-        self.pool = WorkerPool(self.ref, queues, self._frame_worker, cfg.cpus)
+        self.pool = WorkerPool(self.ref, queues, self._frame_worker, cfg.cpus, self._worker_drop)
 
     def _frame_worker(self, index: int):
         """In worker process `index`: its queue's ring, opened here."""
@@ -312,6 +314,36 @@ class DnsServer:
         w.set_identity(self.identity)
         w.set_tx_flush_us(cfg.tx_flush_us)
         return w
+
+    def _worker_drop(self):
+        """In a worker whose backend is open: running it needs no privilege at all."""
+        if self.user is not None:
+            privileges.drop_to(self.user)
+
+    def _drop_privileges(self):
+        """The server keeps what a replacement worker needs to open its queue again.
+        What a reload imports lazily is imported first: the new user may not be able
+        to read this Python's files. The control socket becomes the user's, so it can
+        still remove it at exit."""
+        import concurrent.futures.thread  # noqa: F401  (run_in_executor's)
+        import dns.rdata
+        import dns.rdataclass
+        import dns.rdatatype
+        for rdtype in dns.rdatatype.RdataType:
+            try:
+                dns.rdata.get_rdata_class(dns.rdataclass.IN, rdtype)
+            except Exception:
+                pass
+        if self._control_server is not None:
+            try:
+                os.chown(self.cfg.control, self.user.pw_uid, self.user.pw_gid)
+            except OSError:
+                pass
+        keep = privileges.RING_CAPS if self.cfg.iface else ()
+        privileges.drop_to(self.user, keep)
+        log.info("running as user %s (uid %d)%s", self.user.pw_name, self.user.pw_uid,
+                 f", keeping {len(keep)} capabilities to reopen queues" if keep else
+                 ", with no capabilities")
 
     def _close_inherited(self, keep: int = -1):
         """A worker process closes the server's TCP listeners and connections and the
@@ -477,6 +509,8 @@ class DnsServer:
             loop.add_signal_handler(signal.SIGHUP, lambda: asyncio.ensure_future(self.reload()))
             self.start_workers()
             started = True
+            if self.user is not None:
+                self._drop_privileges()
             where = getattr(self, "listen_text", None) or ", ".join(
                 f"[{h}]:{p}" if ":" in h else f"{h}:{p}" for h, p in self.cfg.listen) + \
                 f" (udp+tcp), {self.workers_per_address} worker process(es) per address"

@@ -56,8 +56,10 @@ class WorkerPool:
     returns the opened worker (a FrameWorker) or raises a StormpyError."""
 
     def __init__(self, ref, count: int, make_worker: Callable[[int], object],
-                 cpus: list[int] | None = None):
+                 cpus: list[int] | None = None, after_open: Callable[[], None] | None = None):
+        """after_open runs in a worker once its backend is open (dropping privileges)."""
         self.ref = ref
+        self.after_open = after_open
         self.count = count
         self.make_worker = make_worker
         self.cpus = cpus or []
@@ -84,6 +86,9 @@ class WorkerPool:
             if self.cpus:
                 os.sched_setaffinity(0, {self.cpus[index % len(self.cpus)]})
             worker = self.make_worker(index)
+            if self.after_open is not None:
+                self.after_open()
+                _die_with_parent(parent)       # a change of user cleared it
             os.write(status_fd, b"ok\n")
             try:
                 worker.run()

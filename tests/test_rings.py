@@ -178,3 +178,32 @@ def test_killed_worker_reopens_its_queue(backend, tmp_path):
         assert after[0]["rx"] > w["rx"] and after[1]["rx"] > 0, after
         assert srv.stop() == 0
     assert "worker 0 (pid %d) was killed by SIGKILL" % pids[0] in srv.log
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_runs_as_nobody_keeping_only_what_reopening_a_queue_needs(backend, tmp_path):
+    """--user nobody: workers hold no capability; the server holds the four a new
+    worker needs to open its queue again, and a killed worker does reopen it."""
+    import pwd
+    import signal
+    from stormpy.privileges import RING_CAPS
+    from test_privileges import status
+    from test_supervisor import snapshot, wait_for_replacement
+    nobody = pwd.getpwnam("nobody").pw_uid
+    ring_caps = sum(1 << c for c in RING_CAPS)
+    control = str(tmp_path / "ctl.sock")
+    os.chmod(tmp_path, 0o755)                 # the socket's directory: nobody removes it at exit
+    with VethPair() as pair, NsServer(pair, [EXAMPLE_ZONE, "--iface", "veth0", "--backend", backend,
+                                             "--control", control, "--user", "nobody"]) as srv:
+        snap = snapshot(control)
+        server_pid = snap["pid"]
+        assert status(server_pid) == (nobody, ring_caps, ring_caps)
+        old = snap["workers"][0]["pid"]
+        assert status(old) == (nobody, 0, 0)
+        os.kill(old, signal.SIGKILL)
+        _, w = wait_for_replacement(control, 0, old)
+        assert status(w["pid"]) == (nobody, 0, 0)
+        got = pair.query([["www.example.com", "A"]] * 20)
+        assert all(g and g["answer"] == ["192.0.2.80"] for g in got)
+        assert srv.stop() == 0
+    assert "running as user nobody" in srv.log and "Traceback" not in srv.log
