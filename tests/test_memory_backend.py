@@ -174,6 +174,26 @@ def test_own_stack_answers_arp_icmp_and_ndp(tables):
     assert replies == [] and c["stack_replies"] == 0
 
 
+def test_bad_checksums_are_dropped_as_the_kernel_would(tables):
+    """Ring backends see frames before the kernel checks them: a bad IPv4 header or UDP
+    checksum, or a zero UDP checksum over IPv6, gets no answer; a zero (absent) UDP
+    checksum over IPv4 is fine."""
+    ref, _ = tables
+    def with_udp_sum(family, value):
+        pkt = Ether(query(family))
+        pkt[UDP].chksum = value
+        return bytes(pkt)
+    good4, good6 = Ether(query(4)), Ether(query(6))
+    bad_ip = Ether(query(4))
+    bad_ip[IP].chksum = (good4[IP].chksum + 1) & 0xffff
+    bad_udp4 = with_udp_sum(4, (good4[UDP].chksum ^ 0x0100) or 1)
+    bad_udp6 = with_udp_sum(6, (good6[UDP].chksum ^ 0x0100) or 1)
+    replies, c = ref.run_frames([bytes(bad_ip), bad_udp4, bad_udp6, with_udp_sum(6, 0)])
+    assert replies == [] and c["malformed"] == 4
+    replies, c = ref.run_frames([with_udp_sum(4, 0), bytes(good4), bytes(good6)])
+    assert len(replies) == 3 and c["malformed"] == 0
+
+
 def test_own_stack_never_answers_a_group_address(tables):
     """Found by fuzz_frame (native/fuzz/regressions/fuzz_frame): an ARP request whose
     sender hardware address is multicast got a reply to that group. Neither ARP nor

@@ -84,6 +84,10 @@ size_t sp_frame_answer(const struct sp_table *t, const struct sp_frame_config *c
         c->not_ours++;
         return 0;
     }
+    if (!sp_udpip_checksums_ok(rx + l2, &u)) {   /* what the kernel would drop */
+        c->malformed++;
+        return 0;
+    }
     if (bad_source(&u, rx + 6)) {
         c->bad_source++;
         return 0;

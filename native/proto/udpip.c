@@ -57,6 +57,22 @@ bool sp_udpip_parse(const uint8_t *ip, size_t len, struct sp_udpip *u)
     return false;
 }
 
+bool sp_udpip_checksums_ok(const uint8_t *ip, const struct sp_udpip *u)
+{
+    size_t alen = u->family == 4 ? 4 : 16;
+    size_t l4 = u->payload_off - SP_UDP_HEADER_LEN;
+    if (u->family == 4 && sp_csum_fold(sp_csum_partial(ip, (size_t)(ip[0] & 0x0f) * 4, 0)) != 0)
+        return false;
+    if (sp_get16(ip + l4 + 6) == 0)
+        return u->family == 4;
+    size_t udp_len = SP_UDP_HEADER_LEN + u->payload_len;
+    uint32_t sum = sp_csum_partial(u->src, alen, 0);
+    sum = sp_csum_partial(u->dst, alen, sum);
+    sum += PROTO_UDP + (uint32_t)udp_len;
+    sum = sp_csum_partial(ip + l4, udp_len, sum);
+    return sp_csum_fold(sum) == 0;
+}
+
 size_t sp_udpip_write_reply(uint8_t *out, const struct sp_udpip *req, size_t payload_len,
                             uint32_t payload_sum, uint8_t ttl)
 {
