@@ -31,7 +31,9 @@ bool sp_udpip_parse(const uint8_t *ip, size_t len, struct sp_udpip *u);
 /* True when the IPv4 header checksum and the UDP checksum of a packet that
  * sp_udpip_parse() accepted are right. An IPv4 UDP checksum of 0 means "none";
  * over IPv6 it is not allowed (RFC 8200 section 8.1). The kernel drops such
- * packets; a ring backend must too, since nothing checked them before. */
+ * packets; a ring backend must too, since nothing checked them before. A
+ * field holding just the pseudo-header sum (CHECKSUM_PARTIAL, sent from this
+ * host through a veth) is accepted, as the kernel accepts it. */
 bool sp_udpip_checksums_ok(const uint8_t *ip, const struct sp_udpip *u);
 
 /* Header length of a reply for this family. */
