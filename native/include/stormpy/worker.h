@@ -10,6 +10,7 @@
 #include "stormpy/counters.h"
 #include "stormpy/frame.h"
 #include "stormpy/io.h"
+#include "stormpy/precopy.h"
 #include "stormpy/table.h"
 
 struct sp_frame_worker {
@@ -26,6 +27,7 @@ struct sp_frame_worker {
     uint64_t batch_hist[SP_HIST_BUCKETS];
     struct sp_frame_counters counters;
     struct sp_frame_scratch scratch;
+    struct sp_precopy *precopy;      /* NULL: memcpy mode, chosen once per batch */
 };
 
 /* Runs until stopped, or until the backend has no more input (memory backend).
@@ -33,5 +35,12 @@ struct sp_frame_worker {
 uint64_t sp_frame_worker_run(struct sp_frame_worker *w);
 /* Asks a running worker to return after its current batch (any thread). */
 void sp_frame_worker_stop(struct sp_frame_worker *w);
+
+/* Switches a worker that is not running to precopy mode with a pool of `frames`
+ * copies lent by its backend (see precopy.h). 0, or -1 with a one-line reason. */
+int sp_frame_worker_precopy(struct sp_frame_worker *w, unsigned frames, char *err,
+                            size_t errlen);
+/* Closes the backend, then frees the pool (the worker struct stays the caller's). */
+void sp_frame_worker_close(struct sp_frame_worker *w);
 
 #endif
