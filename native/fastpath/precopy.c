@@ -15,7 +15,9 @@ struct slot {
     uint64_t id;
     uint32_t cap;
     uint32_t len;            /* the whole frame */
-    uint32_t opt_sum;        /* the OPT record's partial sum, at its place in the payload */
+    /* What the DNS layer adds to the table's rendering (the OPT record and the ARCOUNT
+     * that counts it), as a partial sum: the same for every query with this tag. */
+    uint32_t extra_sum;
     uint8_t state;
 };
 
@@ -247,7 +249,7 @@ size_t sp_precopy_answer(struct sp_precopy *p, const struct sp_table *t,
         if (s) {
             uint8_t *payload = s->data + fq.headers;
             rewrite_payload(t, r, &req, ins, payload);
-            uint32_t sum = sp_csum_add(sp_response_sum(t, r, &req), s->opt_sum);
+            uint32_t sum = sp_csum_add(sp_response_sum(t, r, &req), s->extra_sum);
             sp_frame_write_headers(cfg, rx, &fq, s->data, full, sum);
             uint16_t rcode = SP_DNS_USER_RCODE(r->user);
             c->dns.queries++;
@@ -264,12 +266,9 @@ size_t sp_precopy_answer(struct sp_precopy *p, const struct sp_table *t,
             victim->key0 = n == flen ? key0 : 0;   /* not the frame foreseen: never a hit */
             victim->key1 = key1;
             victim->len = (uint32_t)n;
-            victim->opt_sum = 0;
-            if (q->edns) {
-                size_t at = full - SP_DNS_OPT_LEN;
-                uint32_t sum = sp_csum_partial(victim->data + fq.headers + at, SP_DNS_OPT_LEN, 0);
-                victim->opt_sum = at & 1 ? sp_csum_swap(sum) : sum;
-            }
+            /* Summed once per fill, so that no hit ever sums the payload again. */
+            uint32_t whole = sp_csum_partial(victim->data + fq.headers, full, 0);
+            victim->extra_sum = sp_csum_sub(whole, sp_response_sum(t, r, &req));
             p->counters.fills++;
             return send_slot(p, victim, out);
         }

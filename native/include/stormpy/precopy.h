@@ -15,8 +15,9 @@
  *             and the table's patches (DNS ID, RD/CD, the question with the client's
  *             letter case, overwritten at the same length); the IPv4 header checksum
  *             is recomputed over its 20 bytes and the UDP checksum composed from
- *             sp_response_sum() and the OPT record's sum kept in the slot: the
- *             payload is neither copied nor summed again;
+ *             sp_response_sum() and the sum of what the DNS layer adds (the OPT
+ *             record and its ARCOUNT), kept in the slot: the payload is neither
+ *             copied nor summed again;
  *   fill      no such copy, but a way that is not in flight: render the whole frame
  *             into it once, as memcpy mode would, and send it from there;
  *   fallback  every way of the set is in flight: render into the TX buffer.
