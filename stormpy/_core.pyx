@@ -405,7 +405,6 @@ cdef dict _frame_counters(sp_frame_worker *w):
                 not_ours=c.not_ours, bad_source=c.bad_source, malformed=c.malformed,
                 stack_replies=c.stack_replies, queries=c.dns.queries, dropped=c.dns.dropped, truncated=c.dns.truncated,
                 rcode=[c.dns.rcode[i] for i in range(17)],
-                mode="precopy" if w.precopy is not NULL else "memcpy",
                 precopy_hits=pc.hits, precopy_fills=pc.fills, precopy_fallbacks=pc.fallbacks)
 
 

@@ -100,6 +100,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="attach the XDP program in the driver (native) or generic mode (default: native, else generic)")
     rings.add_argument("--copy-mode", choices=("auto", "copy", "zerocopy"), default="auto",
                        help="AF_XDP zero-copy or copy (default: zero-copy where the driver can)")
+    rings.add_argument("--mode", choices=("memcpy", "precopy"), default="memcpy",
+                       help="render every reply into a TX buffer (memcpy), or send repeated "
+                            "answers from ready-made copies in the backend's memory (precopy)")
     rings.add_argument("--port", type=_port, default=53, metavar="N",
                        help="UDP and TCP port served with --iface (default 53)")
     rings.add_argument("--queues", type=_positive, default=0, metavar="N",
@@ -209,6 +212,8 @@ def _serve_dns(args) -> int:
         raise StormpyError(f"--backend {backend} needs --iface")
     if args.iface and backend == "socket":
         raise StormpyError("--iface serves on rings: use --backend packet, or --listen for sockets")
+    if args.mode != "memcpy" and not args.iface:
+        raise StormpyError(f"--mode {args.mode} is for frame backends: it needs --iface")
     if args.iface and args.listen:
         raise StormpyError("--listen is for the socket backend; with --iface use --port")
     cfg = DnsConfig(zones=args.zones, origins=args.origin,
@@ -219,6 +224,7 @@ def _serve_dns(args) -> int:
                     iface=args.iface, backend=backend, queues=args.queues, port=args.port,
                     cpus=args.cpus, busy_poll=args.poll == "busy",
                     xdp_mode=args.xdp_mode, copy_mode=args.copy_mode, tx_flush_us=args.tx_flush_us,
+                    mode=args.mode,
                     control=DEFAULT_CONTROL if args.control is None else (args.control or None),
                     control_required=bool(args.control))
     serve_dns(cfg)

@@ -52,6 +52,7 @@ class DnsConfig:
     xdp_mode: str = "auto"           # auto | native | generic
     tx_flush_us: int = 0             # 0: kick TX every batch
     copy_mode: str = "auto"          # auto | copy | zerocopy
+    mode: str = "memcpy"             # memcpy | precopy (frame backends only)
 
 
 def parse_listen(text: str) -> tuple[str, int]:
@@ -272,15 +273,15 @@ class DnsServer:
                 if cfg.backend == "xdp":
                     w = _core.FrameWorker.xdp(self.xdp, i, self.ref, cfg.port, cfg.batch,
                                               busy_poll=cfg.busy_poll, copy_mode=cfg.copy_mode,
-                                              max_udp=cfg.max_udp)
+                                              max_udp=cfg.max_udp, mode=cfg.mode)
                 elif cfg.backend == "netmap":
                     w = _core.FrameWorker.netmap(cfg.iface, i, self.ref, cfg.port, cfg.batch,
                                                  busy_poll=cfg.busy_poll, max_udp=cfg.max_udp,
-                                                 own=ident)
+                                                 own=ident, mode=cfg.mode)
                 else:
                     w = _core.FrameWorker.packet(cfg.iface, i, self.ref, cfg.port, cfg.batch,
                                                  fanout_group=group, busy_poll=cfg.busy_poll,
-                                                 max_udp=cfg.max_udp)
+                                                 max_udp=cfg.max_udp, mode=cfg.mode)
                 self.workers.append(w)
                 w.set_identity(ident)
                 w.set_tx_flush_us(cfg.tx_flush_us)
