@@ -4,7 +4,7 @@ frames through the frame worker on the memory backend; with --callgrind, runs it
 under valgrind and reports instructions per query inside sp_dns_answer (stable on a
 noisy machine, unlike time).
 
-    python3 bench/fastpath.py [--names 1000] [--rounds 200] [--callgrind]
+    python3 bench/fastpath.py [--names 1000] [--rounds 200] [--mode memcpy|precopy|both] [--callgrind]
 """
 import argparse
 import json
@@ -60,6 +60,8 @@ def main():
     p.add_argument("--queries", type=int, default=10000)
     p.add_argument("--rounds", type=int, default=200)
     p.add_argument("--seed", type=int, default=20261121)
+    p.add_argument("--mode", choices=("memcpy", "precopy", "both"), default="memcpy",
+                   help="how the frame path sends replies (both: one run of each)")
     p.add_argument("--callgrind", action="store_true", help="count instructions with valgrind")
     args = p.parse_args()
 
@@ -77,25 +79,32 @@ def main():
         n = args.queries * args.rounds
         result.update(answered=answered / args.rounds, qps=round(n / (ns / 1e9)),
                       ns_per_query=round(ns / n, 1), bytes_per_answer=round(nbytes / answered, 1))
-        result.update(frame_path(zone, queries, args.rounds))
+        for mode in ("memcpy", "precopy") if args.mode == "both" else (args.mode,):
+            result.update(frame_path(zone, queries, args.rounds, mode))
         if args.callgrind:
             result["instructions_per_query"] = callgrind(args)
         print(json.dumps(result))
 
 
-def frame_path(zone, queries, rounds):
-    """Whole frames (Ethernet/IPv4/UDP) through the frame worker and the memory backend."""
+def frame_path(zone, queries, rounds, mode="memcpy"):
+    """Whole frames (Ethernet/IPv4/UDP) through the frame worker and the memory backend,
+    replies rendered (memcpy) or sent from the precopy pool."""
     from scapy.layers.inet import IP, UDP
     from scapy.layers.l2 import Ether
     table, _ = compile_zones([load_zone(zone)])
     ref = _core.TableRef(table, 1)
     head = Ether(src="02:00:00:00:00:02", dst="02:00:00:00:00:01") / IP(src="198.18.0.2", dst="198.18.0.1")
     frames = [bytes(head / UDP(sport=1024 + i % 60000, dport=53) / q) for i, q in enumerate(queries)]
-    ref.run_frames(frames, rounds=2, capture_max=0)
+    ref.run_frames(frames, rounds=2, capture_max=0, mode=mode)
     start = time.perf_counter_ns()
-    _, c = ref.run_frames(frames, rounds=rounds, capture_max=0)
+    _, c = ref.run_frames(frames, rounds=rounds, capture_max=0, mode=mode)
     ns = time.perf_counter_ns() - start
-    return {"frame_qps": round(c["tx"] / (ns / 1e9)), "frame_ns_per_query": round(ns / c["rx"], 1)}
+    out = {"frame_qps": round(c["tx"] / (ns / 1e9)), "frame_ns_per_query": round(ns / c["rx"], 1)}
+    if mode == "precopy":
+        out.update(hits=c["precopy_hits"], fills=c["precopy_fills"],
+                   fallbacks=c["precopy_fallbacks"])
+    return {(k if mode == "memcpy" else f"precopy_{k}".replace("precopy_precopy_", "precopy_")): v
+            for k, v in out.items()}
 
 
 def callgrind(args):

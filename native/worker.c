@@ -1,6 +1,7 @@
 /* The run-to-completion worker. See worker.h. */
 #include "stormpy/worker.h"
 
+#include <stdio.h>
 #include <time.h>
 
 static inline uint64_t now_ns(void)
@@ -8,25 +9,6 @@ static inline uint64_t now_ns(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);   /* vDSO: no system call */
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-/* Whole Ethernet frames: the ring backends and the memory backend. */
-static unsigned answer_frames(struct sp_frame_worker *w, const struct sp_table *t,
-                              const struct sp_frame *rx, unsigned n, struct sp_frame *tx,
-                              unsigned reserved)
-{
-    unsigned used = 0;
-    for (unsigned i = 0; i < n; i++) {
-        if (used == reserved) {          /* counted here only, not in the backends */
-            w->io->counters.tx_ring_full += n - i;
-            break;
-        }
-        size_t len = sp_frame_answer(t, &w->cfg, rx[i].data, rx[i].len, tx[used].data,
-                                     tx[used].cap, &w->scratch, &w->counters);
-        if (len)
-            tx[used++].len = (uint32_t)len;
-    }
-    return used;
 }
 
 /* UDP payloads: the socket backend, where the kernel keeps the headers. */
@@ -51,17 +33,63 @@ static unsigned answer_datagrams(struct sp_frame_worker *w, const struct sp_tabl
     return used;
 }
 
+/* memcpy mode: every reply rendered into a TX buffer. Returns the frames used. */
+static unsigned answer_memcpy(struct sp_frame_worker *w, const struct sp_table *t,
+                              struct sp_frame *rx, unsigned n, struct sp_frame *tx,
+                              unsigned reserved)
+{
+    unsigned used = 0;
+    for (unsigned i = 0; i < n; i++) {
+        if (used == reserved) {          /* counted here only, not in the backends */
+            w->io->counters.tx_ring_full += n - i;
+            break;
+        }
+        size_t len = sp_frame_answer(t, &w->cfg, rx[i].data, rx[i].len, tx[used].data,
+                                     tx[used].cap, &w->scratch, &w->counters);
+        if (len)
+            tx[used++].len = (uint32_t)len;
+    }
+    return used;
+}
+
+/* precopy mode: replies from the pool where they can be, else from TX buffers. Every
+ * reply takes a TX ring slot, so there are at most `reserved` of them. Returns the
+ * replies in out; *used is how many TX buffers they took. */
+static unsigned answer_precopy(struct sp_frame_worker *w, const struct sp_table *t,
+                               struct sp_frame *rx, unsigned n, struct sp_frame *tx,
+                               unsigned reserved, struct sp_frame *out, unsigned *used)
+{
+    unsigned sent = 0, taken = 0;
+    sp_precopy_begin(w->precopy, t,
+                     __atomic_load_n(&w->ref->slot[w->index].seen, __ATOMIC_RELAXED));
+    for (unsigned i = 0; i < n; i++) {
+        if (sent == reserved) {
+            w->io->counters.tx_ring_full += n - i;
+            break;
+        }
+        size_t len = sp_precopy_answer(w->precopy, t, &w->cfg, rx[i].data, rx[i].len,
+                                       &tx[taken], &out[sent], &w->scratch, &w->counters);
+        if (!len)
+            continue;
+        taken += out[sent].pool < 0;
+        sent++;
+    }
+    *used = taken;
+    return sent;
+}
+
 uint64_t sp_frame_worker_run(struct sp_frame_worker *w)
 {
     struct sp_io *io = w->io;
     const struct sp_io_ops *ops = io->ops;
-    struct sp_frame rx[SP_IO_BATCH_MAX], tx[SP_IO_BATCH_MAX];
+    struct sp_frame rx[SP_IO_BATCH_MAX], tx[SP_IO_BATCH_MAX], out[SP_IO_BATCH_MAX];
     unsigned batch = w->batch < 1 ? 1 : w->batch > SP_IO_BATCH_MAX ? SP_IO_BATCH_MAX : w->batch;
     uint64_t start = w->batches;
     uint64_t last_kick = 0;
     int unkicked = 0;
 
     io->counters = w->io_counters;           /* a restarted worker continues its counts */
+    struct sp_precopy_counters base = w->precopy_counters;
     while (!__atomic_load_n(&w->stop, __ATOMIC_ACQUIRE)) {
         io->rx_nowait = unkicked;
         unsigned n = ops->rx_burst(io, rx, batch);
@@ -78,13 +106,20 @@ uint64_t sp_frame_worker_run(struct sp_frame_worker *w)
         }
         ops->reclaim(io);
         unsigned reserved = ops->tx_reserve(io, tx, n);
+        unsigned used, sent;
         const struct sp_table *t = sp_table_ref_enter(w->ref, w->index);
-        unsigned used = io->datagrams ? answer_datagrams(w, t, rx, n, tx, reserved)
-                                      : answer_frames(w, t, rx, n, tx, reserved);
-        sp_table_ref_leave(w->ref, w->index);
-        ops->tx_submit(io, tx, used, reserved);
+        if (w->precopy) {
+            sent = answer_precopy(w, t, rx, n, tx, reserved, out, &used);
+            sp_table_ref_leave(w->ref, w->index);
+            ops->tx_submit(io, out, sent, tx + used, reserved - used);
+        } else {
+            sent = used = io->datagrams ? answer_datagrams(w, t, rx, n, tx, reserved)
+                                        : answer_memcpy(w, t, rx, n, tx, reserved);
+            sp_table_ref_leave(w->ref, w->index);
+            ops->tx_submit(io, tx, used, tx + used, reserved - used);
+        }
         ops->rx_release(io, rx, n);
-        unkicked |= used != 0;
+        unkicked |= sent != 0;
         if (unkicked) {
             uint64_t now = w->tx_flush_ns ? now_ns() : 0;
             if (now - last_kick >= w->tx_flush_ns) {
@@ -96,6 +131,12 @@ uint64_t sp_frame_worker_run(struct sp_frame_worker *w)
         w->batches++;
         w->batch_hist[sp_hist_bucket(n)]++;
         w->io_counters = io->counters;
+        if (w->precopy) {
+            const struct sp_precopy_counters *pc = sp_precopy_get_counters(w->precopy);
+            w->precopy_counters.hits = base.hits + pc->hits;
+            w->precopy_counters.fills = base.fills + pc->fills;
+            w->precopy_counters.fallbacks = base.fallbacks + pc->fallbacks;
+        }
     }
     if (unkicked)
         ops->kick(io);                      /* stopping: what was answered still goes out */
@@ -106,4 +147,35 @@ uint64_t sp_frame_worker_run(struct sp_frame_worker *w)
 void sp_frame_worker_stop(struct sp_frame_worker *w)
 {
     __atomic_store_n(&w->stop, 1, __ATOMIC_RELEASE);
+}
+
+int sp_frame_worker_precopy(struct sp_frame_worker *w, unsigned frames, char *err,
+                            size_t errlen)
+{
+    if (!w->io->ops->pool_open) {
+        snprintf(err, errlen, "%s: precopy mode is not supported by this backend "
+                 "(use --mode memcpy)", w->io->ops->name);
+        return -1;
+    }
+    struct sp_precopy *p = sp_precopy_new(frames);
+    if (!p) {
+        snprintf(err, errlen, "precopy: a pool of %u frames is not possible (%u to %u)", frames,
+                 SP_PRECOPY_WAYS, SP_PRECOPY_MAX_FRAMES);
+        return -1;
+    }
+    if (w->io->ops->pool_open(w->io, p, err, errlen) != 0) {
+        sp_precopy_free(p);
+        return -1;
+    }
+    w->precopy = p;
+    return 0;
+}
+
+void sp_frame_worker_close(struct sp_frame_worker *w)
+{
+    if (w->io)
+        w->io->ops->close(w->io);
+    w->io = NULL;
+    sp_precopy_free(w->precopy);   /* after the backend, which may still complete copies */
+    w->precopy = NULL;
 }

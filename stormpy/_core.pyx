@@ -30,6 +30,22 @@ MAX_WORKERS = SP_MAX_WORKERS - 1   # the last slot belongs to the control plane
 COMPILED_BACKENDS = (("socket", "memory", "packet") + (("xdp",) if sp_have_xdp() else ()) +
                      (("netmap",) if sp_have_netmap() else ()))
 XDP_COPY_MODES = {"auto": 0, "copy": 1, "zerocopy": 2}
+MODES = ("memcpy", "precopy")   # how a frame worker sends replies (see precopy.h)
+PRECOPY_FRAMES = SP_PRECOPY_DEFAULT_FRAMES
+
+
+def _check_mode(mode):
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
+    return mode == "precopy"
+
+
+cdef _set_precopy(sp_frame_worker *w, unsigned frames):
+    """Switch a new worker to precopy mode; the backend lends the pool its frames."""
+    cdef char err[256]
+    err[0] = 0
+    if sp_frame_worker_precopy(w, frames, err, sizeof(err)) != 0:
+        raise BackendError(err.decode(errors="replace"))
 
 
 cdef class TableBuilder:
@@ -335,6 +351,7 @@ cdef class TableRef:
         cdef sp_frame_worker *w = self._worker(index)
         w.stop = 0
         w.io = NULL
+        w.precopy = NULL
         sp_table_ref_leave(self.ref, index)
 
     def dns_answer(self, const uint8_t[:] query, bint tcp=False, uint16_t max_udp=1232):
@@ -347,17 +364,19 @@ cdef class TableRef:
     def run_frames(self, frames, int worker=0, uint16_t port=53, unsigned batch=32,
                    uint64_t rounds=1, uint16_t max_udp=1232, uint8_t ttl=64,
                    size_t capture_max=1 << 24, own=None, uint64_t tx_flush_us=0,
-                   identity=None):
+                   identity=None, str mode="memcpy", unsigned precopy_frames=PRECOPY_FRAMES):
         """Run one frame worker over the memory backend: `frames` (Ethernet frames,
         bytes) replayed `rounds` times through the real worker loop. `own`, a dict of
         mac/ipv4/ipv6 (packed bytes), answers ARP, ICMP and NDP for them as on an
-        interface stormpy owns. Returns (reply frames captured, counters)."""
+        interface stormpy owns. `mode` "precopy" sends from a pool of precopy_frames
+        ready-made copies. Returns (reply frames captured, counters)."""
         cdef sp_frame_worker *w
         cdef sp_io *io
         cdef size_t n = 0, pos = 0, flen
         cdef const uint8_t *cap
         if worker < 0 or worker >= self.control_slot:
             raise ValueError("worker index out of range")
+        precopy = _check_mode(mode)
         blob = b"".join(len(f).to_bytes(2, "big") + bytes(f) for f in frames)
         if any(len(f) > 65535 for f in frames):
             raise ValueError("a frame longer than 65535 bytes")
@@ -378,6 +397,8 @@ cdef class TableRef:
         if own:
             _set_own_stack(&w.cfg, own)
         try:
+            if precopy:
+                _set_precopy(w, precopy_frames)
             with nogil:
                 sp_frame_worker_run(w)
             cap = sp_mem_io_captured(io, &n)
@@ -389,7 +410,7 @@ cdef class TableRef:
             counters = _frame_counters(w)
             return replies, counters
         finally:
-            io.ops.close(io)
+            sp_frame_worker_close(w)
             PyMem_Free(w)
 
 
@@ -435,7 +456,9 @@ cdef dict _frame_counters(const sp_frame_worker *w):
                 batch_hist=[w.batch_hist[i] for i in range(SP_HIST_BUCKETS)],
                 not_ours=c.not_ours, bad_source=c.bad_source, malformed=c.malformed,
                 stack_replies=c.stack_replies, queries=c.dns.queries, dropped=c.dns.dropped,
-                truncated=c.dns.truncated, rcode=[c.dns.rcode[i] for i in range(17)])
+                truncated=c.dns.truncated, rcode=[c.dns.rcode[i] for i in range(17)],
+                precopy_hits=w.precopy_counters.hits, precopy_fills=w.precopy_counters.fills,
+                precopy_fallbacks=w.precopy_counters.fallbacks)
 
 
 cdef class XdpProgram:
@@ -498,15 +521,19 @@ cdef class FrameWorker:
     @staticmethod
     def xdp(XdpProgram prog not None, int index, TableRef ref not None, uint16_t port,
             unsigned batch=32, bint busy_poll=False, str copy_mode="auto",
-            uint16_t max_udp=1232, uint8_t ttl=64):
-        """A worker on an AF_XDP socket bound to queue `index` of prog's interface."""
+            uint16_t max_udp=1232, uint8_t ttl=64, str mode="memcpy",
+            unsigned precopy_frames=PRECOPY_FRAMES):
+        """A worker on an AF_XDP socket bound to queue `index` of prog's interface;
+        mode "precopy" keeps precopy_frames reply copies in its UMEM."""
         cdef FrameWorker self = FrameWorker.__new__(FrameWorker)
         cdef sp_xdp_config cfg
         cdef char err[256]
         ref._worker(index)
         if prog.prog is NULL:
             raise ValueError("the XDP program is detached")
+        precopy = _check_mode(mode)
         memset(&cfg, 0, sizeof(cfg))
+        cfg.pool_frames = precopy_frames if precopy else 0
         cfg.copy_mode = XDP_COPY_MODES[copy_mode]
         cfg.poll_busy = busy_poll
         cfg.poll_timeout_ms = 100
@@ -516,6 +543,8 @@ cdef class FrameWorker:
             raise BackendError(err.decode(errors="replace"))
         self.keep = prog
         self._attach(io, index, ref, port, batch, max_udp, ttl)
+        if precopy:
+            self._precopy(precopy_frames)
         return self
 
     def __dealloc__(self):
@@ -524,15 +553,18 @@ cdef class FrameWorker:
     @staticmethod
     def packet(str ifname, int index, TableRef ref not None, uint16_t port, unsigned batch=32,
                uint16_t fanout_group=1, bint busy_poll=False, uint16_t max_udp=1232,
-               uint8_t ttl=64):
-        """A worker on an AF_PACKET socket that joins fanout_group on ifname."""
+               uint8_t ttl=64, str mode="memcpy", unsigned precopy_frames=PRECOPY_FRAMES):
+        """A worker on an AF_PACKET socket that joins fanout_group on ifname; mode
+        "precopy" opens it without a TX ring and sends with sendmmsg (packet_io.h)."""
         cdef FrameWorker self = FrameWorker.__new__(FrameWorker)
         cdef sp_packet_config cfg
         cdef char err[256]
         ref._worker(index)
+        precopy = _check_mode(mode)
         self.ifname = ifname.encode()
         memset(&cfg, 0, sizeof(cfg))
         cfg.ifname = self.ifname
+        cfg.precopy = precopy
         cfg.fanout_group = fanout_group
         cfg.busy_poll = busy_poll
         cfg.poll_ms = 100
@@ -541,17 +573,22 @@ cdef class FrameWorker:
         if io is NULL:
             raise BackendError(err.decode(errors="replace"))
         self._attach(io, index, ref, port, batch, max_udp, ttl)
+        if precopy:
+            self._precopy(precopy_frames)
         return self
 
     @staticmethod
     def netmap(str ifname, int index, TableRef ref not None, uint16_t port, unsigned batch=32,
-               bint busy_poll=False, uint16_t max_udp=1232, uint8_t ttl=64, own=None):
+               bint busy_poll=False, uint16_t max_udp=1232, uint8_t ttl=64, own=None,
+               str mode="memcpy", unsigned precopy_frames=PRECOPY_FRAMES):
         """A worker on NIC ring pair `index` of ifname, through netmap. netmap takes the
-        interface from the kernel, so `own` (mac/ipv4/ipv6) is answered for here."""
+        interface from the kernel, so `own` (mac/ipv4/ipv6) is answered for here.
+        mode "precopy" is refused: the netmap backend has no pool (netmap.c)."""
         cdef FrameWorker self = FrameWorker.__new__(FrameWorker)
         cdef sp_netmap_config cfg
         cdef char err[256]
         ref._worker(index)
+        precopy = _check_mode(mode)
         self.ifname = ifname.encode()
         memset(&cfg, 0, sizeof(cfg))
         cfg.ifname, cfg.queue, cfg.busy_poll, cfg.poll_ms = self.ifname, index, busy_poll, 100
@@ -560,6 +597,8 @@ cdef class FrameWorker:
         if io is NULL:
             raise BackendError(err.decode(errors="replace"))
         self._attach(io, index, ref, port, batch, max_udp, ttl)
+        if precopy:
+            self._precopy(precopy_frames)
         if own:
             _set_own_stack(&self.w.cfg, own)
         return self
@@ -569,8 +608,16 @@ cdef class FrameWorker:
         self.w = ref._worker(index)
         self.ref = ref
         self.w.io, self.w.ref, self.w.index, self.w.batch = io, ref.ref, index, batch
+        self.w.precopy = NULL          # a dead worker's pool was in its own memory
         memset(&self.w.cfg, 0, sizeof(self.w.cfg))
         self.w.cfg.port, self.w.cfg.ttl, self.w.cfg.dns.max_udp = port, ttl, max_udp
+
+    cdef _precopy(self, unsigned frames):
+        try:
+            _set_precopy(self.w, frames)
+        except BaseException:
+            self.close()
+            raise
 
     def set_identity(self, dict identity):
         """Answer only frames to identity's mac and addresses; cap replies at its mtu."""
@@ -606,7 +653,5 @@ cdef class FrameWorker:
     def close(self):
         """Close the backend; only once run() has returned. The counters stay."""
         if self.w is not NULL:
-            if self.w.io is not NULL:
-                self.w.io.ops.close(self.w.io)
-            self.w.io = NULL
+            sp_frame_worker_close(self.w)
             self.w = NULL

@@ -103,6 +103,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="attach the XDP program in the driver (native) or generic mode (default: native, else generic)")
     rings.add_argument("--copy-mode", choices=("auto", "copy", "zerocopy"), default="auto",
                        help="AF_XDP zero-copy or copy (default: zero-copy where the driver can)")
+    rings.add_argument("--mode", choices=("memcpy", "precopy"), default="memcpy",
+                       help="render every reply into a TX buffer (memcpy), or send repeated "
+                            "answers from ready-made copies in the backend's memory (precopy)")
     rings.add_argument("--port", type=_port, default=53, metavar="N",
                        help="UDP and TCP port served with --iface (default 53)")
     rings.add_argument("--queues", type=_positive, default=0, metavar="N",
@@ -140,6 +143,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="frames per batch (default 32)")
     rp.add_argument("--max-udp", type=_max_udp, default=1232, metavar="BYTES",
                     help="largest UDP answer with EDNS (default 1232)")
+    rp.add_argument("--mode", choices=("memcpy", "precopy"), default="memcpy",
+                    help="render every reply into a TX buffer, or send ready-made copies")
 
     sub.add_parser("backends", help="list the I/O backends: compiled in, usable here, and why not",
                    description="List every I/O backend, whether this build has it, and whether it "
@@ -218,12 +223,14 @@ def _replay(args) -> int:
     frames = read_frames(args.pcap)
     ref = _core.TableRef(table, 1)
     replies, c = ref.run_frames(frames, port=args.port, batch=args.batch, max_udp=args.max_udp,
-                                capture_max=len(frames) * 2050 if args.out else 0)
+                                capture_max=len(frames) * 2050 if args.out else 0, mode=args.mode)
     if args.out:
         write_frames(args.out, replies)
     c.update(tcp_queries=0)
+    precopy = (f" precopy hits={c['precopy_hits']} fills={c['precopy_fills']} "
+               f"fallbacks={c['precopy_fallbacks']}" if args.mode == "precopy" else "")
     print(f"{len(frames)} frames: {format_counters(c)} not_ours={c['not_ours']} "
-          f"malformed={c['malformed']} bad_source={c['bad_source']}")
+          f"malformed={c['malformed']} bad_source={c['bad_source']}{precopy}")
     return 0
 
 
@@ -250,6 +257,8 @@ def _serve_dns(args) -> int:
         raise StormpyError(f"--backend {backend} needs --iface")
     if args.iface and backend == "socket":
         raise StormpyError("--iface serves on rings: use --backend packet, or --listen for sockets")
+    if args.mode != "memcpy" and not args.iface:
+        raise StormpyError(f"--mode {args.mode} is for frame backends: it needs --iface")
     if args.iface and args.listen:
         raise StormpyError("--listen is for the socket backend; with --iface use --port")
     cfg = DnsConfig(zones=args.zones, origins=args.origin,
@@ -260,6 +269,7 @@ def _serve_dns(args) -> int:
                     iface=args.iface, backend=backend, queues=args.queues, port=args.port,
                     cpus=args.cpus, busy_poll=args.poll == "busy",
                     xdp_mode=args.xdp_mode, copy_mode=args.copy_mode, tx_flush_us=args.tx_flush_us,
+                    mode=args.mode,
                     control=DEFAULT_CONTROL if args.control is None else (args.control or None),
                     control_required=bool(args.control), user=args.user)
     serve_dns(cfg)

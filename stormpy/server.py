@@ -56,6 +56,7 @@ class DnsConfig:
     tx_flush_us: int = 0             # 0: kick TX every batch
     copy_mode: str = "auto"          # auto | copy | zerocopy
     user: str | None = None          # run as this user once rings and sockets are set up
+    mode: str = "memcpy"             # memcpy | precopy (frame backends only)
 
 
 def parse_listen(text: str) -> tuple[str, int]:
@@ -302,15 +303,15 @@ class DnsServer:
         if cfg.backend == "xdp":
             w = _core.FrameWorker.xdp(self.xdp, index, self.ref, cfg.port, cfg.batch,
                                       busy_poll=cfg.busy_poll, copy_mode=cfg.copy_mode,
-                                      max_udp=cfg.max_udp)
+                                      max_udp=cfg.max_udp, mode=cfg.mode)
         elif cfg.backend == "netmap":
             w = _core.FrameWorker.netmap(cfg.iface, index, self.ref, cfg.port, cfg.batch,
                                          busy_poll=cfg.busy_poll, max_udp=cfg.max_udp,
-                                         own=self.identity)
+                                         own=self.identity, mode=cfg.mode)
         else:
             w = _core.FrameWorker.packet(cfg.iface, index, self.ref, cfg.port, cfg.batch,
                                          fanout_group=self.fanout_group, busy_poll=cfg.busy_poll,
-                                         max_udp=cfg.max_udp)
+                                         max_udp=cfg.max_udp, mode=cfg.mode)
         w.set_identity(self.identity)
         w.set_tx_flush_us(cfg.tx_flush_us)
         return w
@@ -551,6 +552,9 @@ def format_worker(c: dict) -> str:
     sizes = " ".join(f"{1 << i}+:{n}" for i, n in enumerate(hist) if n)
     extra = "".join(f" {k}={c[k]}" for k in ("tx_ring_full", "not_ours", "bad_source", "tx_errors")
                     if k in c)
+    if c.get("precopy_hits") or c.get("precopy_fills"):
+        extra += (f" precopy[hits={c['precopy_hits']} fills={c['precopy_fills']} "
+                  f"fallbacks={c['precopy_fallbacks']}]")
     return (f"rx={c.get('rx', 0)} tx={c.get('tx', 0)} dropped={c.get('dropped', 0)} "
             f"truncated={c.get('truncated', 0)}{extra} {rcodes} batches[{sizes}]").replace("  ", " ")
 

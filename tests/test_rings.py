@@ -21,6 +21,7 @@ if "xdp" not in _core.COMPILED_BACKENDS:
     print(f"\nSKIP xdp cases: {NO_XDP}")
 XDP = pytest.param("xdp", marks=pytest.mark.skipif("xdp" not in _core.COMPILED_BACKENDS, reason=NO_XDP))
 BACKENDS = ["packet", XDP]
+MODES = ["memcpy", "precopy"]
 QUESTIONS = [["www.example.com", "A"], ["WwW.eXample.com", "AAAA"], ["ftp.example.com", "A"],
              ["nothere.example.com", "A"], ["x.apps.example.com", "A"], ["example.org", "A"]]
 
@@ -33,11 +34,40 @@ def check_answers(got):
     assert nx["rcode"] == 3 and wild["answer"] == ["192.0.2.100"] and refused["rcode"] == 5
 
 
+def precopy_counters(control):
+    r = subprocess.run([sys.executable, "-m", "stormpy", "stats", "--json", "--control", control],
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, r.stderr
+    found = []
+
+    def walk(o):
+        if isinstance(o, dict):
+            if "precopy_hits" in o:
+                found.append(o)
+            else:
+                for v in o.values():
+                    walk(v)
+        elif isinstance(o, list):
+            for v in o:
+                walk(v)
+    walk(json.loads(r.stdout))
+    return {k: sum(c[k] for c in found) for k in ("precopy_hits", "precopy_fills")}
+
+
+@pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_answers_over_ipv4_ipv6_and_tcp(backend):
-    with VethPair() as pair, NsServer(pair, [EXAMPLE_ZONE, "--iface", "veth0", "--backend", backend]) as srv:
-        check_answers(pair.query(QUESTIONS, server=SERVER_V4))
-        check_answers(pair.query(QUESTIONS, server=SERVER_V6))
+def test_answers_over_ipv4_ipv6_and_tcp(backend, mode, tmp_path):
+    control = str(tmp_path / "control.sock")
+    with VethPair() as pair, NsServer(pair, [EXAMPLE_ZONE, "--iface", "veth0", "--backend", backend,
+                                             "--mode", mode, "--control", control]) as srv:
+        for _ in range(2):                   # in precopy mode the second round hits copies
+            check_answers(pair.query(QUESTIONS, server=SERVER_V4))
+            check_answers(pair.query(QUESTIONS, server=SERVER_V6))
+        c = precopy_counters(control)
+        if mode == "precopy":                # sent from the pool, not only rendered
+            assert c["precopy_hits"] > 0 and c["precopy_fills"] > 0, c
+        else:
+            assert c == {"precopy_hits": 0, "precopy_fills": 0}, c
         check_answers(pair.query(QUESTIONS, server=SERVER_V4, tcp=True))   # the kernel's TCP
         # the kernel still owns everything else on the interface
         assert pair.run(pair.client, "ping", "-c", "1", "-W", "2", SERVER_V4).returncode == 0
@@ -126,10 +156,13 @@ def test_interface_identity_reads_mac_and_addresses():
 DIFF_ZONE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "zones", "example.com.zone")
 
 
+@pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_more_replies_than_the_tx_ring_holds(backend):
-    """The TX ring wraps: 1,200 queries one after another all get answers."""
-    with VethPair() as pair, NsServer(pair, [EXAMPLE_ZONE, "--iface", "veth0", "--backend", backend]):
+def test_more_replies_than_the_tx_ring_holds(backend, mode):
+    """The TX ring wraps: 1,200 queries one after another all get answers (in precopy
+    mode the same few copies go out again and again, each only once it is back)."""
+    with VethPair() as pair, NsServer(pair, [EXAMPLE_ZONE, "--iface", "veth0", "--backend", backend,
+                                             "--mode", mode]):
         got = pair.query([[f"h{i % 5 + 1}.example.com", "A"] for i in range(1200)], timeout=1.0)
     assert sum(g is not None for g in got) == 1200
 

@@ -302,12 +302,32 @@ static inline size_t count_rcode(struct sp_dns_counters *c, uint16_t rcode, size
     return n;
 }
 
+size_t sp_dns_full_len(const struct sp_response *r, const struct sp_dns_query *q,
+                       const struct sp_dns_config *cfg, size_t cap)
+{
+    size_t limit = sp_dns_udp_limit(q, cfg);
+    if (limit > cap)
+        limit = cap;
+    size_t n = r->len + q->question_len + (q->edns ? SP_DNS_OPT_LEN : 0);
+    return n <= limit ? n : 0;
+}
+
 size_t sp_dns_answer(const struct sp_table *t, const struct sp_dns_config *cfg,
                      const uint8_t *msg, size_t len, bool tcp, uint8_t *out, size_t cap,
                      struct sp_dns_query *q, struct sp_dns_counters *c)
 {
+    enum sp_dns_verdict v = sp_dns_parse(msg, len, q);
+    const struct sp_response *r = v == SP_DNS_LOOKUP ? sp_dns_lookup(t, q) : NULL;
+    return sp_dns_answer_parsed(t, cfg, msg, len, tcp, out, cap, q, v, r, c);
+}
+
+size_t sp_dns_answer_parsed(const struct sp_table *t, const struct sp_dns_config *cfg,
+                            const uint8_t *msg, size_t len, bool tcp, uint8_t *out, size_t cap,
+                            struct sp_dns_query *q, enum sp_dns_verdict verdict,
+                            const struct sp_response *r, struct sp_dns_counters *c)
+{
     c->queries++;
-    switch (sp_dns_parse(msg, len, q)) {
+    switch (verdict) {
     case SP_DNS_LOOKUP:
         break;
     case SP_DNS_DROP:
@@ -331,7 +351,6 @@ size_t sp_dns_answer(const struct sp_table *t, const struct sp_dns_config *cfg,
         return count_rcode(c, SP_RCODE_REFUSED, write_error(msg, q, cfg, SP_RCODE_REFUSED, out, cap));
     }
 
-    const struct sp_response *r = sp_dns_lookup(t, q);
     if (!r) {
         uint16_t why = q->qclass == CLASS_CH ? SP_RCODE_REFUSED : RCODE_REFUSED_NO_ZONE;
         return count_rcode(c, SP_RCODE_REFUSED, write_error(msg, q, cfg, why, out, cap));

@@ -44,29 +44,30 @@ static bool addressed_to_us(const struct sp_frame_config *cfg, const uint8_t *rx
     return false;
 }
 
-size_t sp_frame_answer(const struct sp_table *t, const struct sp_frame_config *cfg,
-                       const uint8_t *rx, size_t len, uint8_t *tx, size_t cap,
-                       struct sp_frame_scratch *scratch, struct sp_frame_counters *c)
+bool sp_frame_parse(const struct sp_frame_config *cfg, const uint8_t *rx, size_t len, uint8_t *tx,
+                    size_t cap, struct sp_frame_query *fq, size_t *stack,
+                    struct sp_frame_counters *c)
 {
+    *stack = 0;
     c->frames++;
     if (len < SP_ETH_HEADER_LEN) {
         c->malformed++;
-        return 0;
+        return false;
     }
     size_t l2 = SP_ETH_HEADER_LEN;
     uint16_t type = sp_get16(rx + 12);
     if (type == ETHERTYPE_VLAN || type == ETHERTYPE_QINQ) {
         if (len < l2 + SP_VLAN_TAG_LEN) {
             c->malformed++;
-            return 0;
+            return false;
         }
         type = sp_get16(rx + 16);
         l2 += SP_VLAN_TAG_LEN;
     }
-    struct sp_udpip u;
+    struct sp_udpip *u = &fq->u;
     if ((type != ETHERTYPE_IPV4 && type != ETHERTYPE_IPV6) ||
-        !sp_udpip_parse(rx + l2, len - l2, &u) || u.family != (type == ETHERTYPE_IPV4 ? 4 : 6) ||
-        u.dport != cfg->port) {
+        !sp_udpip_parse(rx + l2, len - l2, u) || u->family != (type == ETHERTYPE_IPV4 ? 4 : 6) ||
+        u->dport != cfg->port) {
         /* ARP, ICMP, other ports, fragments, damage: the kernel's, unless we own the port */
         if (cfg->own_stack) {
             if (cfg->mtu && cap > l2 + cfg->mtu)
@@ -74,37 +75,79 @@ size_t sp_frame_answer(const struct sp_table *t, const struct sp_frame_config *c
             size_t n = sp_ownstack_answer(cfg, rx, len, l2, type, tx, cap);
             if (n) {
                 c->stack_replies++;
-                return n;
+                *stack = n;
+                return false;
             }
         }
         c->not_ours++;
-        return 0;
+        return false;
     }
-    if (cfg->check_dst && !addressed_to_us(cfg, rx, &u)) {
+    if (cfg->check_dst && !addressed_to_us(cfg, rx, u)) {
         c->not_ours++;
-        return 0;
+        return false;
     }
-    if (!sp_udpip_checksums_ok(rx + l2, &u)) {   /* what the kernel would drop */
+    if (!sp_udpip_checksums_ok(rx + l2, u)) {    /* what the kernel would drop */
         c->malformed++;
-        return 0;
+        return false;
     }
-    if (bad_source(&u, rx + 6)) {
+    if (bad_source(u, rx + 6)) {
         c->bad_source++;
-        return 0;
+        return false;
     }
-    if (cfg->mtu && cap > l2 + cfg->mtu)
-        cap = l2 + cfg->mtu;
-    size_t headers = l2 + sp_udpip_header_len(u.family);
-    if (cap <= headers)
-        return 0;
-    uint8_t *payload = tx + headers;
-    size_t n = sp_dns_answer(t, &cfg->dns, rx + l2 + u.payload_off, u.payload_len, false, payload,
-                             cap - headers, &scratch->query, &c->dns);
-    if (!n)
-        return 0;
+    fq->l2 = l2;
+    fq->headers = l2 + sp_udpip_header_len(u->family);
+    return true;
+}
+
+size_t sp_frame_dns_cap(const struct sp_frame_config *cfg, const struct sp_frame_query *fq,
+                        size_t cap)
+{
+    if (cfg->mtu && cap > fq->l2 + cfg->mtu)
+        cap = fq->l2 + cfg->mtu;
+    return cap > fq->headers ? cap - fq->headers : 0;
+}
+
+void sp_frame_write_headers(const struct sp_frame_config *cfg, const uint8_t *rx,
+                            const struct sp_frame_query *fq, uint8_t *tx, size_t payload_len,
+                            uint32_t payload_sum)
+{
     memcpy(tx, rx + 6, 6);          /* back to the sender's MAC */
     memcpy(tx + 6, rx, 6);
-    memcpy(tx + 12, rx + 12, l2 - 12);  /* ethertype, and the VLAN tag if any */
-    sp_udpip_write_reply(tx + l2, &u, n, sp_csum_partial(payload, n, 0), cfg->ttl);
-    return headers + n;
+    memcpy(tx + 12, rx + 12, fq->l2 - 12);  /* ethertype, and the VLAN tag if any */
+    sp_udpip_write_reply(tx + fq->l2, &fq->u, payload_len, payload_sum, cfg->ttl);
+}
+
+size_t sp_frame_reply(const struct sp_table *t, const struct sp_frame_config *cfg,
+                      const uint8_t *rx, const struct sp_frame_query *fq,
+                      enum sp_dns_verdict verdict, const struct sp_response *r, uint8_t *tx,
+                      size_t cap, struct sp_dns_query *q, struct sp_frame_counters *c)
+{
+    size_t dns_cap = sp_frame_dns_cap(cfg, fq, cap);
+    if (!dns_cap)
+        return 0;
+    uint8_t *payload = tx + fq->headers;
+    size_t n = sp_dns_answer_parsed(t, &cfg->dns, rx + fq->l2 + fq->u.payload_off,
+                                    fq->u.payload_len, false, payload, dns_cap, q, verdict, r,
+                                    &c->dns);
+    if (!n)
+        return 0;
+    sp_frame_write_headers(cfg, rx, fq, tx, n, sp_csum_partial(payload, n, 0));
+    return fq->headers + n;
+}
+
+size_t sp_frame_answer(const struct sp_table *t, const struct sp_frame_config *cfg,
+                       const uint8_t *rx, size_t len, uint8_t *tx, size_t cap,
+                       struct sp_frame_scratch *scratch, struct sp_frame_counters *c)
+{
+    struct sp_frame_query fq;
+    size_t stack;
+    if (!sp_frame_parse(cfg, rx, len, tx, cap, &fq, &stack, c))
+        return stack;
+    if (!sp_frame_dns_cap(cfg, &fq, cap))
+        return 0;
+    struct sp_dns_query *q = &scratch->query;
+    const uint8_t *msg = rx + fq.l2 + fq.u.payload_off;
+    enum sp_dns_verdict v = sp_dns_parse(msg, fq.u.payload_len, q);
+    const struct sp_response *r = v == SP_DNS_LOOKUP ? sp_dns_lookup(t, q) : NULL;
+    return sp_frame_reply(t, cfg, rx, &fq, v, r, tx, cap, q, c);
 }

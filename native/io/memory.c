@@ -1,9 +1,11 @@
 /* The memory backend: frames replayed from a buffer, replies captured. See io.h. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "stormpy/frame.h"
 #include "stormpy/io.h"
+#include "stormpy/precopy.h"
 #include "stormpy/wire.h"
 
 struct mem_io {
@@ -13,6 +15,8 @@ struct mem_io {
     uint64_t rounds_left;
     uint8_t *capture;
     size_t capture_len, capture_max;
+    struct sp_precopy *pool;
+    uint8_t *pool_mem;           /* private memory: nothing here is a device's */
     uint8_t tx_pool[SP_IO_BATCH_MAX][SP_FRAME_MAX];
 };
 
@@ -64,14 +68,16 @@ static unsigned mem_tx_reserve(struct sp_io *io, struct sp_frame *tx, unsigned n
         tx[i].cap = SP_FRAME_MAX;
         tx[i].len = 0;
         tx[i].id = i;
+        tx[i].pool = -1;
     }
     return n;
 }
 
-static void mem_tx_submit(struct sp_io *io, struct sp_frame *tx, unsigned used, unsigned reserved)
+static void mem_tx_submit(struct sp_io *io, struct sp_frame *tx, unsigned used,
+                          struct sp_frame *unused, unsigned nunused)
 {
     struct mem_io *m = (struct mem_io *)io;
-    (void)reserved;
+    (void)unused, (void)nunused;
     for (unsigned i = 0; i < used; i++) {
         /* "sent" at submit: a frame waiting for a kick lives in the ring, not here */
         io->counters.tx_frames++;
@@ -81,7 +87,28 @@ static void mem_tx_submit(struct sp_io *io, struct sp_frame *tx, unsigned used, 
             memcpy(m->capture + m->capture_len + 2, tx[i].data, tx[i].len);
             m->capture_len += 2 + tx[i].len;
         }
+        if (tx[i].pool >= 0)
+            sp_precopy_complete(m->pool, (uint32_t)tx[i].pool);   /* "sent": copied away */
     }
+}
+
+static int mem_pool_open(struct sp_io *io, struct sp_precopy *pool, char *err, size_t errlen)
+{
+    struct mem_io *m = (struct mem_io *)io;
+    unsigned n = sp_precopy_frames(pool);
+    if (m->pool_mem) {
+        snprintf(err, errlen, "memory: the pool is already open");
+        return -1;
+    }
+    m->pool_mem = malloc((size_t)n * SP_FRAME_MAX);
+    if (!m->pool_mem) {
+        snprintf(err, errlen, "memory: no memory for %u pool frames", n);
+        return -1;
+    }
+    for (unsigned i = 0; i < n; i++)
+        sp_precopy_set_frame(pool, i, m->pool_mem + (size_t)i * SP_FRAME_MAX, SP_FRAME_MAX, i);
+    m->pool = pool;
+    return 0;
 }
 
 static void mem_rx_release(struct sp_io *io, struct sp_frame *rx, unsigned n)
@@ -98,6 +125,7 @@ static void mem_close(struct sp_io *io)
 {
     struct mem_io *m = (struct mem_io *)io;
     free(m->capture);
+    free(m->pool_mem);
     free(m);
 }
 
@@ -110,6 +138,7 @@ static const struct sp_io_ops mem_ops = {
     .rx_release = mem_rx_release,
     .kick = mem_kick,
     .close = mem_close,
+    .pool_open = mem_pool_open,
 };
 
 struct sp_io *sp_mem_io_open(const uint8_t *frames, size_t len, uint64_t rounds,

@@ -82,6 +82,7 @@ static unsigned netmap_tx_reserve(struct sp_io *io, struct sp_frame *tx, unsigne
         tx[got].cap = ring->nr_buf_size;
         tx[got].len = 0;
         tx[got].id = i;
+        tx[got].pool = -1;
         got++;
         space--;
         i = nm_ring_next(ring, i);
@@ -89,11 +90,12 @@ static unsigned netmap_tx_reserve(struct sp_io *io, struct sp_frame *tx, unsigne
     return got;
 }
 
-static void netmap_tx_submit(struct sp_io *io, struct sp_frame *tx, unsigned used, unsigned reserved)
+static void netmap_tx_submit(struct sp_io *io, struct sp_frame *tx, unsigned used,
+                             struct sp_frame *unused, unsigned nunused)
 {
     struct netmap_io *p = (struct netmap_io *)io;
     struct netmap_ring *ring = p->tx;
-    (void)reserved;
+    (void)unused, (void)nunused;   /* slots past cur stay free */
     uint32_t i = ring->cur;
     for (unsigned k = 0; k < used; k++) {
         ring->slot[(uint32_t)tx[k].id].len = (uint16_t)tx[k].len;
@@ -134,6 +136,10 @@ static const struct sp_io_ops netmap_ops = {
     .rx_release = netmap_rx_release,
     .kick = netmap_kick,
     .close = netmap_close,
+    /* No precopy: sending a copy would mean swapping its buffer into the TX slot
+     * (NS_BUF_CHANGED) and tracking it until the slot comes back; not done, and
+     * untestable without netmap, so the worker refuses the mode with a reason. */
+    .pool_open = NULL,
 };
 
 struct sp_io *sp_netmap_io_open(const struct sp_netmap_config *cfg, char *err, size_t errlen)

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "stormpy/frame.h"
+#include "stormpy/precopy.h"
 
 #define RX_BLOCK_SIZE (1u << 16)
 #define RX_BLOCKS 64
@@ -47,6 +48,12 @@ struct packet_io {
     unsigned tx_frames;              /* the ring's real frame count (whole blocks) */
     unsigned tx_pending;
     uint64_t tx_rejected;            /* frames the kernel refused (WRONG_FORMAT) */
+    /* precopy mode: no TX ring; copies and fallback buffers are private memory */
+    struct sp_precopy *pool;
+    uint8_t *pool_mem;
+    uint8_t (*txbuf)[SP_FRAME_MAX];  /* [SP_IO_BATCH_MAX] */
+    struct mmsghdr msgs[SP_IO_BATCH_MAX];
+    struct iovec iov[SP_IO_BATCH_MAX];
 };
 
 static struct tpacket_block_desc *rx_desc(struct packet_io *p, unsigned block)
@@ -153,15 +160,32 @@ static unsigned packet_tx_reserve(struct sp_io *io, struct sp_frame *tx, unsigne
         tx[got].cap = (uint32_t)(TX_FRAME_SIZE - TX_DATA_OFFSET);
         tx[got].len = 0;
         tx[got].id = i;
+        tx[got].pool = -1;
         got++;
     }
     return got;
 }
 
-static void packet_tx_submit(struct sp_io *io, struct sp_frame *tx, unsigned used, unsigned reserved)
+static unsigned packet_tx_reserve_private(struct sp_io *io, struct sp_frame *tx, unsigned n)
 {
     struct packet_io *p = (struct packet_io *)io;
-    (void)reserved;   /* unused frames stay available; the head only moves past used ones */
+    if (n > SP_IO_BATCH_MAX)
+        n = SP_IO_BATCH_MAX;
+    for (unsigned i = 0; i < n; i++) {
+        tx[i].data = p->txbuf[i];
+        tx[i].cap = SP_FRAME_MAX;
+        tx[i].len = 0;
+        tx[i].id = i;
+        tx[i].pool = -1;
+    }
+    return n;
+}
+
+static void packet_tx_submit(struct sp_io *io, struct sp_frame *tx, unsigned used,
+                             struct sp_frame *unused, unsigned nunused)
+{
+    struct packet_io *p = (struct packet_io *)io;
+    (void)unused, (void)nunused;   /* they stay available; the head only moves past used ones */
     for (unsigned i = 0; i < used; i++) {
         struct tpacket3_hdr *h = tx_frame(p, (unsigned)tx[i].id);
         h->tp_len = tx[i].len;
@@ -172,6 +196,64 @@ static void packet_tx_submit(struct sp_io *io, struct sp_frame *tx, unsigned use
     }
     p->tx_head = (p->tx_head + used) % p->tx_frames;
     p->tx_pending += used;
+}
+
+/* One sendmmsg() per batch: the kernel copies each frame into an skb before the call
+ * returns, so every copy is idle again at once. A frame the kernel refuses (longer
+ * than the MTU) is skipped; a full device queue loses the rest of the batch. */
+static void packet_tx_submit_msgs(struct sp_io *io, struct sp_frame *tx, unsigned used,
+                                  struct sp_frame *unused, unsigned nunused)
+{
+    struct packet_io *p = (struct packet_io *)io;
+    (void)unused, (void)nunused;
+    for (unsigned i = 0; i < used; i++) {
+        p->iov[i].iov_base = tx[i].data;
+        p->iov[i].iov_len = tx[i].len;
+        memset(&p->msgs[i], 0, sizeof(p->msgs[i]));
+        p->msgs[i].msg_hdr.msg_iov = &p->iov[i];
+        p->msgs[i].msg_hdr.msg_iovlen = 1;
+    }
+    unsigned done = 0;
+    while (done < used) {
+        int r = sendmmsg(p->fd, p->msgs + done, used - done, MSG_DONTWAIT);
+        if (r > 0) {
+            for (unsigned i = done; i < done + (unsigned)r; i++) {
+                io->counters.tx_frames++;
+                io->counters.tx_bytes += tx[i].len;
+            }
+            done += (unsigned)r;
+        } else if (r < 0 && (errno == EMSGSIZE || errno == EINVAL)) {
+            p->tx_rejected++;
+            done++;
+        } else {
+            io->counters.tx_ring_full += used - done;   /* EAGAIN, ENOBUFS: the queue is full */
+            break;
+        }
+    }
+    if (done)
+        io->counters.kicks++;
+    for (unsigned i = 0; i < used; i++)
+        if (tx[i].pool >= 0)
+            sp_precopy_complete(p->pool, (uint32_t)tx[i].pool);
+}
+
+static int packet_pool_open(struct sp_io *io, struct sp_precopy *pool, char *err, size_t errlen)
+{
+    struct packet_io *p = (struct packet_io *)io;
+    unsigned n = sp_precopy_frames(pool);
+    if (!p->txbuf || p->pool) {
+        snprintf(err, errlen, "AF_PACKET: precopy needs a socket opened for it (no TX ring)");
+        return -1;
+    }
+    p->pool_mem = malloc((size_t)n * SP_FRAME_MAX);
+    if (!p->pool_mem) {
+        snprintf(err, errlen, "AF_PACKET: no memory for %u pool frames", n);
+        return -1;
+    }
+    for (unsigned i = 0; i < n; i++)
+        sp_precopy_set_frame(pool, i, p->pool_mem + (size_t)i * SP_FRAME_MAX, SP_FRAME_MAX, i);
+    p->pool = pool;
+    return 0;
 }
 
 static void packet_kick(struct sp_io *io)
@@ -191,6 +273,8 @@ static void packet_close(struct sp_io *io)
         munmap(p->map, p->map_len);
     if (p->fd >= 0)
         close(p->fd);
+    free(p->pool_mem);
+    free(p->txbuf);
     free(p);
 }
 
@@ -203,6 +287,18 @@ static const struct sp_io_ops packet_ops = {
     .rx_release = packet_rx_release,
     .kick = packet_kick,
     .close = packet_close,
+};
+
+static const struct sp_io_ops packet_precopy_ops = {
+    .name = "packet",
+    .rx_burst = packet_rx_burst,
+    .reclaim = packet_reclaim,
+    .tx_reserve = packet_tx_reserve_private,
+    .tx_submit = packet_tx_submit_msgs,
+    .rx_release = packet_rx_release,
+    .kick = packet_kick,
+    .close = packet_close,
+    .pool_open = packet_pool_open,
 };
 
 static struct sp_io *fail(struct packet_io *p, char *err, size_t errlen, const char *what)
@@ -221,8 +317,16 @@ struct sp_io *sp_packet_io_open(const struct sp_packet_config *cfg, char *err, s
         snprintf(err, errlen, "AF_PACKET: out of memory");
         return NULL;
     }
-    p->io.ops = &packet_ops;
+    p->io.ops = cfg->precopy ? &packet_precopy_ops : &packet_ops;
     p->fd = -1;
+    if (cfg->precopy) {
+        p->txbuf = calloc(SP_IO_BATCH_MAX, SP_FRAME_MAX);
+        if (!p->txbuf) {
+            snprintf(err, errlen, "AF_PACKET: out of memory");
+            packet_close(&p->io);
+            return NULL;
+        }
+    }
     p->busy_poll = cfg->busy_poll;
     p->poll_ms = cfg->poll_ms ? cfg->poll_ms : 100;
     unsigned ifindex = if_nametoindex(cfg->ifname);
@@ -253,18 +357,18 @@ struct sp_io *sp_packet_io_open(const struct sp_packet_config *cfg, char *err, s
     p->tx_frames = tx.tp_frame_nr;
     if (setsockopt(p->fd, SOL_PACKET, PACKET_RX_RING, &rx, sizeof(rx)) < 0)
         return fail(p, err, errlen, "RX ring");
-    if (setsockopt(p->fd, SOL_PACKET, PACKET_TX_RING, &tx, sizeof(tx)) < 0)
+    if (!cfg->precopy && setsockopt(p->fd, SOL_PACKET, PACKET_TX_RING, &tx, sizeof(tx)) < 0)
         return fail(p, err, errlen, "TX ring");
     /* our own replies must not come back as input */
     setsockopt(p->fd, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one, sizeof(one));
     setsockopt(p->fd, SOL_PACKET, PACKET_QDISC_BYPASS, &one, sizeof(one));
     size_t rx_len = (size_t)RX_BLOCK_SIZE * RX_BLOCKS;
-    p->map_len = rx_len + (size_t)TX_BLOCK_SIZE * tx.tp_block_nr;
+    p->map_len = rx_len + (cfg->precopy ? 0 : (size_t)TX_BLOCK_SIZE * tx.tp_block_nr);
     p->map = mmap(NULL, p->map_len, PROT_READ | PROT_WRITE, MAP_SHARED, p->fd, 0);
     if (p->map == MAP_FAILED)
         return fail(p, err, errlen, "mmap");
     p->rx_ring = p->map;
-    p->tx_ring = p->map + rx_len;
+    p->tx_ring = cfg->precopy ? NULL : p->map + rx_len;
     struct sockaddr_ll ll = {.sll_family = AF_PACKET, .sll_protocol = htons(ETH_P_ALL),
                              .sll_ifindex = (int)ifindex};
     if (bind(p->fd, (struct sockaddr *)&ll, sizeof(ll)) < 0)

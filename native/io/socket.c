@@ -72,16 +72,18 @@ static unsigned sock_tx_reserve(struct sp_io *io, struct sp_frame *tx, unsigned 
         tx[i].cap = s->tx_max;
         tx[i].len = 0;
         tx[i].id = 0;
+        tx[i].pool = -1;
     }
     return n;
 }
 
 /* Sends at once: a socket has no ring to wait in. A datagram the kernel refuses
  * is counted and skipped so one bad peer cannot stall the others. */
-static void sock_tx_submit(struct sp_io *io, struct sp_frame *tx, unsigned used, unsigned reserved)
+static void sock_tx_submit(struct sp_io *io, struct sp_frame *tx, unsigned used,
+                           struct sp_frame *unused, unsigned nunused)
 {
     struct sock_io *s = (struct sock_io *)io;
-    (void)reserved;
+    (void)unused, (void)nunused;
     for (unsigned j = 0; j < used; j++) {
         uint64_t peer = tx[j].id < s->batch ? tx[j].id : 0;
         s->tx_iov[j].iov_len = tx[j].len;

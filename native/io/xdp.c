@@ -2,6 +2,7 @@
 #ifdef SP_WITH_XDP
 
 #include "stormpy/xdp_io.h"
+#include "stormpy/precopy.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -469,8 +470,11 @@ struct xdp_io {
     int fd;
     int busy, timeout_ms;
     uint8_t *area;
-    uint64_t area_len;        /* RX frames [0, rx_end), TX frames [rx_end, area_len) */
+    uint64_t area_len;        /* RX [0, rx_end), TX [rx_end, tx_end), pool [tx_end, area_len) */
     uint64_t rx_end;
+    uint64_t tx_end;
+    uint32_t npool;           /* precopy frames in the UMEM (cfg.pool_frames) */
+    struct sp_precopy *pool;
     uint64_t frame_mask;      /* ~(frame_size - 1) */
     uint32_t frame_size;
     uint32_t ntx;             /* TX frames */
@@ -585,7 +589,11 @@ static void xdp_reclaim(struct sp_io *io)
     unsigned n = xsk_ring_cons__peek(&x->comp, x->ntx, &idx);
     for (unsigned i = 0; i < n; i++) {
         uint64_t base = *xsk_ring_cons__comp_addr(&x->comp, idx + i) & x->frame_mask;
-        if (base < x->rx_end || base >= x->area_len || x->nfree == x->ntx) {
+        if (base >= x->tx_end && base < x->area_len && x->pool) {
+            sp_precopy_complete(x->pool, (uint32_t)((base - x->tx_end) / x->frame_size));
+            continue;   /* a copy the NIC is done with: it may be rewritten now */
+        }
+        if (base < x->rx_end || base >= x->tx_end || x->nfree == x->ntx) {
             x->stats.bad_desc++;
             continue;
         }
@@ -609,15 +617,18 @@ static unsigned xdp_tx_reserve(struct sp_io *io, struct sp_frame *tx, unsigned n
         tx[i].cap = x->frame_size;
         tx[i].len = 0;
         tx[i].id = addr;
+        tx[i].pool = -1;
     }
     return n;
 }
 
-static void xdp_tx_submit(struct sp_io *io, struct sp_frame *tx, unsigned used, unsigned reserved)
+static void xdp_tx_submit(struct sp_io *io, struct sp_frame *tx, unsigned used,
+                          struct sp_frame *unused, unsigned nunused)
 {
     struct xdp_io *x = (struct xdp_io *)io;
     uint32_t idx;
-    /* tx_reserve saw at least `reserved` free slots and only this thread produces */
+    /* tx_reserve saw at least as many free slots as frames, pool copies included,
+     * and only this thread produces */
     if (used && xsk_ring_prod__reserve(&x->tx, used, &idx) == used) {
         for (unsigned i = 0; i < used; i++) {
             struct xdp_desc *d = xsk_ring_prod__tx_desc(&x->tx, idx + i);
@@ -630,11 +641,33 @@ static void xdp_tx_submit(struct sp_io *io, struct sp_frame *tx, unsigned used, 
         io->counters.tx_frames += used;
     } else if (used) {
         io->counters.tx_ring_full += used;   /* cannot happen; never lose the frames */
-        reserved = used > reserved ? used : reserved;
-        used = 0;
+        for (unsigned i = 0; i < used; i++) {
+            if (tx[i].pool >= 0)
+                sp_precopy_complete(x->pool, (uint32_t)tx[i].pool);
+            else
+                x->free_tx[x->nfree++] = tx[i].id;
+        }
     }
-    for (unsigned i = used; i < reserved; i++)
-        x->free_tx[x->nfree++] = tx[i].id;
+    for (unsigned i = 0; i < nunused; i++)
+        x->free_tx[x->nfree++] = unused[i].id;
+}
+
+/* The copies live in the UMEM past the TX frames, so a TX descriptor can point at
+ * them; the NIC (or the kernel, in copy mode) reads them in place. */
+static int xdp_pool_open(struct sp_io *io, struct sp_precopy *pool, char *err, size_t errlen)
+{
+    struct xdp_io *x = (struct xdp_io *)io;
+    unsigned n = sp_precopy_frames(pool);
+    if (x->pool || n > x->npool) {
+        set_err(err, errlen, "AF_XDP: %u pool frames asked, the UMEM has %u", n, x->npool);
+        return -1;
+    }
+    for (unsigned i = 0; i < n; i++) {
+        uint64_t addr = x->tx_end + (uint64_t)i * x->frame_size;
+        sp_precopy_set_frame(pool, i, x->area + addr, x->frame_size, addr);
+    }
+    x->pool = pool;
+    return 0;
 }
 
 static void xdp_rx_release(struct sp_io *io, struct sp_frame *rx, unsigned n)
@@ -688,6 +721,7 @@ static const struct sp_io_ops xdp_ops = {
     .rx_release = xdp_rx_release,
     .kick = xdp_kick,
     .close = xdp_close,
+    .pool_open = xdp_pool_open,
 };
 
 static int pow2(uint32_t v)
@@ -755,7 +789,7 @@ struct sp_io *sp_xdp_io_open(struct sp_xdp_prog *prog, uint32_t queue_id,
     if ((c.frame_size != 2048 && c.frame_size != 4096) || !pow2(c.rx_size) ||
         !pow2(c.fill_size) || !pow2(c.tx_size) || !pow2(c.comp_size) ||
         c.fill_size < c.rx_size || c.comp_size < c.tx_size || c.fill_size > (1u << 20) ||
-        c.tx_size > (1u << 20) || c.poll_timeout_ms < 0 || c.copy_mode < SP_XDP_COPY_AUTO ||
+        c.tx_size > (1u << 20) || c.pool_frames > (1u << 20) || c.poll_timeout_ms < 0 || c.copy_mode < SP_XDP_COPY_AUTO ||
         c.copy_mode > SP_XDP_ZEROCOPY) {
         set_err(err, errlen, "AF_XDP: bad configuration (frame size 2048/4096, ring sizes "
                              "powers of two, fill >= rx, completion >= tx)");
@@ -786,7 +820,9 @@ struct sp_io *sp_xdp_io_open(struct sp_xdp_prog *prog, uint32_t queue_id,
     x->frame_mask = ~(uint64_t)(c.frame_size - 1);
     x->ntx = c.tx_size;
     x->rx_end = (uint64_t)c.fill_size * c.frame_size;
-    x->area_len = x->rx_end + (uint64_t)c.tx_size * c.frame_size;
+    x->tx_end = x->rx_end + (uint64_t)c.tx_size * c.frame_size;
+    x->npool = c.pool_frames;
+    x->area_len = x->tx_end + (uint64_t)c.pool_frames * c.frame_size;
     x->free_tx = (uint64_t *)(x + 1);
     x->stash = x->free_tx + c.tx_size;
     x->fd = -1;

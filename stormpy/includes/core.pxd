@@ -164,6 +164,17 @@ cdef extern from "stormpy/io.h" nogil:
     sp_io *sp_mem_io_open(const uint8_t *frames, size_t len, uint64_t rounds, size_t capture_max)
     const uint8_t *sp_mem_io_captured(const sp_io *io, size_t *len)
 
+cdef extern from "stormpy/precopy.h" nogil:
+    enum:
+        SP_PRECOPY_DEFAULT_FRAMES
+    struct sp_precopy_counters:
+        uint64_t hits
+        uint64_t fills
+        uint64_t fallbacks
+    struct sp_precopy:
+        pass
+    const sp_precopy_counters *sp_precopy_get_counters(const sp_precopy *p)
+
 cdef extern from "stormpy/worker.h" nogil:
     struct sp_frame_worker:
         sp_io *io
@@ -177,7 +188,11 @@ cdef extern from "stormpy/worker.h" nogil:
         sp_io_counters io_counters
         sp_frame_counters counters
         int stop
+        sp_precopy *precopy
+        sp_precopy_counters precopy_counters
     uint64_t sp_frame_worker_run(sp_frame_worker *w)
+    int sp_frame_worker_precopy(sp_frame_worker *w, unsigned frames, char *err, size_t errlen)
+    void sp_frame_worker_close(sp_frame_worker *w)
     void sp_frame_worker_stop(sp_frame_worker *w)
 
 cdef extern from "stormpy/packet_io.h" nogil:
@@ -186,6 +201,7 @@ cdef extern from "stormpy/packet_io.h" nogil:
         uint16_t fanout_group
         int busy_poll
         unsigned poll_ms
+        int precopy
     sp_io *sp_packet_io_open(const sp_packet_config *cfg, char *err, size_t errlen)
 
 cdef extern from "stormpy/netmap_io.h" nogil:
@@ -209,6 +225,7 @@ cdef extern from "stormpy/xdp_io.h" nogil:
         int copy_mode
         int poll_busy
         int poll_timeout_ms
+        uint32_t pool_frames
     sp_xdp_prog *sp_xdp_prog_attach(const char *ifname, uint16_t port, sp_xdp_attach_mode mode,
                                     char *err, size_t errlen)
     void sp_xdp_prog_detach(sp_xdp_prog *prog)

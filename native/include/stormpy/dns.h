@@ -128,7 +128,21 @@ size_t sp_dns_answer(const struct sp_table *t, const struct sp_dns_config *cfg,
                      const uint8_t *msg, size_t len, bool tcp, uint8_t *out, size_t cap,
                      struct sp_dns_query *q, struct sp_dns_counters *c);
 
-/* The table response chosen for a parsed query (NULL: REFUSED). Exposed for tests. */
+/* The table response chosen for a parsed query (NULL: REFUSED). */
 const struct sp_response *sp_dns_lookup(const struct sp_table *t, const struct sp_dns_query *q);
+
+/* sp_dns_answer() after the caller ran sp_dns_parse() (verdict) and, for
+ * SP_DNS_LOOKUP, sp_dns_lookup() (r): precopy mode looks at the choice before it
+ * knows where the answer goes, and must not parse twice. */
+size_t sp_dns_answer_parsed(const struct sp_table *t, const struct sp_dns_config *cfg,
+                            const uint8_t *msg, size_t len, bool tcp, uint8_t *out, size_t cap,
+                            struct sp_dns_query *q, enum sp_dns_verdict verdict,
+                            const struct sp_response *r, struct sp_dns_counters *c);
+
+/* The length of r's whole answer to q over UDP (question echoed, OPT when asked)
+ * when it fits both cap and the client's limit, unshortened; 0 when sp_dns_answer()
+ * would drop the additional section or truncate. */
+size_t sp_dns_full_len(const struct sp_response *r, const struct sp_dns_query *q,
+                       const struct sp_dns_config *cfg, size_t cap);
 
 #endif

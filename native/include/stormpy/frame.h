@@ -19,6 +19,7 @@
 
 #include "stormpy/dns.h"
 #include "stormpy/table.h"
+#include "stormpy/udpip.h"
 
 #define SP_ETH_HEADER_LEN 14
 #define SP_VLAN_TAG_LEN 4
@@ -64,5 +65,34 @@ struct sp_frame_scratch {
 size_t sp_frame_answer(const struct sp_table *t, const struct sp_frame_config *cfg,
                        const uint8_t *rx, size_t len, uint8_t *tx, size_t cap,
                        struct sp_frame_scratch *scratch, struct sp_frame_counters *c);
+
+/*
+ * sp_frame_answer() in steps, for precopy mode (precopy.h), which decides where a
+ * reply goes only after it has seen the query. sp_frame_answer() is exactly
+ *   sp_frame_parse -> sp_frame_dns_cap -> sp_dns_parse/sp_dns_lookup -> sp_frame_reply.
+ */
+struct sp_frame_query {
+    size_t l2;               /* Ethernet header, with the VLAN tag if any */
+    size_t headers;          /* l2 + IP + UDP headers of the reply */
+    struct sp_udpip u;
+};
+
+/* L2-L4 checks and counters. True: a query to answer, fq filled. False: nothing to
+ * answer, or an own-stack reply (ARP, ICMP) of *stack bytes already written to tx. */
+bool sp_frame_parse(const struct sp_frame_config *cfg, const uint8_t *rx, size_t len, uint8_t *tx,
+                    size_t cap, struct sp_frame_query *fq, size_t *stack,
+                    struct sp_frame_counters *c);
+/* The room for the DNS payload in a reply frame of cap bytes (MTU applied); 0: none. */
+size_t sp_frame_dns_cap(const struct sp_frame_config *cfg, const struct sp_frame_query *fq,
+                        size_t cap);
+/* The whole reply frame for a parsed query, written to tx; its length or 0. */
+size_t sp_frame_reply(const struct sp_table *t, const struct sp_frame_config *cfg,
+                      const uint8_t *rx, const struct sp_frame_query *fq,
+                      enum sp_dns_verdict verdict, const struct sp_response *r, uint8_t *tx,
+                      size_t cap, struct sp_dns_query *q, struct sp_frame_counters *c);
+/* The reply's Ethernet, IP and UDP headers in front of a payload already in place. */
+void sp_frame_write_headers(const struct sp_frame_config *cfg, const uint8_t *rx,
+                            const struct sp_frame_query *fq, uint8_t *tx, size_t payload_len,
+                            uint32_t payload_sum);
 
 #endif

@@ -8,9 +8,16 @@
  *   reclaim(io)                        take back buffers the NIC has finished sending
  *   m = tx_reserve(io, tx, n)          up to n free TX buffers
  *   ... answer rx[i] into tx[j] ...
- *   tx_submit(io, tx, used, m)         queue `used` frames, return the rest
+ *   tx_submit(io, sent, k, unused, u)  queue the k frames in sent, return the u unused
  *   rx_release(io, rx, n)              give the RX buffers back (refill)
  *   kick(io)                           one system call, only when the ring needs it
+ *
+ * In precopy mode (see precopy.h) the worker also calls pool_open() once, before it
+ * runs: the backend lends the worker's pool frames of its own packet memory, so a
+ * reply can be sent straight from a ready-made copy. `sent` then mixes pool frames
+ * (pool >= 0) with TX buffers from tx_reserve; `unused` holds only TX buffers. The
+ * backend calls sp_precopy_complete() when it no longer needs a pool frame (sent,
+ * or refused), never before: the worker rewrites idle copies only.
  *
  * Each backend has its own constructor; close() undoes it.
  *
@@ -22,6 +29,7 @@
 #ifndef STORMPY_IO_H
 #define STORMPY_IO_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #define SP_IO_BATCH_MAX 256
@@ -31,6 +39,7 @@ struct sp_frame {
     uint32_t len;
     uint32_t cap;
     uint64_t id;     /* the backend's buffer identity (UMEM address, ring slot) */
+    int32_t pool;    /* the precopy pool frame's index, or -1: a buffer from tx_reserve */
 };
 
 struct sp_io_counters {
@@ -44,16 +53,21 @@ struct sp_io_counters {
 };
 
 struct sp_io;
+struct sp_precopy;
 
 struct sp_io_ops {
     const char *name;
     unsigned (*rx_burst)(struct sp_io *io, struct sp_frame *rx, unsigned max);
     void (*reclaim)(struct sp_io *io);
     unsigned (*tx_reserve)(struct sp_io *io, struct sp_frame *tx, unsigned n);
-    void (*tx_submit)(struct sp_io *io, struct sp_frame *tx, unsigned used, unsigned reserved);
+    void (*tx_submit)(struct sp_io *io, struct sp_frame *sent, unsigned nsent,
+                      struct sp_frame *unused, unsigned nunused);
     void (*rx_release)(struct sp_io *io, struct sp_frame *rx, unsigned n);
     void (*kick)(struct sp_io *io);
     void (*close)(struct sp_io *io);
+    /* Lend the pool its frames (sp_precopy_set_frame for each). NULL: the backend
+     * cannot send from arbitrary buffers. 0, or -1 with a one-line reason in err. */
+    int (*pool_open)(struct sp_io *io, struct sp_precopy *pool, char *err, size_t errlen);
 };
 
 struct sp_io {

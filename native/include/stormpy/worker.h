@@ -15,6 +15,7 @@
 #include "stormpy/counters.h"
 #include "stormpy/frame.h"
 #include "stormpy/io.h"
+#include "stormpy/precopy.h"
 #include "stormpy/table.h"
 
 struct sp_frame_worker {
@@ -32,6 +33,9 @@ struct sp_frame_worker {
     struct sp_io_counters io_counters;   /* the backend's, copied after every batch */
     struct sp_frame_counters counters;
     struct sp_frame_scratch scratch;
+    struct sp_precopy *precopy;      /* NULL: memcpy mode, chosen once per batch */
+    /* The pool's counters, copied after every batch (and continued by a restart) */
+    struct sp_precopy_counters precopy_counters;
 };
 
 /* Runs until stopped, until the backend has no more input (memory backend), or
@@ -39,5 +43,12 @@ struct sp_frame_worker {
 uint64_t sp_frame_worker_run(struct sp_frame_worker *w);
 /* Asks a running worker to return after its current batch (any thread). */
 void sp_frame_worker_stop(struct sp_frame_worker *w);
+
+/* Switches a worker that is not running to precopy mode with a pool of `frames`
+ * copies lent by its backend (see precopy.h). 0, or -1 with a one-line reason. */
+int sp_frame_worker_precopy(struct sp_frame_worker *w, unsigned frames, char *err,
+                            size_t errlen);
+/* Closes the backend, then frees the pool (the worker struct stays the caller's). */
+void sp_frame_worker_close(struct sp_frame_worker *w);
 
 #endif

@@ -31,7 +31,9 @@
  *  - The UMEM is split once: RX frames live in the fill ring, the RX ring or the
  *    worker's current batch, and there are exactly as many as the fill ring holds,
  *    so giving a batch back to the fill ring can never fail; TX frames live on a free
- *    stack, the TX ring or the completion ring. Nothing is allocated per packet.
+ *    stack, the TX ring or the completion ring; precopy copies (pool_frames) follow
+ *    and go back to the worker's pool when the completion ring returns them.
+ *    Nothing is allocated per packet.
  *  - Every descriptor the kernel hands back (RX and completion) is checked against
  *    the UMEM and the frame size before it is used.
  *  - System calls only when the rings ask for them (XDP_USE_NEED_WAKEUP): the
@@ -78,6 +80,8 @@ struct sp_xdp_config {
     int poll_busy;              /* nonzero: rx_burst spins on the RX ring (a core per queue,
                                  * lowest latency); zero: it sleeps in poll() */
     int poll_timeout_ms;        /* poll() timeout, so the worker sees its stop flag (100) */
+    uint32_t pool_frames;       /* precopy copies kept in the UMEM past the TX frames, lent
+                                 * by pool_open (0: none, memcpy mode only) */
 };
 
 struct sp_xdp_prog;
