@@ -23,8 +23,15 @@ static unsigned answer_datagrams(struct sp_frame_worker *w, const struct sp_tabl
             break;
         }
         w->counters.frames++;
-        size_t len = sp_dns_answer(t, &w->cfg.dns, rx[i].data, rx[i].len, false, tx[used].data,
-                                   tx[used].cap, &w->scratch.query, &w->counters.dns);
+        struct sp_dns_query *q = &w->scratch.query;
+        enum sp_dns_verdict v = sp_dns_parse(rx[i].data, rx[i].len, q);
+        const struct sp_response *r = v == SP_DNS_LOOKUP ? sp_dns_lookup(t, q) : NULL;
+        if (w->scratch.rrl &&
+            !sp_frame_rrl(&w->scratch, rx[i].src_family, rx[i].src, &v, r, &w->counters))
+            continue;
+        size_t len = sp_dns_answer_parsed(t, &w->cfg.dns, rx[i].data, rx[i].len, false,
+                                          tx[used].data, tx[used].cap, q, v, r,
+                                          &w->counters.dns);
         if (len) {
             tx[used].len = (uint32_t)len;
             tx[used++].id = rx[i].id;      /* the reply goes to this request's peer */
@@ -107,6 +114,8 @@ uint64_t sp_frame_worker_run(struct sp_frame_worker *w)
         ops->reclaim(io);
         unsigned reserved = ops->tx_reserve(io, tx, n);
         unsigned used, sent;
+        if (w->scratch.rrl)
+            w->scratch.now_s = (uint32_t)(now_ns() / 1000000000u);
         const struct sp_table *t = sp_table_ref_enter(w->ref, w->index);
         if (w->precopy) {
             sent = answer_precopy(w, t, rx, n, tx, reserved, out, &used);

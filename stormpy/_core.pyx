@@ -251,6 +251,7 @@ cdef class TableRef:
     cdef sp_frame_worker *workers
     cdef int control_slot
     cdef int owner_pid
+    cdef sp_rrl *rrl
 
     def __cinit__(self, Table table not None, int nworkers, size_t shared_bytes=0):
         import os
@@ -275,6 +276,36 @@ cdef class TableRef:
         sp_table_ref_swap(self.ref, self._place(table))
         self.control_slot = nworkers
         sp_table_ref_set_workers(self.ref, nworkers + 1)
+
+    def set_rrl(self, uint32_t rate, uint32_t slip=2, uint8_t ipv4_prefix=24,
+                uint8_t ipv6_prefix=56, allow=(), uint64_t buckets=1 << 16):
+        """Response rate limiting for every worker (rrl.h): `rate` answers per second
+        per source prefix and kind, every `slip`-th limited answer sent truncated,
+        never limiting the (family, packed address, prefix length) in allow."""
+        cdef sp_rrl_config cfg
+        cdef void *mem
+        cdef size_t n = sp_rrl_size(buckets)
+        if len(allow) > SP_RRL_ALLOW_MAX:
+            raise ValueError(f"at most {SP_RRL_ALLOW_MAX} allowed prefixes")
+        if self.rrl is not NULL:
+            raise ValueError("rate limiting is already set")
+        memset(&cfg, 0, sizeof(cfg))
+        cfg.rate, cfg.slip, cfg.v4_prefix, cfg.v6_prefix = rate, slip, ipv4_prefix, ipv6_prefix
+        cfg.nallow = len(allow)
+        for k, (family, packed, length) in enumerate(allow):
+            cfg.allow[k].family, cfg.allow[k].len = family, length
+            _copy_exact(cfg.allow[k].addr, packed, 4 if family == 4 else 16, "allowed address")
+        mem = sp_shm_alloc(self.shm, n) if self.shm is not NULL else PyMem_Malloc(n)
+        if mem is NULL:
+            raise MemoryError()
+        memset(mem, 0, n)
+        self.rrl = sp_rrl_init(mem, buckets, &cfg)
+        if self.rrl is NULL:
+            if self.shm is NULL:
+                PyMem_Free(mem)
+            raise ValueError("bad rate-limiting settings (prefix lengths, or buckets not a power of two)")
+        for i in range(self.control_slot):
+            self.workers[i].scratch.rrl = self.rrl
 
     cdef sp_table *_place(self, Table table) except NULL:
         """The table to publish: in the shared region when there is one."""
@@ -312,6 +343,7 @@ cdef class TableRef:
             self._drop(sp_table_ref_swap(self.ref, NULL))
             PyMem_Free(self.ref)
         PyMem_Free(self.workers)
+        PyMem_Free(self.rrl)
 
     def swap(self, Table table not None, int timeout_ms=5000):
         """Publish table; free the old one once no worker can still read it."""
@@ -392,6 +424,7 @@ cdef class TableRef:
         w.io, w.ref, w.index, w.batch = io, self.ref, worker, batch
         w.cfg.port, w.cfg.ttl, w.cfg.dns.max_udp = port, ttl, max_udp
         w.tx_flush_ns = tx_flush_us * 1000
+        w.scratch.rrl = self.rrl
         if identity:
             _set_identity(&w.cfg, identity)
         if own:
@@ -455,7 +488,8 @@ cdef dict _frame_counters(const sp_frame_worker *w):
                 tx_errors=io.tx_errors, batches=w.batches,
                 batch_hist=[w.batch_hist[i] for i in range(SP_HIST_BUCKETS)],
                 not_ours=c.not_ours, bad_source=c.bad_source, malformed=c.malformed,
-                stack_replies=c.stack_replies, queries=c.dns.queries, dropped=c.dns.dropped,
+                stack_replies=c.stack_replies, rrl_dropped=c.rrl_dropped,
+                rrl_slipped=c.rrl_slipped, queries=c.dns.queries, dropped=c.dns.dropped,
                 truncated=c.dns.truncated, rcode=[c.dns.rcode[i] for i in range(17)],
                 precopy_hits=w.precopy_counters.hits, precopy_fills=w.precopy_counters.fills,
                 precopy_fallbacks=w.precopy_counters.fallbacks)

@@ -38,6 +38,19 @@ def _port(text: str) -> int:
     return value
 
 
+def _non_negative(text: str) -> int:
+    return 0 if text.strip() == "0" else _positive(text)
+
+
+def _prefix(bits: int):
+    def parse(text: str) -> int:
+        value = _non_negative(text)
+        if value > bits:
+            raise argparse.ArgumentTypeError(f"a prefix is at most {bits} bits")
+        return value
+    return parse
+
+
 def _cpu_list(text: str) -> list[int]:
     cpus = []
     try:
@@ -85,6 +98,18 @@ def build_parser() -> argparse.ArgumentParser:
                    help="datagrams received and sent per system call (default 32, at most 256)")
     s.add_argument("--max-udp", type=_max_udp, default=1232, metavar="BYTES",
                    help="largest UDP response with EDNS (default 1232)")
+    rrl = s.add_argument_group("response rate limiting (off unless --rrl-rate is given)")
+    rrl.add_argument("--rrl-rate", type=_positive, default=0, metavar="N",
+                     help="answers per second to one source prefix, per kind of answer")
+    rrl.add_argument("--rrl-slip", type=_non_negative, default=2, metavar="N",
+                     help="send every Nth limited answer truncated, so real clients retry "
+                     "over TCP (default 2; 0: drop them all)")
+    rrl.add_argument("--rrl-ipv4-prefix", type=_prefix(32), default=24, metavar="BITS",
+                     help="IPv4 sources sharing a bucket (default 24)")
+    rrl.add_argument("--rrl-ipv6-prefix", type=_prefix(128), default=56, metavar="BITS",
+                     help="IPv6 sources sharing a bucket (default 56)")
+    rrl.add_argument("--rrl-allow", action="append", default=[], metavar="PREFIX",
+                     help="never limit this prefix, repeatable (up to 16)")
     s.add_argument("--user", metavar="NAME",
                    help="once the rings and sockets are set up, run as this user, keeping only "
                    "the capabilities needed to reopen a queue (none on sockets)")
@@ -269,7 +294,9 @@ def _serve_dns(args) -> int:
                     iface=args.iface, backend=backend, queues=args.queues, port=args.port,
                     cpus=args.cpus, busy_poll=args.poll == "busy",
                     xdp_mode=args.xdp_mode, copy_mode=args.copy_mode, tx_flush_us=args.tx_flush_us,
-                    mode=args.mode,
+                    mode=args.mode, rrl_rate=args.rrl_rate, rrl_slip=args.rrl_slip,
+                    rrl_ipv4_prefix=args.rrl_ipv4_prefix, rrl_ipv6_prefix=args.rrl_ipv6_prefix,
+                    rrl_allow=args.rrl_allow,
                     control=DEFAULT_CONTROL if args.control is None else (args.control or None),
                     control_required=bool(args.control), user=args.user)
     serve_dns(cfg)

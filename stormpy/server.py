@@ -57,6 +57,11 @@ class DnsConfig:
     copy_mode: str = "auto"          # auto | copy | zerocopy
     user: str | None = None          # run as this user once rings and sockets are set up
     mode: str = "memcpy"             # memcpy | precopy (frame backends only)
+    rrl_rate: int = 0                # response rate limiting: answers/s per prefix (0: off)
+    rrl_slip: int = 2                # every Nth limited answer goes out truncated (0: none)
+    rrl_ipv4_prefix: int = 24
+    rrl_ipv6_prefix: int = 56
+    rrl_allow: list[str] = field(default_factory=list)   # prefixes never limited
 
 
 def parse_listen(text: str) -> tuple[str, int]:
@@ -97,6 +102,22 @@ def shared_table_ref(table, workers: int):
             if size <= 3 * table.flat_size() + (16 << 20):
                 raise
             size //= 2
+
+
+def parse_allow(texts: list[str]) -> list[tuple[int, bytes, int]]:
+    """--rrl-allow prefixes as (family, packed network, length)."""
+    import ipaddress
+    if len(texts) > 16:
+        raise StormpyError(f"{len(texts)} --rrl-allow prefixes: at most 16")
+    out = []
+    for text in texts:
+        try:
+            net = ipaddress.ip_network(text, strict=False)
+        except ValueError:
+            raise StormpyError(f"--rrl-allow {text}: expected a prefix like 192.0.2.0/24 "
+                               f"or 2001:db8::/48") from None
+        out.append((net.version, net.network_address.packed, net.prefixlen))
+    return out
 
 
 def load_table(cfg: DnsConfig):
@@ -257,10 +278,17 @@ class DnsServer:
                 self.udp_sockets += open_udp_sockets(host, port, self.workers_per_address)
                 self.tcp_sockets.append(open_tcp_socket(host, port))
             self.ref = shared_table_ref(table, total)
+            self._set_rrl()
         except StormpyError:
             self._close_sockets()
             raise
         self.pool = WorkerPool(self.ref, total, self._socket_worker, cfg.cpus, self._worker_drop)
+
+    def _set_rrl(self):
+        cfg = self.cfg
+        if cfg.rrl_rate:
+            self.ref.set_rrl(cfg.rrl_rate, cfg.rrl_slip, cfg.rrl_ipv4_prefix, cfg.rrl_ipv6_prefix,
+                             parse_allow(cfg.rrl_allow))
 
     def _socket_worker(self, index: int):
         """In worker process `index`: a worker on the socket the server keeps open,
@@ -288,6 +316,7 @@ class DnsServer:
         try:
             self.tcp_sockets = [open_tcp_socket("0.0.0.0", cfg.port), open_tcp_socket("::", cfg.port)]
             self.ref = shared_table_ref(table, queues)
+            self._set_rrl()
             self.fanout_group = (os.getpid() & 0x7fff) + 1
             if cfg.backend == "xdp":
                 self.xdp = _core.XdpProgram(cfg.iface, cfg.port, cfg.xdp_mode)
@@ -550,8 +579,8 @@ def format_worker(c: dict) -> str:
     rcodes = " ".join(f"{RCODES.get(i, i)}={n}" for i, n in enumerate(c.get("rcode", [])) if n)
     hist = c.get("batch_hist", [])
     sizes = " ".join(f"{1 << i}+:{n}" for i, n in enumerate(hist) if n)
-    extra = "".join(f" {k}={c[k]}" for k in ("tx_ring_full", "not_ours", "bad_source", "tx_errors")
-                    if k in c)
+    extra = "".join(f" {k}={c[k]}" for k in ("tx_ring_full", "not_ours", "bad_source", "tx_errors",
+                                             "rrl_dropped", "rrl_slipped") if c.get(k))
     if c.get("precopy_hits") or c.get("precopy_fills"):
         extra += (f" precopy[hits={c['precopy_hits']} fills={c['precopy_fills']} "
                   f"fallbacks={c['precopy_fallbacks']}]")

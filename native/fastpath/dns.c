@@ -329,6 +329,7 @@ size_t sp_dns_answer_parsed(const struct sp_table *t, const struct sp_dns_config
     c->queries++;
     switch (verdict) {
     case SP_DNS_LOOKUP:
+    case SP_DNS_SLIP:
         break;
     case SP_DNS_DROP:
         c->dropped++;
@@ -361,6 +362,8 @@ size_t sp_dns_answer_parsed(const struct sp_table *t, const struct sp_dns_config
         limit = cap;
     size_t opt = q->edns ? SP_DNS_OPT_LEN : 0;
     uint16_t rcode = SP_DNS_USER_RCODE(r->user);
+    if (verdict == SP_DNS_SLIP)
+        return count_rcode(c, rcode, write_truncated(t, r, msg, q, cfg, out, limit));
     size_t stored = r->len;
     if (stored + q->question_len + opt > limit) {
         /* Optional additional records go first; then the whole answer, with TC. */

@@ -135,6 +135,29 @@ size_t sp_frame_reply(const struct sp_table *t, const struct sp_frame_config *cf
     return fq->headers + n;
 }
 
+bool sp_frame_rrl(struct sp_frame_scratch *s, uint8_t family, const uint8_t *src,
+                  enum sp_dns_verdict *verdict, const struct sp_response *r,
+                  struct sp_frame_counters *c)
+{
+    if (*verdict == SP_DNS_DROP)
+        return true;                          /* nothing goes out anyway */
+    /* the kind: the same prepackaged response, or the same error */
+    uint64_t kind = r ? (uint64_t)(uintptr_t)r : (uint64_t)*verdict << 1 | 1;
+    switch (sp_rrl_check(s->rrl, family, src, kind, s->now_s)) {
+    case SP_RRL_SEND:
+        return true;
+    case SP_RRL_SLIP:
+        c->rrl_slipped++;
+        if (r)
+            *verdict = SP_DNS_SLIP;           /* an error is already as small as a slip */
+        return true;
+    case SP_RRL_DROP:
+    default:
+        c->rrl_dropped++;
+        return false;
+    }
+}
+
 size_t sp_frame_answer(const struct sp_table *t, const struct sp_frame_config *cfg,
                        const uint8_t *rx, size_t len, uint8_t *tx, size_t cap,
                        struct sp_frame_scratch *scratch, struct sp_frame_counters *c)
@@ -149,5 +172,7 @@ size_t sp_frame_answer(const struct sp_table *t, const struct sp_frame_config *c
     const uint8_t *msg = rx + fq.l2 + fq.u.payload_off;
     enum sp_dns_verdict v = sp_dns_parse(msg, fq.u.payload_len, q);
     const struct sp_response *r = v == SP_DNS_LOOKUP ? sp_dns_lookup(t, q) : NULL;
+    if (scratch->rrl && !sp_frame_rrl(scratch, fq.u.family, fq.u.src, &v, r, c))
+        return 0;
     return sp_frame_reply(t, cfg, rx, &fq, v, r, tx, cap, q, c);
 }

@@ -232,7 +232,9 @@ size_t sp_precopy_answer(struct sp_precopy *p, const struct sp_table *t,
     size_t mlen = fq.u.payload_len;
     enum sp_dns_verdict v = sp_dns_parse(msg, mlen, q);
     const struct sp_response *r = v == SP_DNS_LOOKUP ? sp_dns_lookup(t, q) : NULL;
-    size_t full = r ? sp_dns_full_len(r, q, &cfg->dns, dns_cap) : 0;
+    if (scratch->rrl && !sp_frame_rrl(scratch, fq.u.family, fq.u.src, &v, r, c))
+        return 0;
+    size_t full = r && v == SP_DNS_LOOKUP ? sp_dns_full_len(r, q, &cfg->dns, dns_cap) : 0;
     struct sp_request req = {
         .field = {msg, q->question},
         .field_len = {(uint16_t)mlen, q->question_len},

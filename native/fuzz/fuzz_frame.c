@@ -7,9 +7,12 @@
 
 static const uint8_t MAC[6] = {2, 0, 0, 0, 0, 1};
 
-static void answer(const struct sp_frame_config *cfg, const uint8_t *rx, size_t len)
+static void answer(const struct sp_frame_config *cfg, const uint8_t *rx, size_t len,
+                   struct sp_rrl *rrl)
 {
     static struct sp_frame_scratch scratch;
+    scratch.rrl = rrl;
+    scratch.now_s++;
     struct sp_frame_counters c = {0};
     static const size_t caps[] = {0, 60, 600, SP_FRAME_MAX};
     for (unsigned i = 0; i < sizeof(caps) / sizeof(caps[0]); i++) {
@@ -29,7 +32,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     uint8_t *rx = fuzz_copy(data, size);
     struct sp_frame_config cfg = {.port = 53, .ttl = 64, .dns = {.max_udp = 1232}};
-    answer(&cfg, rx, size);                       /* a socket-like view: no identity */
+    answer(&cfg, rx, size, NULL);                 /* a socket-like view: no identity */
 
     memcpy(cfg.mac, MAC, 6);                      /* an owned interface: ARP, ping, NDP */
     cfg.check_dst = 1, cfg.mtu = 1500, cfg.own_stack = 1;
@@ -38,7 +41,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const uint8_t v6[16] = {0x20, 0x01, 0, 2, [15] = 1};
     memcpy(cfg.v4[0], v4, 4), memcpy(cfg.ipv4, v4, 4);
     memcpy(cfg.v6[0], v6, 16), memcpy(cfg.ipv6, v6, 16);
-    answer(&cfg, rx, size);
+    static struct sp_rrl *rrl;                    /* and rate limited: drops and slips too */
+    if (!rrl) {
+        struct sp_rrl_config rc = {.rate = 1, .slip = 2, .v4_prefix = 24, .v6_prefix = 56};
+        rrl = sp_rrl_init(calloc(1, sp_rrl_size(64)), 64, &rc);
+    }
+    answer(&cfg, rx, size, rrl);
+    answer(&cfg, rx, size, NULL);
     free(rx);
     return 0;
 }

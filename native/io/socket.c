@@ -3,6 +3,7 @@
 #include "stormpy/socket_io.h"
 
 #include <errno.h>
+#include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -51,6 +52,13 @@ static unsigned sock_rx_burst(struct sp_io *io, struct sp_frame *rx, unsigned ma
         rx[kept].len = s->rx[i].msg_len;
         rx[kept].cap = SP_SOCK_RX_MAX;
         rx[kept].id = i;
+        if (s->peer[i].ss_family == AF_INET6) {
+            rx[kept].src = (const uint8_t *)&((struct sockaddr_in6 *)&s->peer[i])->sin6_addr;
+            rx[kept].src_family = 6;
+        } else {
+            rx[kept].src = (const uint8_t *)&((struct sockaddr_in *)&s->peer[i])->sin_addr;
+            rx[kept].src_family = 4;
+        }
         kept++;
     }
     io->counters.rx_frames += (unsigned)n;

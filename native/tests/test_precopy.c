@@ -222,7 +222,7 @@ static int both_ways(struct sp_precopy *p, const struct sp_table *t,
                      struct sp_frame_counters *cm, struct sp_frame_counters *cp)
 {
     static uint8_t want[CAP], txbuf[CAP];
-    struct sp_frame_scratch scratch;
+    struct sp_frame_scratch scratch = {0};
     size_t n = sp_frame_answer(t, cfg, rx, len, want, CAP, &scratch, cm);
     struct sp_frame tx = {.data = txbuf, .cap = CAP, .id = 7, .pool = -1}, out;
     memset(&out, 0, sizeof(out));

@@ -144,7 +144,30 @@ cdef extern from "stormpy/frame.h" nogil:
         uint64_t bad_source
         uint64_t malformed
         uint64_t stack_replies
+        uint64_t rrl_dropped
+        uint64_t rrl_slipped
         sp_dns_counters dns
+    struct sp_frame_scratch:
+        sp_rrl *rrl
+
+cdef extern from "stormpy/rrl.h" nogil:
+    enum:
+        SP_RRL_ALLOW_MAX
+    struct sp_rrl_prefix:
+        uint8_t family
+        uint8_t len
+        uint8_t addr[16]
+    struct sp_rrl_config:
+        uint32_t rate
+        uint32_t slip
+        uint8_t v4_prefix
+        uint8_t v6_prefix
+        uint32_t nallow
+        sp_rrl_prefix allow[16]
+    struct sp_rrl:
+        pass
+    size_t sp_rrl_size(uint64_t buckets)
+    sp_rrl *sp_rrl_init(void *mem, uint64_t buckets, const sp_rrl_config *cfg)
 
 cdef extern from "stormpy/io.h" nogil:
     struct sp_io_counters:
@@ -187,6 +210,7 @@ cdef extern from "stormpy/worker.h" nogil:
         uint64_t batch_hist[10]
         sp_io_counters io_counters
         sp_frame_counters counters
+        sp_frame_scratch scratch
         int stop
         sp_precopy *precopy
         sp_precopy_counters precopy_counters

@@ -70,6 +70,7 @@ enum sp_dns_verdict {
     SP_DNS_REFUSED,      /* a class this server does not serve */
     SP_DNS_NOTAUTH,      /* NOTIFY or UPDATE: nobody is allowed */
     SP_DNS_TRANSFER,     /* AXFR or IXFR: no transfers are served */
+    SP_DNS_SLIP,         /* set by rate limiting: header and question only, TC=1 */
 };
 
 /* The table's per-response word: rcode in the low byte, and in the high 16 bits

@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "stormpy/dns.h"
+#include "stormpy/rrl.h"
 #include "stormpy/table.h"
 #include "stormpy/udpip.h"
 
@@ -54,12 +55,22 @@ struct sp_frame_counters {
     uint64_t bad_source;     /* broadcast, multicast or port-0 sources: never answered */
     uint64_t malformed;      /* truncated or inconsistent L2-L4 headers */
     uint64_t stack_replies;  /* ARP, ICMP echo and NDP answered with own_stack */
+    uint64_t rrl_dropped;    /* answers rate limiting held back */
+    uint64_t rrl_slipped;    /* ... and those it sent truncated instead */
     struct sp_dns_counters dns;
 };
 
 struct sp_frame_scratch {
     struct sp_dns_query query;
+    struct sp_rrl *rrl;      /* response rate limiting, or NULL (shared by the workers) */
+    uint32_t now_s;          /* the worker's clock for rrl, set once per batch */
 };
+
+/* Response rate limiting for a decided answer (rrl.h): false to drop it; a slip
+ * turns *verdict into SP_DNS_SLIP. Counted in c. */
+bool sp_frame_rrl(struct sp_frame_scratch *s, uint8_t family, const uint8_t *src,
+                  enum sp_dns_verdict *verdict, const struct sp_response *r,
+                  struct sp_frame_counters *c);
 
 /* Returns the reply frame's length written to tx (at most cap), or 0 for no reply. */
 size_t sp_frame_answer(const struct sp_table *t, const struct sp_frame_config *cfg,

@@ -40,6 +40,8 @@ struct sp_frame {
     uint32_t cap;
     uint64_t id;     /* the backend's buffer identity (UMEM address, ring slot) */
     int32_t pool;    /* the precopy pool frame's index, or -1: a buffer from tx_reserve */
+    const uint8_t *src;   /* datagrams only: the sender's address (4 or 16 bytes) */
+    uint8_t src_family;   /* 4 or 6 */
 };
 
 struct sp_io_counters {
