@@ -1,0 +1,5 @@
+import sys
+
+from stormpy.bench.cli import main
+
+sys.exit(main())

@@ -1,0 +1,184 @@
+"""The `stormpy bench` command line. `register()` adds it to stormpy's own parser;
+`main()` runs it alone (`python -m stormpy.bench`). Errors are one line, never a
+traceback. Importing this module is cheap: each benchmark is imported when it runs."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from stormpy.bench.common import BenchError, int_list
+
+DESCRIPTION = ("Benchmarks behind docs/PERFORMANCE.md, one command per table. fastpath, sweep "
+               "and compile need no root; peers needs root and the Debian packages knot, "
+               "knot-dnsutils and nsd; sockets needs dnsperf.")
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text} must be at least 1")
+    return value
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 < value <= 600:
+        raise argparse.ArgumentTypeError("must be in (0, 600] seconds")
+    return value
+
+
+def _workload_args(p, names_default, rounds_default, queries_default=10000):
+    p.add_argument("--queries", type=_positive, default=queries_default, metavar="N",
+                   help=f"recorded queries (default {queries_default}): 80%% existing names "
+                   "with random 0x20 case, 10%% NODATA, 10%% NXDOMAIN")
+    p.add_argument("--rounds", type=_positive, default=rounds_default, metavar="N",
+                   help=f"times the queries are answered per measurement (default {rounds_default})")
+    p.add_argument("--seed", type=int, default=20261121, help="zone and query seed")
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+    p.add_argument("--csv", metavar="FILE", help="also write the table as CSV")
+
+
+def build_parser(p: argparse.ArgumentParser = None) -> argparse.ArgumentParser:
+    if p is None:
+        p = argparse.ArgumentParser(prog="stormpy bench", description=DESCRIPTION)
+    sub = p.add_subparsers(dest="bench", metavar="BENCH")
+
+    f = sub.add_parser("fastpath", help="the fast path alone on the memory backend (no root)",
+                       description="Recorded queries through the real fast path from the "
+                       "in-memory backend, no kernel I/O, no root: queries/s on one core, ns "
+                       "and (with valgrind) instructions per query, for the DNS layer and for "
+                       "whole frames in memcpy and precopy mode.")
+    f.add_argument("--names", type=int_list, default=[1000], metavar="LIST",
+                   help="zone sizes in names, e.g. 1,1000,10000 (default 1000): one row each")
+    _workload_args(f, [1000], 200)
+    f.add_argument("--batch", type=_positive, default=32, metavar="N", help="frames per batch (default 32)")
+    f.add_argument("--repeat", type=_positive, default=3, metavar="N",
+                   help="measurements per figure, the best is kept (default 3)")
+    f.add_argument("--no-callgrind", dest="callgrind", action="store_false", default=None,
+                   help="skip the instruction count even when valgrind is present")
+    f.add_argument("--cg-queries", type=_positive, default=10000, metavar="N",
+                   help="queries answered once under callgrind (default 10000)")
+    f.add_argument("--annotate", action="store_true",
+                   help="also list where the DNS layer's instructions go, per function")
+    f.set_defaults(run="fastpath")
+
+    s = sub.add_parser("sweep", help="batch size, zone size, precopy against memcpy (no root)",
+                       description="The paper's sweeps on the memory backend: batch 1 to 64 "
+                       "(axis batch) or zone size 1 to 1,000,000 names (axis zone); every cell "
+                       "in memcpy and precopy mode side by side, as ratios.")
+    s.add_argument("axis", choices=("batch", "zone"))
+    s.add_argument("--batches", type=int_list, default=[1, 2, 4, 8, 16, 32, 64], metavar="LIST",
+                   help="batch sizes for axis batch (default 1,2,4,8,16,32,64)")
+    s.add_argument("--names", dest="zone_names", type=int_list, default=None, metavar="LIST",
+                   help="zone sizes: axis zone (default 1,10000,1000000), axis batch uses the "
+                   "first (default 1000)")
+    s.add_argument("--batch", type=_positive, default=32, metavar="N",
+                   help="batch size for axis zone (default 32)")
+    s.add_argument("--passes", type=_positive, default=3, metavar="N",
+                   help="times the whole grid is measured, interleaved; each cell keeps its best (default 3)")
+    _workload_args(s, None, 50)
+    s.set_defaults(run="sweep")
+
+    c = sub.add_parser("compile", help="zone compile time and peak memory, beside Knot DNS",
+                       description="Time and peak memory to compile zones of 1k, 100k and 1M "
+                       "records (stormpy check-zone, in a child process), beside Knot DNS "
+                       "loading the same files (knotd until it answers, and kzonecheck).")
+    c.add_argument("--records", type=int_list, default=[1000, 100_000, 1_000_000], metavar="LIST",
+                   help="zone sizes in records (default 1k,100k,1M)")
+    c.add_argument("--rounds", type=_positive, default=3, metavar="N",
+                   help="loads of each file per tool, the best is kept (default 3)")
+    c.add_argument("--no-knot", dest="knot", action="store_false", help="stormpy only")
+    c.add_argument("--timeout", type=_positive, default=1800, metavar="S",
+                   help="seconds one load may take (default 1800)")
+    c.add_argument("--seed", type=int, default=20261121)
+    c.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+    c.add_argument("--csv", metavar="FILE", help="also write the table as CSV")
+    c.set_defaults(run="compile")
+
+    pe = sub.add_parser("peers", help="kxdpgun load on Knot (XDP, sockets), NSD and stormpy (root)",
+                        description="One kxdpgun load across a veth pair between two network "
+                        "namespaces, server and generator pinned to different CPUs, the same zone "
+                        "and query mix for every server: Knot DNS in XDP mode and on sockets, NSD, "
+                        "and stormpy on AF_XDP, AF_PACKET (memcpy and precopy) and sockets. Best of "
+                        "N interleaved rounds; replies/s, the share of the offered load answered, "
+                        "stormpy's ratio to each peer; a CSV and a PNG bar chart.")
+    pe.add_argument("--servers", default=None, metavar="LIST",
+                    help="comma-separated, measured in this order each round (default: all: "
+                    "stormpy-xdp,stormpy-xdp-precopy,stormpy-packet,stormpy-packet-precopy,"
+                    "stormpy-socket,knot-xdp,knot,nsd)")
+    pe.add_argument("-l", "--seconds", type=_seconds, default=10.0, metavar="S",
+                    help="kxdpgun -t per measurement (default 10)")
+    pe.add_argument("--rounds", type=_positive, default=3, metavar="N", help="rounds (default 3)")
+    pe.add_argument("--qps", type=_positive, default=2_000_000, metavar="N",
+                    help="offered load, kxdpgun -Q (default 2000000: more than any server here answers)")
+    pe.add_argument("--kxdpgun-batch", type=_positive, default=32, metavar="N", help="kxdpgun -b (default 32)")
+    pe.add_argument("--names", type=_positive, default=1000, metavar="N", help="names in the zone (default 1000)")
+    pe.add_argument("--queries", type=_positive, default=100_000, metavar="N",
+                    help="lines in the query file (default 100000)")
+    pe.add_argument("--seed", type=int, default=20240101)
+    pe.add_argument("--server-cpu", type=int, default=0, metavar="CPU", help="the server's CPU (default 0)")
+    pe.add_argument("--client-cpu", type=int, default=1, metavar="CPU", help="kxdpgun's CPU (default 1)")
+    pe.add_argument("--out", default="bench-peers", metavar="PREFIX",
+                    help="write PREFIX.csv and PREFIX.png (default bench-peers)")
+    pe.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+    pe.add_argument("--keep", action="store_true", help="keep the temporary directory (configs, logs)")
+    pe.set_defaults(run="peers")
+
+    so = sub.add_parser("sockets", help="the socket backend against NSD and Knot on loopback (dnsperf)",
+                        description="stormpy's socket backend against Knot DNS and NSD over UDP on "
+                        "127.0.0.1 with dnsperf, one pinned worker each, interleaved rounds.",
+                        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    from stormpy.bench import sockets
+    sockets.add_arguments(so)
+    so.set_defaults(run="sockets")
+    return p
+
+
+def register(subparsers) -> None:
+    """Add `bench` to stormpy's subcommands; the handler is `run(args)`."""
+    b = subparsers.add_parser("bench", help="benchmarks: fastpath, sweep, compile, peers, sockets",
+                              description=DESCRIPTION)
+    build_parser(b)
+
+
+def run(args) -> int:
+    """Run the parsed `stormpy bench ...`; BenchError becomes one line and status 2."""
+    which = getattr(args, "run", None)
+    if which is None:
+        print("stormpy bench: choose one of fastpath, sweep, compile, peers, sockets "
+              "(stormpy bench -h)", file=sys.stderr)
+        return 2
+    try:
+        if which == "fastpath":
+            from stormpy.bench.fastpath import run_fastpath
+            return run_fastpath(args)
+        if which == "sweep":
+            if args.zone_names is None:
+                args.zone_names = [1000] if args.axis == "batch" else [1, 10_000, 1_000_000]
+            from stormpy.bench.fastpath import run_sweep
+            return run_sweep(args)
+        if which == "compile":
+            from stormpy.bench.zonecompile import run_compile
+            return run_compile(args)
+        if which == "peers":
+            from stormpy.bench.peers import run_peers
+            return run_peers(args)
+        from stormpy.bench.sockets import run_from_args
+        return run_from_args(args)
+    except BenchError as e:
+        print(f"stormpy bench: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("stormpy bench: interrupted", file=sys.stderr)
+        return 130
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    return run(args)
