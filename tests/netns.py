@@ -97,10 +97,11 @@ class NsServer:
         self.pair = pair
         self.args = args
         self.log = ""
+        self.prefix = []      # a command that execs the rest (e.g. to enter a cgroup)
 
     def __enter__(self):
-        cmd = ["ip", "netns", "exec", self.pair.server, sys.executable, "-m", "stormpy",
-               "serve-dns", *self.args]
+        cmd = [*self.prefix, "ip", "netns", "exec", self.pair.server, sys.executable, "-m",
+               "stormpy", "serve-dns", *self.args]
         env = dict(os.environ, PYTHONPATH=REPO, PYTHONUNBUFFERED="1")
         self.proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.PIPE,
                                      stderr=subprocess.STDOUT, text=True)
