@@ -115,6 +115,8 @@ def build_parser(p: argparse.ArgumentParser = None) -> argparse.ArgumentParser:
     pe.add_argument("-l", "--seconds", type=_seconds, default=10.0, metavar="S",
                     help="kxdpgun -t per measurement (default 10)")
     pe.add_argument("--rounds", type=_positive, default=3, metavar="N", help="rounds (default 3)")
+    pe.add_argument("--warmup", type=float, default=1.0, metavar="S",
+                    help="unmeasured kxdpgun seconds before each measurement (default 1; 0: none)")
     pe.add_argument("--qps", type=_positive, default=2_000_000, metavar="N",
                     help="offered load, kxdpgun -Q (default 2000000: more than any server here answers)")
     pe.add_argument("--kxdpgun-batch", type=_positive, default=32, metavar="N", help="kxdpgun -b (default 32)")
