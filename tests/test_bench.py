@@ -1,0 +1,125 @@
+"""`stormpy bench`: the commands run and print what they promise, with tiny round counts.
+No timing is asserted: this machine is too noisy for that, and the figures belong in
+docs/PERFORMANCE.md, measured properly."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import types
+
+import pytest
+
+from stormpy.bench import BenchError, cli, peers
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def bench(*args, timeout=300):
+    return subprocess.run([sys.executable, "-m", "stormpy.bench", *args], cwd=REPO,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def test_fastpath_json_without_root_or_callgrind():
+    r = bench("fastpath", "--json", "--names", "20", "--queries", "300", "--rounds", "2",
+              "--repeat", "1", "--no-callgrind")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)  # exactly one JSON object on stdout
+    assert out["qps"] > 0 and out["ns_per_query"] > 0
+    assert out["dns_qps"] > 0 and out["precopy_qps"] > 0
+    assert out["answered_share"] == 1.0
+    assert out["instructions_per_query"] is None and out["instructions_reason"]
+
+
+@pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
+def test_fastpath_counts_instructions_with_callgrind():
+    r = bench("fastpath", "--json", "--names", "10", "--queries", "200", "--rounds", "1",
+              "--repeat", "1", "--cg-queries", "200", timeout=600)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["instructions_per_query"] > 0
+    assert out["dns_instructions_per_query"] > 0
+    assert "instructions_reason" not in out
+
+
+def test_fastpath_without_valgrind_gives_null_and_a_reason(monkeypatch):
+    from stormpy.bench import fastpath
+    monkeypatch.setattr(fastpath.shutil, "which", lambda name: None)
+    assert "valgrind" in fastpath.why_no_callgrind()
+    args = types.SimpleNamespace(names=[5], queries=100, seed=1, rounds=1, repeat=1, batch=32,
+                                 callgrind=None, cg_queries=100, annotate=False, json=True)
+    (row,) = fastpath.fastpath_rows(args)
+    assert row["instructions_per_query"] is None
+    assert "valgrind" in row["instructions_reason"]
+
+
+def test_sweep_batch_has_a_row_per_batch_size_with_both_modes():
+    r = bench("sweep", "batch", "--json", "--names", "10", "--queries", "200", "--rounds", "1",
+              "--passes", "1")
+    assert r.returncode == 0, r.stderr
+    rows = json.loads(r.stdout)["rows"]
+    assert [row["batch"] for row in rows] == [1, 2, 4, 8, 16, 32, 64]
+    for row in rows:
+        assert row["memcpy_qps"] > 0 and row["precopy_qps"] > 0 and row["precopy_over_memcpy"] > 0
+
+
+def test_sweep_zone_has_a_row_per_zone_size():
+    r = bench("sweep", "zone", "--names", "1,50", "--queries", "200", "--rounds", "1", "--passes", "1")
+    assert r.returncode == 0, r.stderr
+    lines = [l for l in r.stdout.splitlines() if l.startswith("| ")]
+    assert len(lines) == 3  # header and two rows
+    assert lines[1].startswith("| 1 |") and lines[2].startswith("| 50 |")
+
+
+def test_compile_reports_time_and_memory():
+    r = bench("compile", "--records", "100", "--rounds", "1", "--no-knot", "--json")
+    assert r.returncode == 0, r.stderr
+    rows = json.loads(r.stdout)["rows"]
+    assert {row["tool"] for row in rows} >= {"stormpy: read + compile, in one process"}
+    assert all(row["seconds"] > 0 and row["peak_mib"] > 0 for row in rows)
+
+
+def test_peers_without_root_is_one_line(monkeypatch, capsys):
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    args = cli.build_parser().parse_args(["peers", "--rounds", "1"])
+    assert "root" in peers.why_not(args)
+    assert cli.run(args) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "root" in err and "Traceback" not in err
+
+
+def test_peers_rejects_unknown_servers_before_touching_the_network(monkeypatch):
+    monkeypatch.setattr(peers, "why_not", lambda args: None)
+    args = cli.build_parser().parse_args(["peers", "--servers", "bind9"])
+    with pytest.raises(BenchError, match="unknown server"):
+        peers.run_peers(args)
+
+
+def test_kxdpgun_output_is_parsed():
+    text = """using interface veth0, XDP threads 1, UDP, native mode
+thread#00: sent 50048, received 44698
+total queries:     50048 (50048 pps)
+total replies:     44698 (44698 pps) (89%)
+responded NOERROR:   22348
+responded NXDOMAIN:  22350
+duration: 1 s
+"""
+    got = peers.parse_kxdpgun(text, 1.0)
+    assert got["sent"] == 50048 and got["replies"] == 44698
+    assert got["replies_per_s"] == 44698.0
+    assert got["rcodes"] == {"NOERROR": 22348, "NXDOMAIN": 22350}
+
+
+def test_bad_input_is_one_line():
+    r = bench("sockets", "--rounds", "0")
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+    r = bench("sweep", "batch", "--batches", "0")
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+
+
+def test_png_step_says_why_without_matplotlib(tmp_path, monkeypatch):
+    from stormpy.bench import common
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    why = common.bar_chart(str(tmp_path / "x.png"), ["a"], [1.0], "t", "y")
+    assert "matplotlib" in why and not (tmp_path / "x.png").exists()
