@@ -181,6 +181,8 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("zones", nargs="+", metavar="ZONE")
     c.add_argument("--origin", action="append", default=[], metavar="NAME",
                    help="zone origin, once per ZONE in the same order")
+    from stormpy.bench.cli import register as register_bench  # `stormpy bench`: stormpy/bench/
+    register_bench(sub)
     return p
 
 
@@ -303,6 +305,11 @@ def _serve_dns(args) -> int:
     return 0
 
 
+def _bench(args) -> int:
+    from stormpy.bench.cli import run
+    return run(args)
+
+
 def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -311,7 +318,8 @@ def main(argv=None) -> int:
         return 2
     try:
         return {"serve-dns": _serve_dns, "check-zone": _check_zone,
-                "backends": _backends, "stats": _stats, "replay": _replay}[args.command](args)
+                "backends": _backends, "stats": _stats, "replay": _replay,
+                "bench": _bench}[args.command](args)
     except StormpyError as e:
         print(f"stormpy: error: {e}", file=sys.stderr)
         return 1
