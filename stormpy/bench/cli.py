@@ -33,7 +33,7 @@ def _seconds(text: str) -> float:
     return value
 
 
-def _workload_args(p, names_default, rounds_default, queries_default=10000):
+def _workload_args(p, rounds_default, queries_default=10000):
     p.add_argument("--queries", type=_positive, default=queries_default, metavar="N",
                    help=f"recorded queries (default {queries_default}): 80%% existing names "
                    "with random 0x20 case, 10%% NODATA, 10%% NXDOMAIN")
@@ -56,7 +56,7 @@ def build_parser(p: argparse.ArgumentParser = None) -> argparse.ArgumentParser:
                        "whole frames in memcpy and precopy mode.")
     f.add_argument("--names", type=int_list, default=[1000], metavar="LIST",
                    help="zone sizes in names, e.g. 1,1000,10000 (default 1000): one row each")
-    _workload_args(f, [1000], 200)
+    _workload_args(f, 200)
     f.add_argument("--batch", type=_positive, default=32, metavar="N", help="frames per batch (default 32)")
     f.add_argument("--repeat", type=_positive, default=3, metavar="N",
                    help="measurements per figure, the best is kept (default 3)")
@@ -82,7 +82,7 @@ def build_parser(p: argparse.ArgumentParser = None) -> argparse.ArgumentParser:
                    help="batch size for axis zone (default 32)")
     s.add_argument("--passes", type=_positive, default=3, metavar="N",
                    help="times the whole grid is measured, interleaved; each cell keeps its best (default 3)")
-    _workload_args(s, None, 50)
+    _workload_args(s, 50)
     s.set_defaults(run="sweep")
 
     c = sub.add_parser("compile", help="zone compile time and peak memory, beside Knot DNS",
