@@ -7,6 +7,7 @@ starts, stops and reloads workers.
 from libc.stdint cimport uint8_t, uint16_t, uint32_t, uint64_t, int64_t, uintptr_t
 from libc.string cimport memset
 from libc.errno cimport errno
+from posix.unistd cimport getpid
 from cpython.bytes cimport PyBytes_FromStringAndSize
 from cpython.mem cimport PyMem_Malloc, PyMem_Free
 
@@ -252,12 +253,14 @@ cdef class TableRef:
     cdef int control_slot
     cdef int owner_pid
     cdef sp_rrl *rrl
+    cdef list retired     # tables swapped out, not yet freed (addresses)
 
     def __cinit__(self, Table table not None, int nworkers, size_t shared_bytes=0):
         import os
         if nworkers < 0 or nworkers > MAX_WORKERS:
             raise ValueError(f"workers must be between 1 and {MAX_WORKERS}")
         self.owner_pid = os.getpid()
+        self.retired = []
         if shared_bytes:
             self.shm = sp_shm_create(shared_bytes)
             if self.shm is NULL:
@@ -333,28 +336,44 @@ cdef class TableRef:
             sp_table_free(t)
 
     def __dealloc__(self):
-        import os
-        if self.owner_pid != os.getpid():
+        if self.owner_pid != getpid():
             return          # a forked worker: the region is the supervisor's to free
         if self.shm is not NULL:
             sp_shm_destroy(self.shm)
             return
         if self.ref is not NULL:
             self._drop(sp_table_ref_swap(self.ref, NULL))
+            for old in self.retired:
+                self._drop(<sp_table *><uintptr_t>old)
             PyMem_Free(self.ref)
         PyMem_Free(self.workers)
         PyMem_Free(self.rrl)
 
-    def swap(self, Table table not None, int timeout_ms=5000):
-        """Publish table; free the old one once no worker can still read it."""
-        cdef sp_table *old
+    def publish(self, Table table not None):
+        """Make table the one workers read from their next batch; the old one is
+        retired until reclaim() finds no worker can still read it."""
+        self.retired.append(<uintptr_t>sp_table_ref_swap(self.ref, self._place(table)))
+
+    def reclaim(self, int timeout_ms=5000):
+        """Free every retired table once no worker can still read one (waiting up to
+        timeout_ms, without the GIL). False: still in use, kept for the next call."""
         cdef bint done
-        old = sp_table_ref_swap(self.ref, self._place(table))
         with nogil:
             done = sp_table_ref_wait(self.ref, timeout_ms)
         if done:
-            self._drop(old)
-        return done   # on timeout the old table is leaked rather than freed under a reader
+            while self.retired:
+                self._drop(<sp_table *><uintptr_t>self.retired.pop())
+        return done
+
+    def swap(self, Table table not None, int timeout_ms=5000):
+        """publish() then reclaim()."""
+        self.publish(table)
+        return self.reclaim(timeout_ms)
+
+    def worker_gone(self, int index):
+        """Worker index's process has died: it holds no table, whatever its slot says."""
+        self._worker(index)
+        sp_table_ref_leave(self.ref, index)
 
     def shared_info(self):
         """(bytes reserved, bytes in use) of the shared region, or None."""
@@ -617,7 +636,7 @@ cdef class FrameWorker:
                str mode="memcpy", unsigned precopy_frames=PRECOPY_FRAMES):
         """A worker on NIC ring pair `index` of ifname, through netmap. netmap takes the
         interface from the kernel, so `own` (mac/ipv4/ipv6) is answered for here.
-        mode "precopy" is refused: the netmap backend has no pool (netmap.c)."""
+        mode "precopy" keeps precopy_frames copies in netmap extra buffers, swapped into TX slots."""
         cdef FrameWorker self = FrameWorker.__new__(FrameWorker)
         cdef sp_netmap_config cfg
         cdef char err[256]
@@ -626,6 +645,7 @@ cdef class FrameWorker:
         self.ifname = ifname.encode()
         memset(&cfg, 0, sizeof(cfg))
         cfg.ifname, cfg.queue, cfg.busy_poll, cfg.poll_ms = self.ifname, index, busy_poll, 100
+        cfg.pool_frames = precopy_frames if precopy else 0
         err[0] = 0
         cdef sp_io *io = sp_netmap_io_open(&cfg, err, sizeof(err))
         if io is NULL:

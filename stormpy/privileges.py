@@ -15,7 +15,6 @@ import pwd
 from stormpy.errors import StormpyError
 
 PR_SET_KEEPCAPS = 8
-PR_SET_PDEATHSIG = 1
 CAPABILITY_VERSION_3 = 0x20080522
 CAP_NET_ADMIN, CAP_NET_RAW, CAP_IPC_LOCK, CAP_BPF = 12, 13, 14, 39
 
@@ -45,21 +44,47 @@ def lookup(name: str) -> pwd.struct_passwd:
         raise StormpyError(f"--user {name}: no such user") from None
 
 
-def _capset(caps: tuple[int, ...]) -> None:
+def _capset(permitted: tuple[int, ...], effective: tuple[int, ...]) -> None:
     data = (_Data * 2)()
-    for cap in caps:
-        word, bit = divmod(cap, 32)
-        data[word].effective |= 1 << bit
-        data[word].permitted |= 1 << bit
+    for caps, field in ((permitted, "permitted"), (effective, "effective")):
+        for cap in caps:
+            word, bit = divmod(cap, 32)
+            setattr(data[word], field, getattr(data[word], field) | 1 << bit)
     if _libc.capset(ctypes.byref(_Header(CAPABILITY_VERSION_3, 0)), data) != 0:
         err = ctypes.get_errno()
-        raise StormpyError(f"cannot keep capabilities {caps}: {os.strerror(err)}")
+        raise StormpyError(f"cannot keep capabilities {permitted}: {os.strerror(err)}")
+
+
+def _known(caps: tuple[int, ...]) -> tuple[int, ...]:
+    """The capabilities this kernel has (CAP_BPF is 5.8+) and this process holds."""
+    try:
+        with open("/proc/sys/kernel/cap_last_cap") as f:
+            last = int(f.read())
+    except (OSError, ValueError):
+        last = 40
+    with open("/proc/self/status") as f:
+        held = next(int(l.split()[1], 16) for l in f if l.startswith("CapPrm:"))
+    return tuple(c for c in caps if c <= last and held >> c & 1)
+
+
+def raise_effective() -> None:
+    """In a worker about to open its queue: make the kept capabilities effective.
+    A process may always do this with what it holds as permitted."""
+    data = (_Data * 2)()
+    if _libc.capget(ctypes.byref(_Header(CAPABILITY_VERSION_3, 0)), data) != 0:
+        return
+    for word in data:
+        word.effective = word.permitted
+    _libc.capset(ctypes.byref(_Header(CAPABILITY_VERSION_3, 0)), data)
 
 
 def drop_to(user: pwd.struct_passwd, keep: tuple[int, ...] = ()) -> None:
-    """Become `user` with only the capabilities in keep (effective and permitted)."""
+    """Become `user` holding only the capabilities in keep, and only as permitted: the
+    process that parses TCP queries and zone files never has them in effect; a worker
+    raises them (raise_effective) just to open its queue."""
+    keep = _known(keep)
     if os.getuid() == user.pw_uid and not keep:
-        _capset(())
+        _capset((), ())
         return
     try:
         _libc.prctl(PR_SET_KEEPCAPS, 1 if keep else 0, 0, 0, 0)
@@ -69,12 +94,7 @@ def drop_to(user: pwd.struct_passwd, keep: tuple[int, ...] = ()) -> None:
     except PermissionError:
         raise StormpyError(f"--user {user.pw_name}: switching users needs root "
                            f"(or CAP_SETUID and CAP_SETGID)") from None
-    _capset(keep)
-
-
-def restore_parent_death_signal(signal_number: int) -> None:
-    """A change of user clears PR_SET_PDEATHSIG; a worker sets it again."""
-    _libc.prctl(PR_SET_PDEATHSIG, signal_number, 0, 0, 0)
+    _capset(keep, ())
 
 
 def effective_capabilities(pid: int = 0) -> int:

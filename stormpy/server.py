@@ -305,6 +305,9 @@ class DnsServer:
         reason = why_unusable(cfg.backend)
         if reason:
             raise StormpyError(f"--backend {cfg.backend}: {reason}")
+        if cfg.user and cfg.backend == "netmap":
+            raise StormpyError("--user with --backend netmap: a restarted worker must open "
+                               "/dev/netmap, which only root may; run netmap serving as root")
         queues = cfg.queues or rx_queue_count(cfg.iface)
         if queues > _core.MAX_WORKERS:
             raise StormpyError(f"at most {_core.MAX_WORKERS} queues")
@@ -323,7 +326,8 @@ class DnsServer:
         except Exception:
             self._close_sockets()
             raise
-        self.pool = WorkerPool(self.ref, queues, self._frame_worker, cfg.cpus, self._worker_drop)
+        self.pool = WorkerPool(self.ref, queues, self._frame_worker, cfg.cpus, self._worker_drop,
+                               privileges.raise_effective if self.user else None)
 
     def _frame_worker(self, index: int):
         """In worker process `index`: its queue's ring, opened here."""
@@ -372,7 +376,7 @@ class DnsServer:
         keep = privileges.RING_CAPS if self.cfg.iface else ()
         privileges.drop_to(self.user, keep)
         log.info("running as user %s (uid %d)%s", self.user.pw_name, self.user.pw_uid,
-                 f", keeping {len(keep)} capabilities to reopen queues" if keep else
+                 f", holding {len(keep)} capabilities (not in effect) to reopen queues" if keep else
                  ", with no capabilities")
 
     def _close_inherited(self, keep: int = -1):
@@ -429,10 +433,18 @@ class DnsServer:
             log.warning("reload already in progress; SIGHUP ignored")
             return
         self._reloading = True
+        try:
+            await self._reload()
+        finally:
+            self._reloading = False
+
+    async def _reload(self):
+        loop = asyncio.get_running_loop()
         started = time.monotonic()
         try:
-            table, stats = await asyncio.get_running_loop().run_in_executor(None, load_table, self.cfg)
-        except StormpyError as e:
+            table, stats = await loop.run_in_executor(None, load_table, self.cfg)
+            self.ref.publish(table)
+        except (StormpyError, MemoryError) as e:
             self.reload_failures += 1
             log.error("reload failed, still serving the previous zones: %s", e)
             return
@@ -441,14 +453,14 @@ class DnsServer:
             log.error("reload failed (internal error %s: %s), still serving the previous zones",
                       type(e).__name__, e)
             return
-        finally:
-            self._reloading = False
-        if not self.ref.swap(table):
-            log.warning("a worker did not leave the old table within 5 s; it is kept, not freed")
         self.stats = stats
         self.reloads += 1
         log.info("reloaded %d zone(s): %d records, %d keys in %.2f s", stats.zones, stats.records,
                  stats.keys, time.monotonic() - started)
+        # waiting for the workers to move on happens off the loop: TCP and respawns go on
+        if not await loop.run_in_executor(None, self.ref.reclaim, 5000):
+            log.warning("a worker did not leave the old table within 5 s; it is kept until a "
+                        "later reload can free it")
 
     # -- TCP -------------------------------------------------------------------
     async def _tcp_client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter):

@@ -56,10 +56,13 @@ class WorkerPool:
     returns the opened worker (a FrameWorker) or raises a StormpyError."""
 
     def __init__(self, ref, count: int, make_worker: Callable[[int], object],
-                 cpus: list[int] | None = None, after_open: Callable[[], None] | None = None):
-        """after_open runs in a worker once its backend is open (dropping privileges)."""
+                 cpus: list[int] | None = None, after_open: Callable[[], None] | None = None,
+                 before_open: Callable[[], None] | None = None):
+        """before_open and after_open run in a worker around opening its backend
+        (raising, then dropping, privileges)."""
         self.ref = ref
         self.after_open = after_open
+        self.before_open = before_open
         self.count = count
         self.make_worker = make_worker
         self.cpus = cpus or []
@@ -78,13 +81,16 @@ class WorkerPool:
         code = 1
         try:
             signal.set_wakeup_fd(-1)           # the server's event loop is not ours
-            for sig in (signal.SIGINT, signal.SIGHUP):
-                signal.signal(sig, signal.SIG_IGN)   # a terminal's signals are the server's
-            for sig in (signal.SIGTERM, signal.SIGCHLD):
-                signal.signal(sig, signal.SIG_DFL)
+            # A terminal's signals, and a SIGTERM to the whole group (systemd), are the
+            # server's: it stops the workers through their stop flags.
+            for sig in (signal.SIGINT, signal.SIGHUP, signal.SIGTERM):
+                signal.signal(sig, signal.SIG_IGN)
+            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
             _die_with_parent(parent)
             if self.cpus:
                 os.sched_setaffinity(0, {self.cpus[index % len(self.cpus)]})
+            if self.before_open is not None:
+                self.before_open()
             worker = self.make_worker(index)
             if self.after_open is not None:
                 self.after_open()
@@ -108,15 +114,20 @@ class WorkerPool:
         self.ref.rearm_worker(index)
         rfd, wfd = os.pipe()
         parent = os.getpid()
-        pid = os.fork()
+        try:
+            pid = os.fork()
+        except OSError:
+            os.close(rfd)
+            os.close(wfd)
+            raise
         if pid == 0:
             os.close(rfd)
             self._child(index, wfd, parent)
         os.close(wfd)
         self.pids[index] = pid
         self._status[index] = rfd
-        self._pidfd[index] = os.pidfd_open(pid)
         self._started[index] = time.monotonic()
+        self._pidfd[index] = os.pidfd_open(pid)
 
     def _read_status(self, index: int) -> str:
         try:
@@ -164,6 +175,7 @@ class WorkerPool:
     def _on_exit(self, index: int) -> None:
         pid = self.pids[index]
         status = os.waitpid(pid, 0)[1]
+        self.ref.worker_gone(index)         # died mid-batch or not: it reads no table now
         said = self._said[index] + "\n" + self._read_status(index)
         self._said[index] = ""
         self._close_fds(index)
@@ -183,7 +195,18 @@ class WorkerPool:
         if self._stopping or self.pids[index]:
             return
         self.restarts[index] += 1
-        self._spawn(index)
+        try:
+            self._spawn(index)
+        except OSError as e:                # no fork, pipe or pidfd: try again later
+            if self.pids[index]:
+                self._reaped(self.pids[index]) or os.kill(self.pids[index], signal.SIGKILL)
+                self.pids[index] = 0
+            self._close_fds(index)
+            self._backoff[index] = min(max(self._backoff[index] * 2, 0.1), MAX_BACKOFF_SECONDS)
+            log.error("cannot start worker %d again (%s); retrying in %.1f s", index,
+                      e.strerror or e, self._backoff[index])
+            self._loop.call_later(self._backoff[index], self._respawn, index)
+            return
         self._loop.add_reader(self._status[index], self._on_ready, index)
         self._watch(index)
 

@@ -53,8 +53,9 @@ enum sp_rrl_action sp_rrl_check(struct sp_rrl *r, uint8_t family, const uint8_t 
     uint64_t lo, hi;
     memcpy(&lo, prefix, 8);
     memcpy(&hi, prefix + 8, 8);
-    uint64_t key = mix(mix(mix(family, lo), hi), kind) | 1;   /* never 0: an empty bucket */
-    struct sp_rrl_bucket *b = &r->bucket[key & r->mask];
+    uint64_t h = mix(mix(mix(family, lo), hi), kind);
+    uint64_t key = h | 1;                     /* never 0, the key of an empty bucket */
+    struct sp_rrl_bucket *b = &r->bucket[(h >> 1) & r->mask];
     if (__atomic_load_n(&b->key, __ATOMIC_RELAXED) != key ||
         __atomic_load_n(&b->second, __ATOMIC_RELAXED) != now_s) {
         __atomic_store_n(&b->key, key, __ATOMIC_RELAXED);

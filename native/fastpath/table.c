@@ -510,14 +510,18 @@ bool sp_table_ref_wait(struct sp_table_ref *ref, int timeout_ms)
 {
     uint64_t gen = __atomic_load_n(&ref->generation, __ATOMIC_SEQ_CST);
     int n = __atomic_load_n(&ref->nworkers, __ATOMIC_SEQ_CST);
-    struct timespec pause = {0, 200 * 1000};
-    for (long waited_us = 0; waited_us <= (long)timeout_ms * 1000; waited_us += 200) {
+    struct timespec pause = {0, 200 * 1000}, now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    int64_t deadline = (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000 + timeout_ms;
+    for (;;) {
         int done = 0;
         for (int i = 0; i < n; i++)
             done += __atomic_load_n(&ref->slot[i].seen, __ATOMIC_SEQ_CST) >= gen;
         if (done == n)
             return true;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if ((int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000 >= deadline)
+            return false;
         nanosleep(&pause, NULL);
     }
-    return false;
 }

@@ -234,6 +234,7 @@ cdef extern from "stormpy/netmap_io.h" nogil:
         unsigned queue
         int busy_poll
         unsigned poll_ms
+        unsigned pool_frames
     sp_io *sp_netmap_io_open(const sp_netmap_config *cfg, char *err, size_t errlen)
     int sp_have_netmap()
 
