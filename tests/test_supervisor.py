@@ -4,6 +4,7 @@ same test body in test_rings.py."""
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -18,10 +19,27 @@ ZONES = [("example.com.", EXAMPLE_ZONE)]
 
 
 def snapshot(control):
+    """The server's counters, read from its control socket in this process (polling
+    through `stormpy stats` would add a Python start-up to every look)."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(5)
+        s.connect(control)
+        data = b""
+        while not data.endswith(b"\n"):
+            chunk = s.recv(65536)
+            assert chunk, "the control socket closed early"
+            data += chunk
+    return json.loads(data)
+
+
+def test_stats_command_reads_the_same_snapshot(stormpy_server, tmp_path):
+    control = str(tmp_path / "ctl.sock")
+    stormpy_server(ZONES, ["--control", control], workers=2)
     r = subprocess.run([sys.executable, "-m", "stormpy", "stats", "--control", control, "--json"],
                        cwd=REPO, capture_output=True, text=True, timeout=30)
     assert r.returncode == 0, r.stderr
-    return json.loads(r.stdout)
+    assert [w["pid"] for w in json.loads(r.stdout)["workers"]] == \
+        [w["pid"] for w in snapshot(control)["workers"]]
 
 
 def wait_for_replacement(control, index, old_pid, limit=5.0):

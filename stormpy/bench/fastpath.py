@@ -46,7 +46,8 @@ def make_zone(path: str, names: int, seed: int) -> None:
         f.write("$ORIGIN bench.example.\n$TTL 3600\n@ SOA ns1 hostmaster 1 7200 3600 1209600 300\n"
                 "@ NS ns1\nns1 A 192.0.2.53\n")
         for i in range(names):
-            f.write(f"host{i} A 192.0.2.{i % 250 + 1}\nhost{i} AAAA 2001:db8::{i:x}\n")
+            # two groups: one IPv6 group holds 16 bits, and past 65,535 names i does not
+            f.write(f"host{i} A 192.0.2.{i % 250 + 1}\nhost{i} AAAA 2001:db8::{i >> 16:x}:{i & 0xffff:x}\n")
             if i % 10 == 0:
                 f.write(f'host{i} TXT "v={rng.getrandbits(64):x}"\n')
 
