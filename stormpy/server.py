@@ -498,7 +498,8 @@ class DnsServer:
                 "backend": self.cfg.backend, "tcp_queries": self.tcp_queries,
                 "reloads": self.reloads, "reload_failures": self.reload_failures,
                 "workers": [dict(self.ref.worker_counters(i), pid=self.pool.pids[i],
-                                 restarts=self.pool.restarts[i]) for i in range(self.pool.count)]}
+                                 ready=self.pool.ready[i], restarts=self.pool.restarts[i])
+                            for i in range(self.pool.count)]}
 
     async def _control_client(self, reader, writer):
         try:

@@ -68,6 +68,7 @@ class WorkerPool:
         self.cpus = cpus or []
         self.pids = [0] * count
         self.restarts = [0] * count
+        self.ready = [False] * count        # opened its backend and said so
         self._pidfd = [-1] * count
         self._status = [-1] * count        # read end of each worker's status pipe
         self._started = [0.0] * count
@@ -125,6 +126,7 @@ class WorkerPool:
             self._child(index, wfd, parent)
         os.close(wfd)
         self.pids[index] = pid
+        self.ready[index] = False
         self._status[index] = rfd
         self._started[index] = time.monotonic()
         self._pidfd[index] = os.pidfd_open(pid)
@@ -155,6 +157,7 @@ class WorkerPool:
                 ready, _, _ = select.select([self._status[i]], [], [],
                                             max(0.0, deadline - time.monotonic()))
                 text = self._read_status(i) if ready else ""
+                self.ready[i] = text.startswith("ok")
                 if not text.startswith("ok"):
                     reason = text[6:] if text.startswith("error ") else \
                         "did not start within %.0f s" % timeout if not ready else "died while starting"
@@ -180,6 +183,7 @@ class WorkerPool:
         self._said[index] = ""
         self._close_fds(index)
         self.pids[index] = 0
+        self.ready[index] = False
         if self._stopping:
             return
         reason = next((line[6:] for line in said.splitlines() if line.startswith("error ")), "")
@@ -214,6 +218,7 @@ class WorkerPool:
         self._loop.remove_reader(self._status[index])
         text = self._read_status(index)
         if text.startswith("ok"):
+            self.ready[index] = True
             log.info("worker %d restarted as pid %d in %.0f ms", index, self.pids[index],
                      (time.monotonic() - self._started[index]) * 1000)
         self._said[index] = text    # an error: it exits next, and _on_exit says why

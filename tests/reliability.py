@@ -276,7 +276,7 @@ def kill_one(server, zone):
     os.kill(old, signal.SIGKILL)
     while time.monotonic() - start < 5:
         w = snapshot(server.control)["workers"][index]
-        if w["pid"] not in (0, old):
+        if w["pid"] not in (0, old) and w["ready"]:
             return time.monotonic() - start
         time.sleep(0.005)
     return float("inf")

@@ -43,11 +43,11 @@ def test_stats_command_reads_the_same_snapshot(stormpy_server, tmp_path):
 
 
 def wait_for_replacement(control, index, old_pid, limit=5.0):
-    """Seconds until worker `index` runs under a new pid (that has opened its backend)."""
+    """Seconds until worker `index` runs under a new pid that has opened its backend."""
     start = time.monotonic()
     while time.monotonic() - start < limit:
         w = snapshot(control)["workers"][index]
-        if w["pid"] not in (0, old_pid):
+        if w["pid"] not in (0, old_pid) and w["ready"]:
             return time.monotonic() - start, w
         time.sleep(0.02)
     raise AssertionError(f"worker {index} was not replaced within {limit} s")
