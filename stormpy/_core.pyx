@@ -592,12 +592,9 @@ cdef class FrameWorker:
         cfg.poll_timeout_ms = 100
         err[0] = 0
         cdef sp_io *io = sp_xdp_io_open(prog.prog, index, &cfg, err, sizeof(err))
-        if io is NULL:
-            raise BackendError(err.decode(errors="replace"))
         self.keep = prog
-        self._attach(io, index, ref, port, batch, max_udp, ttl)
-        if precopy:
-            self._precopy(precopy_frames)
+        self._open(io, err, index, ref, port, batch, max_udp, ttl,
+                   precopy_frames if precopy else 0)
         return self
 
     def __dealloc__(self):
@@ -623,11 +620,8 @@ cdef class FrameWorker:
         cfg.poll_ms = 100
         err[0] = 0
         cdef sp_io *io = sp_packet_io_open(&cfg, err, sizeof(err))
-        if io is NULL:
-            raise BackendError(err.decode(errors="replace"))
-        self._attach(io, index, ref, port, batch, max_udp, ttl)
-        if precopy:
-            self._precopy(precopy_frames)
+        self._open(io, err, index, ref, port, batch, max_udp, ttl,
+                   precopy_frames if precopy else 0)
         return self
 
     @staticmethod
@@ -648,14 +642,21 @@ cdef class FrameWorker:
         cfg.pool_frames = precopy_frames if precopy else 0
         err[0] = 0
         cdef sp_io *io = sp_netmap_io_open(&cfg, err, sizeof(err))
-        if io is NULL:
-            raise BackendError(err.decode(errors="replace"))
-        self._attach(io, index, ref, port, batch, max_udp, ttl)
-        if precopy:
-            self._precopy(precopy_frames)
+        self._open(io, err, index, ref, port, batch, max_udp, ttl,
+                   precopy_frames if precopy else 0)
         if own:
             _set_own_stack(&self.w.cfg, own)
         return self
+
+    cdef _open(self, sp_io *io, const char *err, int index, TableRef ref, uint16_t port,
+               unsigned batch, uint16_t max_udp, uint8_t ttl, unsigned precopy_frames):
+        """A ring backend's open call just returned io (NULL: err says why); attach it
+        to worker index, in precopy mode when precopy_frames is not 0."""
+        if io is NULL:
+            raise BackendError(err.decode(errors="replace"))
+        self._attach(io, index, ref, port, batch, max_udp, ttl)
+        if precopy_frames:
+            self._precopy(precopy_frames)
 
     cdef _attach(self, sp_io *io, int index, TableRef ref, uint16_t port, unsigned batch,
                  uint16_t max_udp, uint8_t ttl):

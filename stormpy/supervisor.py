@@ -188,12 +188,15 @@ class WorkerPool:
             return
         reason = next((line[6:] for line in said.splitlines() if line.startswith("error ")), "")
         lived = time.monotonic() - self._started[index]
-        self._backoff[index] = (min(max(self._backoff[index] * 2, 0.1), MAX_BACKOFF_SECONDS)
-                                if lived < QUICK_DEATH_SECONDS else 0.0)
+        self._backoff[index] = self._longer_pause(index) if lived < QUICK_DEATH_SECONDS else 0.0
         log.warning("worker %d (pid %d) %s%s; restarting it%s", index, pid, _describe(status),
                     f": {reason}" if reason else "",
                     f" in {self._backoff[index]:.1f} s" if self._backoff[index] else "")
         self._loop.call_later(self._backoff[index], self._respawn, index)
+
+    def _longer_pause(self, index: int) -> float:
+        """The next pause before restarting a worker that keeps failing: 0.1 s, doubling."""
+        return min(max(self._backoff[index] * 2, 0.1), MAX_BACKOFF_SECONDS)
 
     def _respawn(self, index: int) -> None:
         if self._stopping or self.pids[index]:
@@ -206,7 +209,7 @@ class WorkerPool:
                 self._reaped(self.pids[index]) or os.kill(self.pids[index], signal.SIGKILL)
                 self.pids[index] = 0
             self._close_fds(index)
-            self._backoff[index] = min(max(self._backoff[index] * 2, 0.1), MAX_BACKOFF_SECONDS)
+            self._backoff[index] = self._longer_pause(index)
             log.error("cannot start worker %d again (%s); retrying in %.1f s", index,
                       e.strerror or e, self._backoff[index])
             self._loop.call_later(self._backoff[index], self._respawn, index)

@@ -1,7 +1,6 @@
 """Test hosts in network namespaces: a server and a client joined by a veth pair,
 numbered from 198.18.0.0/15 and 2001:2::/48, removed again afterwards. Every wait
 here is bounded."""
-import itertools
 import json
 import os
 import shutil
@@ -10,10 +9,10 @@ import subprocess
 import sys
 import time
 
+from stormpy.bench import netns as bench_netns
+from stormpy.bench.netns import CLIENT_V4, CLIENT_V6, SERVER_V4, SERVER_V6  # noqa: F401
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SERVER_V4, CLIENT_V4 = "198.18.0.1", "198.18.0.2"
-SERVER_V6, CLIENT_V6 = "2001:2::1", "2001:2::2"
-_serial = itertools.count()
 
 
 def why_no_netns():
@@ -39,42 +38,12 @@ def why_no_netns():
     return None
 
 
-def sh(*cmd, check=True):
-    r = subprocess.run(list(cmd), capture_output=True, text=True, timeout=30)
-    if check and r.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd)}: {r.stderr.strip()}")
-    return r
-
-
-class VethPair:
-    """Namespaces `server` and `client`, each with interface veth0."""
+class VethPair(bench_netns.VethPair):
+    """Namespaces `server` and `client`, each with interface veth0 (the benchmarks'
+    pair, with the kernel's ARP and NDP left as they are)."""
 
     def __init__(self, queues=1):
-        n = f"{os.getpid() % 100000}x{next(_serial)}"
-        self.server, self.client = f"sp-srv-{n}", f"sp-cli-{n}"
-        self.queues = queues
-        self.iface = "veth0"
-
-    def __enter__(self):
-        try:
-            for ns in (self.server, self.client):
-                sh("ip", "netns", "add", ns)
-                sh("ip", "-n", ns, "link", "set", "lo", "up")
-            q = ["numrxqueues", str(self.queues), "numtxqueues", str(self.queues)]
-            sh("ip", "-n", self.server, "link", "add", "veth0", *q, "type", "veth",
-               "peer", "name", "veth0", "netns", self.client, *q)
-            for ns, v4, v6 in ((self.server, SERVER_V4, SERVER_V6), (self.client, CLIENT_V4, CLIENT_V6)):
-                sh("ip", "-n", ns, "addr", "add", f"{v4}/24", "dev", "veth0")
-                sh("ip", "-n", ns, "addr", "add", f"{v6}/64", "dev", "veth0", "nodad")
-                sh("ip", "-n", ns, "link", "set", "veth0", "up")
-        except Exception:
-            self.__exit__()
-            raise
-        return self
-
-    def __exit__(self, *exc):
-        for ns in (self.server, self.client):
-            sh("ip", "netns", "del", ns, check=False)
+        super().__init__(queues, prefix="sp", static_neighbours=False)
 
     def run(self, ns, *cmd, timeout=60):
         return subprocess.run(["ip", "netns", "exec", ns, *cmd], capture_output=True, text=True,

@@ -27,6 +27,12 @@ static bool bad_source(const struct sp_udpip *u, const uint8_t *eth_src)
     return u->src[0] == 0xff || u->dst[0] == 0xff || memcmp(u->src, unspecified, 16) == 0;
 }
 
+/* A reply never exceeds the interface MTU (plus its link header). */
+static inline size_t mtu_cap(const struct sp_frame_config *cfg, size_t l2, size_t cap)
+{
+    return cfg->mtu && cap > l2 + cfg->mtu ? l2 + cfg->mtu : cap;
+}
+
 static bool addressed_to_us(const struct sp_frame_config *cfg, const uint8_t *rx,
                             const struct sp_udpip *u)
 {
@@ -70,9 +76,7 @@ bool sp_frame_parse(const struct sp_frame_config *cfg, const uint8_t *rx, size_t
         u->dport != cfg->port) {
         /* ARP, ICMP, other ports, fragments, damage: the kernel's, unless we own the port */
         if (cfg->own_stack) {
-            if (cfg->mtu && cap > l2 + cfg->mtu)
-                cap = l2 + cfg->mtu;
-            size_t n = sp_ownstack_answer(cfg, rx, len, l2, type, tx, cap);
+            size_t n = sp_ownstack_answer(cfg, rx, len, l2, type, tx, mtu_cap(cfg, l2, cap));
             if (n) {
                 c->stack_replies++;
                 *stack = n;
@@ -102,8 +106,7 @@ bool sp_frame_parse(const struct sp_frame_config *cfg, const uint8_t *rx, size_t
 size_t sp_frame_dns_cap(const struct sp_frame_config *cfg, const struct sp_frame_query *fq,
                         size_t cap)
 {
-    if (cfg->mtu && cap > fq->l2 + cfg->mtu)
-        cap = fq->l2 + cfg->mtu;
+    cap = mtu_cap(cfg, fq->l2, cap);
     return cap > fq->headers ? cap - fq->headers : 0;
 }
 

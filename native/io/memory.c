@@ -61,16 +61,7 @@ static void mem_reclaim(struct sp_io *io)
 static unsigned mem_tx_reserve(struct sp_io *io, struct sp_frame *tx, unsigned n)
 {
     struct mem_io *m = (struct mem_io *)io;
-    if (n > SP_IO_BATCH_MAX)
-        n = SP_IO_BATCH_MAX;
-    for (unsigned i = 0; i < n; i++) {
-        tx[i].data = m->tx_pool[i];
-        tx[i].cap = SP_FRAME_MAX;
-        tx[i].len = 0;
-        tx[i].id = i;
-        tx[i].pool = -1;
-    }
-    return n;
+    return sp_io_lend_buffers(tx, n, &m->tx_pool[0][0], SP_FRAME_MAX);
 }
 
 static void mem_tx_submit(struct sp_io *io, struct sp_frame *tx, unsigned used,

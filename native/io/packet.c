@@ -169,16 +169,7 @@ static unsigned packet_tx_reserve(struct sp_io *io, struct sp_frame *tx, unsigne
 static unsigned packet_tx_reserve_private(struct sp_io *io, struct sp_frame *tx, unsigned n)
 {
     struct packet_io *p = (struct packet_io *)io;
-    if (n > SP_IO_BATCH_MAX)
-        n = SP_IO_BATCH_MAX;
-    for (unsigned i = 0; i < n; i++) {
-        tx[i].data = p->txbuf[i];
-        tx[i].cap = SP_FRAME_MAX;
-        tx[i].len = 0;
-        tx[i].id = i;
-        tx[i].pool = -1;
-    }
-    return n;
+    return sp_io_lend_buffers(tx, n, &p->txbuf[0][0], SP_FRAME_MAX);
 }
 
 static void packet_tx_submit(struct sp_io *io, struct sp_frame *tx, unsigned used,

@@ -73,16 +73,7 @@ static void sock_reclaim(struct sp_io *io)
 static unsigned sock_tx_reserve(struct sp_io *io, struct sp_frame *tx, unsigned n)
 {
     struct sock_io *s = (struct sock_io *)io;
-    if (n > s->batch)
-        n = s->batch;
-    for (unsigned i = 0; i < n; i++) {
-        tx[i].data = s->tx_iov[i].iov_base;
-        tx[i].cap = s->tx_max;
-        tx[i].len = 0;
-        tx[i].id = 0;
-        tx[i].pool = -1;
-    }
-    return n;
+    return sp_io_lend_buffers(tx, n < s->batch ? n : s->batch, s->tx_buf, s->tx_max);
 }
 
 /* Sends at once: a socket has no ring to wait in. A datagram the kernel refuses

@@ -7,20 +7,11 @@ import argparse
 import sys
 
 from stormpy.bench.common import BenchError, int_list
+from stormpy.cli import _positive   # the one whole-number check of every command
 
 DESCRIPTION = ("Benchmarks behind docs/PERFORMANCE.md, one command per table. fastpath, sweep "
                "and compile need no root; peers needs root and the Debian packages knot, "
                "knot-dnsutils and nsd; sockets needs dnsperf.")
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text} must be at least 1")
-    return value
 
 
 def _seconds(text: str) -> float:

@@ -36,11 +36,12 @@ def _sh(*cmd, check=True):
 class VethPair:
     """Namespaces `server` and `client`, each with veth0; a context manager."""
 
-    def __init__(self, queues: int = 1):
+    def __init__(self, queues: int = 1, prefix: str = "spb", static_neighbours: bool = True):
         n = f"{os.getpid() % 100000}x{next(_serial)}"
-        self.server, self.client = f"spb-srv-{n}", f"spb-cli-{n}"
+        self.server, self.client = f"{prefix}-srv-{n}", f"{prefix}-cli-{n}"
         self.queues = queues
         self.iface = IFACE
+        self.static_neighbours = static_neighbours
         self.server_mac = self.client_mac = None
 
     def __enter__(self):
@@ -57,6 +58,8 @@ class VethPair:
                 _sh("ip", "-n", ns, "link", "set", IFACE, "up")
             self.server_mac = self._mac(self.server)
             self.client_mac = self._mac(self.client)
+            if not self.static_neighbours:
+                return self
             # Static neighbours: no ARP in the measured traffic, on either side.
             _sh("ip", "-n", self.server, "neigh", "replace", CLIENT_V4, "lladdr", self.client_mac,
                 "dev", IFACE, "nud", "permanent")

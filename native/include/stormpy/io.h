@@ -44,6 +44,24 @@ struct sp_frame {
     uint8_t src_family;   /* 4 or 6 */
 };
 
+/* tx_reserve for a backend whose TX buffers are its own memory (the memory backend,
+ * AF_PACKET in precopy mode): up to n of the SP_IO_BATCH_MAX buffers of `size`
+ * bytes at `base`, every one free again by the next batch. */
+static inline unsigned sp_io_lend_buffers(struct sp_frame *tx, unsigned n, uint8_t *base,
+                                          uint32_t size)
+{
+    if (n > SP_IO_BATCH_MAX)
+        n = SP_IO_BATCH_MAX;
+    for (unsigned i = 0; i < n; i++) {
+        tx[i].data = base + (size_t)i * size;
+        tx[i].cap = size;
+        tx[i].len = 0;
+        tx[i].id = i;
+        tx[i].pool = -1;
+    }
+    return n;
+}
+
 struct sp_io_counters {
     uint64_t rx_frames;
     uint64_t tx_frames;
