@@ -14,7 +14,7 @@ SOURCES := pyproject.toml setup.py stormpy/_core.pyx $(wildcard stormpy/includes
 
 # command:package pairs, checked by command so any install (Debian's or not) counts
 BUILD_TOOLS := cc:gcc make:make $(PYTHON):python3 clang:clang pkg-config:pkg-config
-TEST_TOOLS := knotd:knot ip:iproute2 ping:iputils-ping
+TEST_TOOLS := knotd:knot ip:iproute2 ping:iputils-ping valgrind:valgrind
 DEMO_TOOLS := dig:bind9-dnsutils
 
 define need
