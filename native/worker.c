@@ -59,6 +59,49 @@ static unsigned answer_memcpy(struct sp_frame_worker *w, const struct sp_table *
     return used;
 }
 
+/* A custom responder: rules answer what they can; the rest is collected in slow for
+ * the handler, each keeping a TX buffer free for its reply. Returns the TX used. */
+static unsigned answer_responder(struct sp_frame_worker *w, const struct sp_table *t,
+                                 struct sp_frame *rx, unsigned n, struct sp_frame *tx,
+                                 unsigned reserved, struct sp_slow_packet *slow, unsigned *nslow)
+{
+    unsigned used = 0, k = 0;
+    bool datagrams = w->io->datagrams;
+    struct sp_responder_counters *rc = &w->responder_counters;
+    for (unsigned i = 0; i < n; i++) {
+        if (used + k == reserved) {
+            w->io->counters.tx_ring_full += n - i;
+            break;
+        }
+        bool to_slow, replied;
+        size_t len = datagrams
+            ? sp_responder_datagram(t, &w->cfg, rx[i].data, rx[i].len, tx[used].data,
+                                    tx[used].cap, &w->scratch, &w->counters, rc, &to_slow,
+                                    &replied)
+            : sp_responder_frame(t, &w->cfg, w->responder_all, rx[i].data, rx[i].len,
+                                 tx[used].data, tx[used].cap, &w->scratch, &w->counters, rc,
+                                 &slow[k], &to_slow);
+        if (datagrams ? replied : len != 0) {
+            tx[used].len = (uint32_t)len;
+            if (datagrams)
+                tx[used].id = rx[i].id;      /* the reply goes to this request's peer */
+            used++;
+        } else if (to_slow) {
+            if (!w->slow_path) {
+                rc->unanswered++;
+                continue;
+            }
+            slow[k].frame = &rx[i];
+            slow[k].dport = w->cfg.port;
+            slow[k].udp |= datagrams;
+            k++;
+        }
+    }
+    rc->slow_path += k;
+    *nslow = k;
+    return used;
+}
+
 /* precopy mode: replies from the pool where they can be, else from TX buffers. Every
  * reply takes a TX ring slot, so there are at most `reserved` of them. Returns the
  * replies in out; *used is how many TX buffers they took. */
@@ -117,7 +160,16 @@ uint64_t sp_frame_worker_run(struct sp_frame_worker *w)
         if (w->scratch.rrl)
             w->scratch.now_s = (uint32_t)(now_ns() / 1000000000u);
         const struct sp_table *t = sp_table_ref_enter(w->ref, w->index);
-        if (w->precopy) {
+        if (w->responder) {
+            struct sp_slow_packet slow[SP_IO_BATCH_MAX];
+            unsigned k;
+            used = answer_responder(w, t, rx, n, tx, reserved, slow, &k);
+            sp_table_ref_leave(w->ref, w->index);   /* Python may take its time */
+            if (k)
+                used += w->slow_path(w->slow_ctx, slow, k, tx + used, reserved - used);
+            sent = used;
+            ops->tx_submit(io, tx, used, tx + used, reserved - used);
+        } else if (w->precopy) {
             sent = answer_precopy(w, t, rx, n, tx, reserved, out, &used);
             sp_table_ref_leave(w->ref, w->index);
             ops->tx_submit(io, out, sent, tx + used, reserved - used);

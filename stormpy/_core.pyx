@@ -17,6 +17,8 @@ import time
 
 from stormpy.errors import BackendError
 
+include "_slowpath.pxi"
+
 PATCH_COPY = SP_PATCH_COPY
 PATCH_COPY_BITS = SP_PATCH_COPY_BITS
 PATCH_INSERT = SP_PATCH_INSERT
@@ -24,6 +26,12 @@ DNS_EXACT = SP_DNS_EXACT
 DNS_OTHER = SP_DNS_OTHER
 DNS_BELOW = SP_DNS_BELOW
 DNS_BELOW_OTHER = SP_DNS_BELOW_OTHER
+RESPONSE_SLOW_PATH = SP_RESPONSE_SLOW_PATH
+
+
+def rule_tag(unsigned index):
+    """The table tag namespace of rule `index`'s keys."""
+    return sp_rule_tag(index)
 MAX_WORKERS = SP_MAX_WORKERS - 1   # the last slot belongs to the control plane
 
 # Backends built into this extension (AF_XDP and netmap only when their headers
@@ -78,6 +86,48 @@ cdef class TableBuilder:
             raise ValueError("response rejected: too long or an invalid patch list")
         return idx
 
+    def set_rules(self, rules, bint dns=False):
+        """Attach a custom responder's rule list (rules.h) as the table's program.
+        rules: dicts with match (bytes), match_off, min_len, keyed, key_off, key_end,
+        stops (bytes), echo_off, echo_end, response (index or None: slow path)."""
+        cdef size_t n = len(rules)
+        cdef size_t size
+        cdef sp_rules *prog
+        cdef sp_rule *r
+        if self.b is NULL:
+            raise ValueError("builder already finished")
+        if n > SP_RULES_MAX:
+            raise ValueError(f"at most {SP_RULES_MAX} rules")
+        size = sizeof(sp_rules) + n * sizeof(sp_rule)    # rule[] is a flexible array
+        prog = <sp_rules *>PyMem_Malloc(size)
+        if prog is NULL:
+            raise MemoryError()
+        try:
+            memset(prog, 0, size)
+            prog.magic, prog.nrules, prog.dns = SP_RULES_MAGIC, n, dns
+            for i, spec in enumerate(rules):
+                r = &prog.rule[i]
+                match, stops = bytes(spec.get("match", b"")), bytes(spec.get("stops", b""))
+                if len(match) > SP_RULE_MATCH_MAX or len(stops) > SP_RULE_STOPS:
+                    raise ValueError(f"at most {SP_RULE_MATCH_MAX} match bytes and "
+                                     f"{SP_RULE_STOPS} key stop bytes")
+                r.match_len, r.nstops = len(match), len(stops)
+                for k in range(len(match)):
+                    r.match[k] = match[k]
+                for k in range(len(stops)):
+                    r.stops[k] = stops[k]
+                r.match_off, r.min_len = spec.get("match_off", 0), spec.get("min_len", 0)
+                r.keyed = spec.get("keyed", False)
+                r.key_off, r.key_end = spec.get("key_off", 0), spec.get("key_end", SP_RULE_TO_END)
+                r.echo_off, r.echo_end = spec.get("echo_off", 0), spec.get("echo_end", SP_RULE_TO_END)
+                response = spec.get("response")
+                r.response = SP_RULE_NO_RESPONSE if response is None else response
+                r.tag = sp_rule_tag(i)
+            if sp_table_set_program(self.b, prog, <uint32_t>size) != 0:
+                raise ValueError("the table already has a rule list")
+        finally:
+            PyMem_Free(prog)
+
     def add_key(self, uint64_t tag, const uint8_t[:] key, uint32_t response):
         if self.b is NULL:
             raise ValueError("builder already finished")
@@ -122,6 +172,12 @@ cdef class Table:
             return PyBytes_FromStringAndSize(<char *>aligned, n)
         finally:
             PyMem_Free(mem)
+
+    def check_rules(self):
+        """Raise ValueError with the reason if the rule list does not fit this table."""
+        cdef char err[256]
+        if sp_rules_check(self.t, err, sizeof(err)) != 0:
+            raise ValueError(err.decode(errors="replace"))
 
     def flat_size(self):
         """Bytes this table takes as one block in memory shared with workers."""
@@ -358,11 +414,16 @@ cdef class TableRef:
         """Free every retired table once no worker can still read one (waiting up to
         timeout_ms, without the GIL). False: still in use, kept for the next call."""
         cdef bint done
+        # Only tables retired before the wait began are safe after it; another thread
+        # may publish (and another reclaim may free) meanwhile.
+        waited_for = list(self.retired)
         with nogil:
             done = sp_table_ref_wait(self.ref, timeout_ms)
         if done:
-            while self.retired:
-                self._drop(<sp_table *><uintptr_t>self.retired.pop())
+            for old in waited_for:
+                if old in self.retired:
+                    self.retired.remove(old)
+                    self._drop(<sp_table *><uintptr_t>old)
         return done
 
     def swap(self, Table table not None, int timeout_ms=5000):
@@ -403,6 +464,8 @@ cdef class TableRef:
         w.stop = 0
         w.io = NULL
         w.precopy = NULL
+        w.slow_path = NULL          # a dead worker's handler was in its own process
+        w.slow_ctx = NULL
         sp_table_ref_leave(self.ref, index)
 
     def dns_answer(self, const uint8_t[:] query, bint tcp=False, uint16_t max_udp=1232):
@@ -415,12 +478,15 @@ cdef class TableRef:
     def run_frames(self, frames, int worker=0, uint16_t port=53, unsigned batch=32,
                    uint64_t rounds=1, uint16_t max_udp=1232, uint8_t ttl=64,
                    size_t capture_max=1 << 24, own=None, uint64_t tx_flush_us=0,
-                   identity=None, str mode="memcpy", unsigned precopy_frames=PRECOPY_FRAMES):
+                   identity=None, str mode="memcpy", unsigned precopy_frames=PRECOPY_FRAMES,
+                   bint responder=False, handler=None, bint all_frames=False):
         """Run one frame worker over the memory backend: `frames` (Ethernet frames,
         bytes) replayed `rounds` times through the real worker loop. `own`, a dict of
         mac/ipv4/ipv6 (packed bytes), answers ARP, ICMP and NDP for them as on an
         interface stormpy owns. `mode` "precopy" sends from a pool of precopy_frames
-        ready-made copies. Returns (reply frames captured, counters)."""
+        ready-made copies. `responder` answers from the table's rules, with `handler`
+        for the rest (all_frames: also what is not UDP to port).
+        Returns (reply frames captured, counters)."""
         cdef sp_frame_worker *w
         cdef sp_io *io
         cdef size_t n = 0, pos = 0, flen
@@ -448,7 +514,15 @@ cdef class TableRef:
             _set_identity(&w.cfg, identity)
         if own:
             _set_own_stack(&w.cfg, own)
+        slow = None
         try:
+            if responder:
+                if precopy:
+                    raise ValueError("a responder runs in memcpy mode")
+                w.responder, w.responder_all = 1, all_frames
+                if handler is not None:
+                    slow = SlowPath(handler)
+                    (<SlowPath>slow).attach(w)
             if precopy:
                 _set_precopy(w, precopy_frames)
             with nogil:
@@ -511,7 +585,14 @@ cdef dict _frame_counters(const sp_frame_worker *w):
                 rrl_slipped=c.rrl_slipped, queries=c.dns.queries, dropped=c.dns.dropped,
                 truncated=c.dns.truncated, rcode=[c.dns.rcode[i] for i in range(17)],
                 precopy_hits=w.precopy_counters.hits, precopy_fills=w.precopy_counters.fills,
-                precopy_fallbacks=w.precopy_counters.fallbacks)
+                precopy_fallbacks=w.precopy_counters.fallbacks,
+                rule_answers=w.responder_counters.rule_answers,
+                rule_unsent=w.responder_counters.rule_unsent,
+                unanswered=w.responder_counters.unanswered,
+                slow_path=w.responder_counters.slow_path,
+                slow_replies=w.responder_counters.slow_replies,
+                handler_errors=w.responder_counters.handler_errors,
+                bad_replies=w.responder_counters.bad_replies)
 
 
 cdef class XdpProgram:
@@ -558,17 +639,19 @@ cdef class FrameWorker:
     cdef TableRef ref
     cdef bytes ifname
     cdef object keep      # what the backend needs alive (the XdpProgram)
+    cdef SlowPath slow
 
     @staticmethod
     def socket(int fd, int index, TableRef ref not None, unsigned batch=32,
-               uint16_t max_udp=1232):
-        """A worker reading UDP socket fd (bound, SO_RCVTIMEO set); it closes fd."""
+               uint16_t max_udp=1232, uint16_t port=0):
+        """A worker reading UDP socket fd (bound to port, SO_RCVTIMEO set); it closes fd.
+        max_udp is the largest reply."""
         cdef FrameWorker self = FrameWorker.__new__(FrameWorker)
         ref._worker(index)
         cdef sp_io *io = sp_sock_io_open(fd, batch, max_udp)
         if io is NULL:
             raise MemoryError()
-        self._attach(io, index, ref, 0, batch, max_udp, 64)
+        self._attach(io, index, ref, port, batch, max_udp, 64)
         return self
 
     @staticmethod
@@ -664,6 +747,8 @@ cdef class FrameWorker:
         self.ref = ref
         self.w.io, self.w.ref, self.w.index, self.w.batch = io, ref.ref, index, batch
         self.w.precopy = NULL          # a dead worker's pool was in its own memory
+        self.w.responder, self.w.responder_all = 0, 0
+        self.w.slow_path, self.w.slow_ctx = NULL, NULL
         memset(&self.w.cfg, 0, sizeof(self.w.cfg))
         self.w.cfg.port, self.w.cfg.ttl, self.w.cfg.dns.max_udp = port, ttl, max_udp
 
@@ -678,6 +763,20 @@ cdef class FrameWorker:
         """Answer only frames to identity's mac and addresses; cap replies at its mtu."""
         if self.w is not NULL:
             _set_identity(&self.w.cfg, identity)
+
+    def set_responder(self, handler=None, bint all_frames=False, str local_address=None):
+        """Answer from the table's rules (a custom responder) instead of serve-dns;
+        handler(packets) gets, once per batch, what no rule answered (all_frames: also
+        frames that are not UDP to the port). local_address: what Packet.dst says on
+        a socket."""
+        if self.w is NULL:
+            raise ValueError("worker closed")
+        if self.w.precopy is not NULL:
+            raise ValueError("a responder runs in memcpy mode")
+        self.w.responder, self.w.responder_all = 1, all_frames
+        if handler is not None:
+            self.slow = SlowPath(handler, local_address)
+            self.slow.attach(self.w)
 
     def set_tx_flush_us(self, uint64_t us):
         """Kick TX at most every `us` microseconds under load (0: every batch)."""
@@ -708,5 +807,7 @@ cdef class FrameWorker:
     def close(self):
         """Close the backend; only once run() has returned. The counters stay."""
         if self.w is not NULL:
+            self.w.slow_path = NULL
+            self.w.slow_ctx = NULL
             sp_frame_worker_close(self.w)
             self.w = NULL

@@ -78,45 +78,17 @@ def _txt(text: str) -> str:
     return text
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="stormpy", description="Prepackaged-response packet "
-                                "processing: an authoritative DNS server with a C fast path.")
-    p.add_argument("--version", action="version", version=f"stormpy {__version__}")
-    sub = p.add_subparsers(dest="command", metavar="COMMAND")
-
-    s = sub.add_parser("serve-dns", help="serve zone files over UDP and TCP",
-                       description="Serve zone files as an authoritative DNS server. "
-                       "SIGHUP reloads the zones; a zone that fails to load keeps the old one serving.")
-    s.add_argument("zones", nargs="+", metavar="ZONE", help="RFC 1035 master file")
-    s.add_argument("--origin", action="append", default=[], metavar="NAME",
-                   help="zone origin, once per ZONE in the same order (default: $ORIGIN or the SOA owner)")
+def add_serving_arguments(s: argparse.ArgumentParser, default_port: int) -> None:
+    """The options every server takes (serve-dns, and custom responders' serve())."""
     s.add_argument("--listen", action="append", default=[], metavar="ADDR:PORT",
-                   help="address to serve on, repeatable; [::1]:5353 for IPv6 (default 127.0.0.1:5353)")
+                   help="address to serve on, repeatable; [::1]:5353 for IPv6 (default 127.0.0.1:5353 for serve-dns)")
     s.add_argument("--workers", type=_positive, default=0, metavar="N",
                    help="UDP workers per address (default: one per CPU)")
     s.add_argument("--batch", type=_positive, default=32, metavar="N",
                    help="datagrams received and sent per system call (default 32, at most 256)")
-    s.add_argument("--max-udp", type=_max_udp, default=1232, metavar="BYTES",
-                   help="largest UDP response with EDNS (default 1232)")
-    rrl = s.add_argument_group("response rate limiting (off unless --rrl-rate is given)")
-    rrl.add_argument("--rrl-rate", type=_positive, default=0, metavar="N",
-                     help="answers per second to one source prefix, per kind of answer")
-    rrl.add_argument("--rrl-slip", type=_non_negative, default=2, metavar="N",
-                     help="send every Nth limited answer truncated, so real clients retry "
-                     "over TCP (default 2; 0: drop them all)")
-    rrl.add_argument("--rrl-ipv4-prefix", type=_prefix(32), default=24, metavar="BITS",
-                     help="IPv4 sources sharing a bucket (default 24)")
-    rrl.add_argument("--rrl-ipv6-prefix", type=_prefix(128), default=56, metavar="BITS",
-                     help="IPv6 sources sharing a bucket (default 56)")
-    rrl.add_argument("--rrl-allow", action="append", default=[], metavar="PREFIX",
-                     help="never limit this prefix, repeatable (up to 16)")
     s.add_argument("--user", metavar="NAME",
                    help="once the rings and sockets are set up, run as this user, keeping only "
                    "the capabilities needed to reopen a queue (none on sockets)")
-    s.add_argument("--chaos-version", type=_txt, metavar="TEXT",
-                   help="answer CH TXT version.bind/version.server with TEXT (default: REFUSED)")
-    s.add_argument("--chaos-identity", type=_txt, metavar="TEXT",
-                   help="answer CH TXT id.server/hostname.bind with TEXT (default: REFUSED)")
     rings = s.add_argument_group("serving on an interface's rings instead of sockets")
     rings.add_argument("--iface", metavar="IFACE",
                        help="answer UDP on this interface's rings, one worker per RX queue")
@@ -131,12 +103,12 @@ def build_parser() -> argparse.ArgumentParser:
     rings.add_argument("--mode", choices=("memcpy", "precopy"), default="memcpy",
                        help="render every reply into a TX buffer (memcpy), or send repeated "
                             "answers from ready-made copies in the backend's memory (precopy)")
-    rings.add_argument("--port", type=_port, default=53, metavar="N",
-                       help="UDP and TCP port served with --iface (default 53)")
+    rings.add_argument("--port", type=_port, default=default_port, metavar="N",
+                       help=f"UDP port served with --iface (default {default_port})")
     rings.add_argument("--queues", type=_positive, default=0, metavar="N",
                        help="workers on the interface (default: its RX queue count)")
     rings.add_argument("--cpus", type=_cpu_list, default=[], metavar="LIST",
-                       help="pin worker i to the i-th CPU of LIST, e.g. 0,1 or 0-3")
+                       help="pin worker i to the i-th CPU of LIST, e.g. 0,1 or 0-3 (sockets too)")
     rings.add_argument("--tx-flush-us", type=_flush_us, default=0, metavar="US",
                        help="under load, kick TX at most every US microseconds (the paper's dt, "
                        "e.g. 80); an idle ring flushes at once (default 0: every batch)")
@@ -146,6 +118,39 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"Unix socket for `stormpy stats` (default {DEFAULT_CONTROL}; '' for none)")
     s.add_argument("-v", "--verbose", action="count", default=0,
                    help="print counters every 10 s (-vv: every second)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="stormpy", description="Prepackaged-response packet "
+                                "processing: an authoritative DNS server with a C fast path.")
+    p.add_argument("--version", action="version", version=f"stormpy {__version__}")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+
+    s = sub.add_parser("serve-dns", help="serve zone files over UDP and TCP",
+                       description="Serve zone files as an authoritative DNS server. "
+                       "SIGHUP reloads the zones; a zone that fails to load keeps the old one serving.")
+    s.add_argument("zones", nargs="+", metavar="ZONE", help="RFC 1035 master file")
+    s.add_argument("--origin", action="append", default=[], metavar="NAME",
+                   help="zone origin, once per ZONE in the same order (default: $ORIGIN or the SOA owner)")
+    s.add_argument("--max-udp", type=_max_udp, default=1232, metavar="BYTES",
+                   help="largest UDP response with EDNS (default 1232)")
+    rrl = s.add_argument_group("response rate limiting (off unless --rrl-rate is given)")
+    rrl.add_argument("--rrl-rate", type=_positive, default=0, metavar="N",
+                     help="answers per second to one source prefix, per kind of answer")
+    rrl.add_argument("--rrl-slip", type=_non_negative, default=2, metavar="N",
+                     help="send every Nth limited answer truncated, so real clients retry "
+                     "over TCP (default 2; 0: drop them all)")
+    rrl.add_argument("--rrl-ipv4-prefix", type=_prefix(32), default=24, metavar="BITS",
+                     help="IPv4 sources sharing a bucket (default 24)")
+    rrl.add_argument("--rrl-ipv6-prefix", type=_prefix(128), default=56, metavar="BITS",
+                     help="IPv6 sources sharing a bucket (default 56)")
+    rrl.add_argument("--rrl-allow", action="append", default=[], metavar="PREFIX",
+                     help="never limit this prefix, repeatable (up to 16)")
+    s.add_argument("--chaos-version", type=_txt, metavar="TEXT",
+                   help="answer CH TXT version.bind/version.server with TEXT (default: REFUSED)")
+    s.add_argument("--chaos-identity", type=_txt, metavar="TEXT",
+                   help="answer CH TXT id.server/hostname.bind with TEXT (default: REFUSED)")
+    add_serving_arguments(s, default_port=53)
 
     st = sub.add_parser("stats", help="per-worker counters of a running server",
                         description="Print the counters of a running serve-dns: per worker "
@@ -270,11 +275,11 @@ def _backends(args) -> int:
     return 0
 
 
-def _serve_dns(args) -> int:
-    from stormpy.server import DnsConfig, parse_listen, serve_dns
+def serving_config(args, default_listen: tuple[str, int], **extra):
+    """A DnsConfig from add_serving_arguments()'s options; StormpyError on a bad mix."""
+    from stormpy.server import DnsConfig, parse_listen
 
-    level = logging.INFO
-    logging.basicConfig(level=level, format="%(asctime)s stormpy: %(message)s",
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s stormpy: %(message)s",
                         datefmt="%H:%M:%S", stream=sys.stderr)
     backend = args.backend
     if backend is None:
@@ -288,19 +293,24 @@ def _serve_dns(args) -> int:
         raise StormpyError(f"--mode {args.mode} is for frame backends: it needs --iface")
     if args.iface and args.listen:
         raise StormpyError("--listen is for the socket backend; with --iface use --port")
-    cfg = DnsConfig(zones=args.zones, origins=args.origin,
-                    listen=[parse_listen(x) for x in args.listen] or [("127.0.0.1", 5353)],
-                    workers=args.workers, batch=args.batch, max_udp=args.max_udp,
-                    chaos_version=args.chaos_version, chaos_identity=args.chaos_identity,
-                    stats_interval={0: 0.0, 1: 10.0}.get(args.verbose, 1.0),
-                    iface=args.iface, backend=backend, queues=args.queues, port=args.port,
-                    cpus=args.cpus, busy_poll=args.poll == "busy",
-                    xdp_mode=args.xdp_mode, copy_mode=args.copy_mode, tx_flush_us=args.tx_flush_us,
-                    mode=args.mode, rrl_rate=args.rrl_rate, rrl_slip=args.rrl_slip,
-                    rrl_ipv4_prefix=args.rrl_ipv4_prefix, rrl_ipv6_prefix=args.rrl_ipv6_prefix,
-                    rrl_allow=args.rrl_allow,
-                    control=DEFAULT_CONTROL if args.control is None else (args.control or None),
-                    control_required=bool(args.control), user=args.user)
+    return DnsConfig(listen=[parse_listen(x, default_listen[1]) for x in args.listen] or
+                     [default_listen], workers=args.workers, batch=args.batch,
+                     stats_interval={0: 0.0, 1: 10.0}.get(args.verbose, 1.0),
+                     iface=args.iface, backend=backend, queues=args.queues, port=args.port,
+                     cpus=args.cpus, busy_poll=args.poll == "busy", xdp_mode=args.xdp_mode,
+                     copy_mode=args.copy_mode, tx_flush_us=args.tx_flush_us, mode=args.mode,
+                     control=DEFAULT_CONTROL if args.control is None else (args.control or None),
+                     control_required=bool(args.control), user=args.user, **extra)
+
+
+def _serve_dns(args) -> int:
+    from stormpy.server import serve_dns
+
+    cfg = serving_config(args, ("127.0.0.1", 5353), zones=args.zones, origins=args.origin,
+                         max_udp=args.max_udp, chaos_version=args.chaos_version,
+                         chaos_identity=args.chaos_identity, rrl_rate=args.rrl_rate,
+                         rrl_slip=args.rrl_slip, rrl_ipv4_prefix=args.rrl_ipv4_prefix,
+                         rrl_ipv6_prefix=args.rrl_ipv6_prefix, rrl_allow=args.rrl_allow)
     serve_dns(cfg)
     return 0
 

@@ -316,8 +316,10 @@ def _emit_chaos(out: _Emitter, version: str | None, identity: str | None) -> Non
 
 
 def compile_zones(zones: list[Zone], chaos_version: str | None = None,
-                  chaos_identity: str | None = None):
-    """Compile loaded zones into a response Table. Returns (table, CompileStats)."""
+                  chaos_identity: str | None = None, extend=None):
+    """Compile loaded zones into a response Table. Returns (table, CompileStats).
+    extend(builder), if given, adds to the table before it is finished (a custom
+    responder's names and rules, stormpy.responder)."""
     origins = [z.origin for z in zones]
     if len(set(origins)) != len(origins):
         dup = next(o for o in origins if origins.count(o) > 1)
@@ -343,6 +345,8 @@ def compile_zones(zones: list[Zone], chaos_version: str | None = None,
         builder.add_response(wire, DNS_PATCHES, _rcode_of(wire) | (droppable << 16))
     for (t, key), index in out.keys.items():
         builder.add_key(t, key, index)
+    if extend is not None:
+        extend(builder)
     table = builder.finish()
     info = table.info()
     stats = CompileStats(zones=len(zones), records=sum(z.record_count for z in zones),

@@ -64,14 +64,14 @@ class DnsConfig:
     rrl_allow: list[str] = field(default_factory=list)   # prefixes never limited
 
 
-def parse_listen(text: str) -> tuple[str, int]:
-    """ADDR:PORT, [V6ADDR]:PORT, or a bare ADDR (port 53)."""
-    host, port = text, "53"
+def parse_listen(text: str, default_port: int = 53) -> tuple[str, int]:
+    """ADDR:PORT, [V6ADDR]:PORT, or a bare ADDR (default_port)."""
+    host, port = text, str(default_port)
     if text.startswith("["):
         host, sep, rest = text[1:].partition("]")
         if not sep or (rest and not rest.startswith(":")):
             raise StormpyError(f"--listen {text}: expected [ADDRESS]:PORT")
-        port = rest[1:] or "53"
+        port = rest[1:] or str(default_port)
     elif text.count(":") == 1:
         host, port = text.split(":")
     try:
@@ -145,9 +145,15 @@ def _family(host: str) -> int:
     return socket.AF_INET6 if ":" in host else socket.AF_INET
 
 
-def open_udp_sockets(host: str, port: int, count: int) -> list[socket.socket]:
+SO_BUSY_POLL = 46
+BUSY_POLL_US = 50        # the kernel spins this long for a datagram before sleeping
+
+
+def open_udp_sockets(host: str, port: int, count: int,
+                     busy_poll: bool = False) -> list[socket.socket]:
     """count sockets sharing host:port through SO_REUSEPORT. A plain bind first
-    makes sure no other process holds the port, reuseport or not."""
+    makes sure no other process holds the port, reuseport or not. busy_poll asks
+    the kernel to spin for datagrams (SO_BUSY_POLL), where it lets us."""
     family = _family(host)
     try:
         with socket.socket(family, socket.SOCK_DGRAM) as probe:
@@ -163,6 +169,12 @@ def open_udp_sockets(host: str, port: int, count: int) -> list[socket.socket]:
             socks.append(s)
             s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
             s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, struct.pack("ll", 0, 100_000))
+            if busy_poll:
+                try:
+                    s.setsockopt(socket.SOL_SOCKET, SO_BUSY_POLL, BUSY_POLL_US)
+                except OSError as e:
+                    if not socks[:-1]:
+                        log.warning("no busy polling on sockets (SO_BUSY_POLL: %s)", e.strerror)
             if family == socket.AF_INET6:
                 s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
             s.bind((host, port))
@@ -198,7 +210,7 @@ def rx_queue_count(iface: str) -> int:
         raise StormpyError(f"--iface {iface}: no such network interface") from None
 
 
-def interface_identity(iface: str) -> dict:
+def interface_identity(iface: str, need_address: bool = True) -> dict:
     """What the kernel has for iface: its MAC, MTU and addresses. Ring workers answer
     only frames sent to them; netmap serving answers ARP, ping and NDP for the first
     IPv4 and global IPv6 address ("ipv4", "ipv6")."""
@@ -221,7 +233,7 @@ def interface_identity(iface: str) -> dict:
         key = "ipv4" if ip.version == 4 else "ipv6"
         if key not in ident and not ip.is_link_local:
             ident[key] = ip.packed
-    if not ident["addresses"]:
+    if not ident["addresses"] and need_address:
         raise StormpyError(f"--iface {iface}: it has no IP address to serve on")
     return ident
 
@@ -251,6 +263,11 @@ def open_sinks(port: int) -> list[socket.socket]:
 
 
 class DnsServer:
+    """serve-dns; also the base of a custom responder's server (stormpy.app), which
+    replaces the hooks below: what the table is, how a worker is set up, TCP."""
+    serves_tcp = True           # DNS over TCP from the same table, in this process
+    steer_all = False           # ring workers take every frame, not just the port's
+
     def __init__(self, cfg: DnsConfig):
         self.cfg = cfg
         self.sinks: list[socket.socket] = []
@@ -269,14 +286,16 @@ class DnsServer:
 
     def _init_sockets(self, cfg: DnsConfig):
         self.workers_per_address = cfg.workers or os.cpu_count() or 1
-        table, self.stats = load_table(cfg)
+        table, self.stats = self.load()
         total = self.workers_per_address * len(cfg.listen)
         if total > _core.MAX_WORKERS:
             raise StormpyError(f"at most {_core.MAX_WORKERS} workers in all")
         try:
             for host, port in cfg.listen:
-                self.udp_sockets += open_udp_sockets(host, port, self.workers_per_address)
-                self.tcp_sockets.append(open_tcp_socket(host, port))
+                self.udp_sockets += open_udp_sockets(host, port, self.workers_per_address,
+                                                     cfg.busy_poll)
+                if self.serves_tcp:
+                    self.tcp_sockets.append(open_tcp_socket(host, port))
             self.ref = shared_table_ref(table, total)
             self._set_rrl()
         except StormpyError:
@@ -294,9 +313,23 @@ class DnsServer:
         """In worker process `index`: a worker on the socket the server keeps open,
         so a restarted worker finds the datagrams that arrived meanwhile."""
         self._close_inherited(keep=self.udp_sockets[index].fileno())
-        fd = os.dup(self.udp_sockets[index].fileno())
-        return _core.FrameWorker.socket(fd, index, self.ref, batch=self.cfg.batch,
-                                        max_udp=self.cfg.max_udp)
+        sock = self.udp_sockets[index]
+        fd = os.dup(sock.fileno())
+        w = _core.FrameWorker.socket(fd, index, self.ref, batch=self.cfg.batch,
+                                     max_udp=self.cfg.max_udp, port=sock.getsockname()[1])
+        self.configure_worker(w, sock.getsockname()[0])
+        return w
+
+    # -- hooks for custom responders (stormpy.app) -------------------------------
+    def load(self):
+        """The table to serve and its statistics (runs off the event loop on reload)."""
+        return load_table(self.cfg)
+
+    def configure_worker(self, w, local_address: str | None) -> None:
+        """In a worker process, once its backend is open."""
+
+    def describe(self) -> str:
+        return f"{self.stats.zones} zone(s), {self.stats.records} records"
 
     def _init_frames(self, cfg: DnsConfig):
         """One run-to-completion worker per RX queue on cfg.iface's rings; TCP and the
@@ -311,18 +344,22 @@ class DnsServer:
         queues = cfg.queues or rx_queue_count(cfg.iface)
         if queues > _core.MAX_WORKERS:
             raise StormpyError(f"at most {_core.MAX_WORKERS} queues")
-        table, self.stats = load_table(cfg)
+        table, self.stats = self.load()
         self.workers_per_address = queues
         self.listen_text = f"{cfg.iface} port {cfg.port} ({cfg.backend}, {queues} queue(s))"
-        self.identity = interface_identity(cfg.iface)
+        self.identity = interface_identity(cfg.iface, need_address=not self.steer_all)
         self.sinks = open_sinks(cfg.port)
         try:
-            self.tcp_sockets = [open_tcp_socket("0.0.0.0", cfg.port), open_tcp_socket("::", cfg.port)]
+            if self.serves_tcp:
+                self.tcp_sockets = [open_tcp_socket("0.0.0.0", cfg.port),
+                                    open_tcp_socket("::", cfg.port)]
             self.ref = shared_table_ref(table, queues)
             self._set_rrl()
             self.fanout_group = (os.getpid() & 0x7fff) + 1
             if cfg.backend == "xdp":
-                self.xdp = _core.XdpProgram(cfg.iface, cfg.port, cfg.xdp_mode)
+                # port 0: the program steers every frame to the workers
+                self.xdp = _core.XdpProgram(cfg.iface, 0 if self.steer_all else cfg.port,
+                                            cfg.xdp_mode)
         except Exception:
             self._close_sockets()
             raise
@@ -340,13 +377,15 @@ class DnsServer:
         elif cfg.backend == "netmap":
             w = _core.FrameWorker.netmap(cfg.iface, index, self.ref, cfg.port, cfg.batch,
                                          busy_poll=cfg.busy_poll, max_udp=cfg.max_udp,
-                                         own=self.identity, mode=cfg.mode)
+                                         own=None if self.steer_all else self.identity,
+                                         mode=cfg.mode)
         else:
             w = _core.FrameWorker.packet(cfg.iface, index, self.ref, cfg.port, cfg.batch,
                                          fanout_group=self.fanout_group, busy_poll=cfg.busy_poll,
                                          max_udp=cfg.max_udp, mode=cfg.mode)
         w.set_identity(self.identity)
         w.set_tx_flush_us(cfg.tx_flush_us)
+        self.configure_worker(w, None)
         return w
 
     def _worker_drop(self):
@@ -442,7 +481,7 @@ class DnsServer:
         loop = asyncio.get_running_loop()
         started = time.monotonic()
         try:
-            table, stats = await loop.run_in_executor(None, load_table, self.cfg)
+            table, stats = await loop.run_in_executor(None, self.load)
             self.ref.publish(table)
         except (StormpyError, MemoryError) as e:
             self.reload_failures += 1
@@ -455,8 +494,8 @@ class DnsServer:
             return
         self.stats = stats
         self.reloads += 1
-        log.info("reloaded %d zone(s): %d records, %d keys in %.2f s", stats.zones, stats.records,
-                 stats.keys, time.monotonic() - started)
+        log.info("reloaded %s, %d keys in %.2f s", self.describe(), stats.keys,
+                 time.monotonic() - started)
         # waiting for the workers to move on happens off the loop: TCP and respawns go on
         if not await loop.run_in_executor(None, self.ref.reclaim, 5000):
             log.warning("a worker did not leave the old table within 5 s; it is kept until a "
@@ -554,11 +593,11 @@ class DnsServer:
             started = True
             if self.user is not None:
                 self._drop_privileges()
+            protocols = "udp+tcp" if self.serves_tcp else "udp"
             where = getattr(self, "listen_text", None) or ", ".join(
                 f"[{h}]:{p}" if ":" in h else f"{h}:{p}" for h, p in self.cfg.listen) + \
-                f" (udp+tcp), {self.workers_per_address} worker process(es) per address"
-            log.info("serving %d zone(s), %d records, on %s", self.stats.zones, self.stats.records,
-                     where)
+                f" ({protocols}), {self.workers_per_address} worker process(es) per address"
+            log.info("serving %s on %s", self.describe(), where)
             while not stop.is_set():
                 timeout = self.cfg.stats_interval or None
                 try:
@@ -583,8 +622,10 @@ class DnsServer:
 
 def format_counters(c: dict) -> str:
     rcodes = " ".join(f"{RCODES.get(i, i)}={n}" for i, n in enumerate(c["rcode"]) if n)
+    rules = "".join(f" {k}={c[k]}" for k in ("rule_answers", "slow_path", "slow_replies",
+                                              "handler_errors", "bad_replies") if c.get(k))
     return (f"udp rx={c['rx']} tx={c['tx']} dropped={c['dropped']} truncated={c['truncated']} "
-            f"tcp={c['tcp_queries']} {rcodes}".rstrip())
+            f"tcp={c['tcp_queries']}{rules} {rcodes}".rstrip())
 
 
 def format_worker(c: dict) -> str:
@@ -593,7 +634,10 @@ def format_worker(c: dict) -> str:
     hist = c.get("batch_hist", [])
     sizes = " ".join(f"{1 << i}+:{n}" for i, n in enumerate(hist) if n)
     extra = "".join(f" {k}={c[k]}" for k in ("tx_ring_full", "not_ours", "bad_source", "tx_errors",
-                                             "rrl_dropped", "rrl_slipped") if c.get(k))
+                                             "rrl_dropped", "rrl_slipped", "rule_answers",
+                                             "rule_unsent", "unanswered", "slow_path",
+                                             "slow_replies", "handler_errors", "bad_replies")
+                    if c.get(k))
     if c.get("precopy_hits") or c.get("precopy_fills"):
         extra += (f" precopy[hits={c['precopy_hits']} fills={c['precopy_fills']} "
                   f"fallbacks={c['precopy_fallbacks']}]")

@@ -123,3 +123,91 @@ def test_png_step_says_why_without_matplotlib(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     why = common.bar_chart(str(tmp_path / "x.png"), ["a"], [1.0], "t", "y")
     assert "matplotlib" in why and not (tmp_path / "x.png").exists()
+
+
+RESPONDER_PATHS = {"dns", "kv", "echo", "slow32", "slow256", "scapy"}
+
+
+def responders_args(**kw):
+    args = dict(packets=120, rounds=2, repeat=1, batch=32, seconds=30.0, scapy_packets=40,
+                callgrind=False, cg_packets=100, seed=1, names=10, json=True, csv=None)
+    args.update(kw)
+    return types.SimpleNamespace(**args)
+
+
+def test_responders_json_has_every_path_and_checked_replies():
+    r = bench("responders", "--json", "--packets", "150", "--rounds", "2", "--repeat", "1",
+              "--names", "10", "--scapy-packets", "40", "--no-callgrind")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)  # exactly one JSON object on stdout
+    assert set(out["paths"]) == RESPONDER_PATHS
+    for name, p in out["paths"].items():
+        assert p["pps"] > 0 and p["ns_per_packet"] > 0, name
+        assert p["instructions_per_packet"] is None, name
+        v = p["verified"]
+        # every reply was checked before timing: one per query, the expected payload
+        assert v["ok"] and v["replies"] == v["queries"] == v["checked"] == 150, name
+    assert out["paths"]["slow32"]["batch"] == 32 and out["paths"]["slow256"]["batch"] == 256
+    assert out["paths"]["scapy"]["packets"] == 40 and not out["paths"]["scapy"]["stopped_by_time"]
+    assert out["paths"]["dns"]["packets"] == out["paths"]["kv"]["packets"] == 300  # 150 x 2 rounds
+    assert out["paths"]["kv"]["verified"]["sample_reply_payload"].startswith(("VALUE ", "NOT_FOUND"))
+    assert out["paths"]["echo"]["verified"]["sample_reply_payload"].startswith("ECHO ")
+    assert out["paths"]["slow32"]["verified"]["sample_reply_payload"].startswith("ECHO ")
+    assert out["verified"] is True
+    assert {"kv_over_dns_ns", "kv_over_dns_instructions", "slow32_over_scapy_pps",
+            "kv_over_scapy_pps"} <= set(out["ratios"])
+    assert out["ratios"]["kv_over_dns_instructions"] is None
+    assert set(out["targets"]) == {"rule_within_20pct_of_dns_time",
+                                   "rule_within_20pct_of_dns_instructions", "slow_path_500k_pps"}
+    assert out["targets"]["rule_within_20pct_of_dns_instructions"] is None
+    assert "callgrind" in out["instructions_reason"]
+
+
+def test_responders_table_is_printed():
+    r = bench("responders", "--packets", "100", "--rounds", "1", "--repeat", "1", "--names", "5",
+              "--scapy-packets", "20", "--no-callgrind")
+    assert r.returncode == 0, r.stderr
+    rows = [l for l in r.stdout.splitlines() if l.startswith("| ")]
+    assert len(rows) == 7  # header and six paths
+    assert "scapy AnsweringMachine" in rows[-1]
+    assert any(l.startswith("replies: every path's replies checked") and l.endswith(": ok")
+               for l in r.stdout.splitlines())
+
+
+def test_responders_reply_checker_rejects_wrong_replies():
+    from stormpy.bench import responders
+    rw = responders.ResponderWorkload(40, 1)
+    replies, _ = rw.rules.run_frames(rw.kv_frames)
+    assert responders.verify("kv", replies, rw.kv_frames, rw.kv_expect)["checked"] == 40
+    good, query = replies[0], rw.kv_frames[0]
+    assert responders.check_reply(good, query, rw.kv_expect[0]) is None
+    assert "payload" in responders.check_reply(good, query, b"something else")
+    flipped = good[:-1] + bytes([good[-1] ^ 1])  # payload changed, checksum not
+    assert "checksum" in responders.check_reply(flipped, query, rw.kv_expect[0])
+    assert "ports" in responders.check_reply(good, rw.kv_frames[1], rw.kv_expect[0])
+    with pytest.raises(BenchError, match="39 replies to 40 queries"):
+        responders.verify("kv", replies[:-1], rw.kv_frames, rw.kv_expect)
+
+
+def test_responders_broken_slow_path_is_an_error_not_a_figure(monkeypatch):
+    from stormpy.bench import responders
+    monkeypatch.setattr(responders, "echo_handler",
+                        lambda pkts: [(p, b"wrong") for p in pkts])
+    with pytest.raises(BenchError, match="slow32: reply 0 is wrong: payload"):
+        responders.responders_result(responders_args())
+    monkeypatch.setattr(responders, "echo_handler", lambda pkts: [])  # answers nothing
+    with pytest.raises(BenchError, match="slow32: 0 replies to 120 queries"):
+        responders.responders_result(responders_args())
+
+
+@pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
+def test_responders_counts_instructions_with_callgrind():
+    r = bench("responders", "--json", "--packets", "100", "--rounds", "1", "--repeat", "1",
+              "--names", "10", "--scapy-packets", "20", "--cg-packets", "100", timeout=900)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    for name in ("dns", "kv", "echo", "slow32"):
+        assert out["paths"][name]["instructions_per_packet"] > 0, name
+    assert out["ratios"]["kv_over_dns_instructions"] > 0
+    assert out["targets"]["rule_within_20pct_of_dns_instructions"] in (True, False)
+    assert "instructions_reason" not in out

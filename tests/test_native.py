@@ -16,4 +16,4 @@ def test_c_unit_tests():
     print(r.stdout, r.stderr)
     assert r.returncode == 0, r.stdout + r.stderr
     summaries = [l for l in r.stdout.splitlines() if " passed, " in l]
-    assert len(summaries) == 6 and all(l.endswith(", 0 failed") for l in summaries), r.stdout
+    assert len(summaries) == 7 and all(l.endswith(", 0 failed") for l in summaries), r.stdout

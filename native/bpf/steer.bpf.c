@@ -35,7 +35,8 @@
 #define SP_ETH_P_8021AD 0x88a8
 #define SP_IP_MF_OFFSET 0x3fff   /* the More Fragments bit and the fragment offset */
 
-/* The served UDP port in host byte order; set by userspace before load. */
+/* The served UDP port in host byte order; set by userspace before load. 0 steers
+ * every frame: a custom responder that answers ARP and ICMP itself owns the queue. */
 const volatile __u16 sp_port = 53;
 
 /* Queue index -> AF_XDP socket. Userspace sets max_entries to the number of
@@ -59,6 +60,8 @@ int stormpy_steer(struct xdp_md *ctx)
 
     if ((void *)(eth + 1) > data_end)
         return XDP_PASS;
+    if (sp_port == 0)
+        goto steer;
     proto = eth->h_proto;
     l3 = eth + 1;
     if (proto == bpf_htons(SP_ETH_P_8021Q) || proto == bpf_htons(SP_ETH_P_8021AD)) {
@@ -94,6 +97,7 @@ int stormpy_steer(struct xdp_md *ctx)
     if (udp->dest != bpf_htons(sp_port))
         return XDP_PASS;
 
+steer:;
     __u32 queue = ctx->rx_queue_index;
     if (!bpf_map_lookup_elem(&sp_xsks, &queue))
         return XDP_PASS;

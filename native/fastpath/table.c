@@ -32,6 +32,7 @@ struct sp_table {
     uint8_t *insert_field;      /* per response: field spliced in, or NO_INSERT */
     uint64_t mask;
     uint64_t nentries, nresponses, npatches, arena_len;
+    uint64_t program_off, program_len;   /* in the arena; len 0: none */
     bool flat;                  /* one block the caller owns (sp_table_flatten) */
 };
 
@@ -216,6 +217,31 @@ int sp_table_add_key(struct sp_table_builder *b, uint64_t tag, const uint8_t *ke
     return 0;
 }
 
+int sp_table_set_program(struct sp_table_builder *b, const void *program, uint32_t len)
+{
+    static const uint8_t zeros[8];
+    uint32_t off;
+    /* 8-byte aligned in the arena, whose start is aligned in both layouts */
+    uint32_t pad = (uint32_t)(-b->t.arena_len & 7u);
+    if (b->t.program_len || !len || !append_arena(b, zeros, pad, &off) ||
+        !append_arena(b, program, len, &off))
+        return -1;
+    b->t.program_off = off;
+    b->t.program_len = len;
+    return 0;
+}
+
+const void *sp_table_program(const struct sp_table *t, size_t *len)
+{
+    *len = t->program_len;
+    return t->program_len ? t->arena + t->program_off : NULL;
+}
+
+const struct sp_response *sp_table_response(const struct sp_table *t, uint32_t index)
+{
+    return index < t->nresponses ? &t->responses[index] : NULL;
+}
+
 static inline bool entry_matches(const struct sp_table *t, const struct entry *e, uint64_t tag,
                                  const uint8_t *key, size_t key_len)
 {
@@ -343,6 +369,13 @@ size_t sp_response_render_prefix(const struct sp_table *t, const struct sp_respo
     return total;
 }
 
+size_t sp_response_len(const struct sp_table *t, const struct sp_response *r,
+                       const struct sp_request *req)
+{
+    uint8_t f = t->insert_field[r - t->responses];
+    return r->len + (f != NO_INSERT ? req->field_len[f] : 0u);
+}
+
 size_t sp_response_render(const struct sp_table *t, const struct sp_response *r,
                           const struct sp_request *req, uint8_t *out, size_t cap)
 {
@@ -449,6 +482,7 @@ struct sp_table *sp_table_flat_rebase(void *mem, size_t len)
     struct sp_table *t = mem;
     if (!t->flat || ((t->mask + 1) & t->mask) != 0 || t->mask >= len || t->nentries >= len ||
         t->nresponses >= len || t->npatches >= len || t->arena_len >= len ||
+        t->program_off + t->program_len > t->arena_len ||
         sp_table_flat_size(t) != len)
         return NULL;
     /* the same layout sp_table_flatten() wrote, from this block's own base */

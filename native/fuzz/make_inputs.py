@@ -62,6 +62,29 @@ def frames(wires, rng):
     return out
 
 
+RULES_PORT = 7000   # fuzz_rules.c serves this port
+
+
+def rules_frames(rng):
+    """Frames for fuzz_rules: the key-value responder's commands, short payloads,
+    both families, a VLAN tag, and what is not UDP to its port."""
+    payloads = [b"GET k\r\n", b"GET k", b"GET big\r\n", b"GET nothere\r\n", b"GET \r\n",
+                b"ECHO x", b"ECHO hello\r\n", b"ECHO ", b"\x12\x34IDabcdef", b"\x12\x34ID",
+                b"SLOW", b"DEL k\r\n", b"DEL nothere\r\n", b"G", b"", b"x" * 300]
+    out = []
+    for i, p in enumerate(payloads):
+        l3 = IP(src="198.18.0.2", dst="198.18.0.1") if i % 2 == 0 else IPv6(src="2001:2::2", dst="2001:2::1")
+        eth = Ether(src=PEER, dst=MAC)
+        if i % 4 == 3:
+            eth = eth / Dot1Q(vlan=rng.randrange(1, 4095))
+        out.append(bytes(eth / l3 / UDP(sport=rng.randrange(1024, 65536), dport=RULES_PORT) / p))
+    eth = Ether(src=PEER, dst=MAC)
+    out += [bytes(eth / IP(src="198.18.0.2", dst="198.18.0.1") / UDP(sport=5000, dport=53) / b"GET k"),
+            bytes(Ether(src=PEER, dst="ff:ff:ff:ff:ff:ff") / ARP(pdst="198.18.0.1", psrc="198.18.0.2")),
+            bytes(eth / IP(src="198.18.0.2", dst="198.18.0.1") / ICMP() / b"ping")]
+    return out
+
+
 def write(directory, items):
     os.makedirs(directory, exist_ok=True)
     for i, data in enumerate(items):
@@ -81,10 +104,12 @@ def main(out):
     write(os.path.join(out, "seeds", "fuzz_frame"), ether)
     write(os.path.join(out, "seeds", "fuzz_udpip"),
           [f[18:] if f[12:14] == b"\x81\x00" else f[14:] for f in ether])
+    rules = rules_frames(rng)
+    write(os.path.join(out, "seeds", "fuzz_rules"), rules)
     with open(os.path.join(out, "table.bin.tmp"), "wb") as f:   # last: make sees it only whole
         f.write(blob)
     os.replace(os.path.join(out, "table.bin.tmp"), os.path.join(out, "table.bin"))
-    print(f"make_inputs: table.bin and {len(wires)} queries, {len(ether)} frames as seeds")
+    print(f"make_inputs: table.bin and {len(wires)} queries, {len(ether)} + {len(rules)} frames as seeds")
 
 
 if __name__ == "__main__":

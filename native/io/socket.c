@@ -3,6 +3,7 @@
 #include "stormpy/socket_io.h"
 
 #include <errno.h>
+#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,9 +56,11 @@ static unsigned sock_rx_burst(struct sp_io *io, struct sp_frame *rx, unsigned ma
         if (s->peer[i].ss_family == AF_INET6) {
             rx[kept].src = (const uint8_t *)&((struct sockaddr_in6 *)&s->peer[i])->sin6_addr;
             rx[kept].src_family = 6;
+            rx[kept].src_port = ntohs(((struct sockaddr_in6 *)&s->peer[i])->sin6_port);
         } else {
             rx[kept].src = (const uint8_t *)&((struct sockaddr_in *)&s->peer[i])->sin_addr;
             rx[kept].src_family = 4;
+            rx[kept].src_port = ntohs(((struct sockaddr_in *)&s->peer[i])->sin_port);
         }
         kept++;
     }

@@ -310,10 +310,6 @@ struct sp_xdp_prog *sp_xdp_prog_attach_file(const char *obj_path, const char *if
         set_err(err, errlen, "AF_XDP: bad interface name");
         return NULL;
     }
-    if (port == 0) {
-        set_err(err, errlen, "AF_XDP: port 0 cannot be served");
-        return NULL;
-    }
     if (mode != SP_XDP_ATTACH_AUTO && mode != SP_XDP_ATTACH_NATIVE &&
         mode != SP_XDP_ATTACH_GENERIC) {
         set_err(err, errlen, "AF_XDP: bad attach mode %d", (int)mode);

@@ -9,8 +9,8 @@ import sys
 from stormpy.bench.common import BenchError, int_list
 from stormpy.cli import _positive   # the one whole-number check of every command
 
-DESCRIPTION = ("Benchmarks behind docs/PERFORMANCE.md, one command per table. fastpath, sweep "
-               "and compile need no root; peers needs root and the Debian packages knot, "
+DESCRIPTION = ("Benchmarks behind docs/PERFORMANCE.md, one command per table. fastpath, sweep, "
+               "responders and compile need no root; peers needs root and the Debian packages knot, "
                "knot-dnsutils and nsd; sockets needs dnsperf.")
 
 
@@ -123,6 +123,38 @@ def build_parser(p: argparse.ArgumentParser = None) -> argparse.ArgumentParser:
     pe.add_argument("--keep", action="store_true", help="keep the temporary directory (configs, logs)")
     pe.set_defaults(run="peers")
 
+    r = sub.add_parser("responders", help="custom responders: rules, Python slow path, scapy (no root)",
+                       description="Custom responders on the memory backend, side by side in "
+                       "one run: a key-value GET rule and an echo rule against the DNS fast path "
+                       "(the same frame worker loop; ns and, with valgrind, instructions per "
+                       "query), a Python slow-path UDP echo at batch 32 and 256, and scapy's "
+                       "AnsweringMachine doing the same echo on the same frames. Every path's "
+                       "replies are checked before it is timed.")
+    r.add_argument("--packets", type=_positive, default=10000, metavar="N",
+                   help="frames in each workload (default 10000)")
+    r.add_argument("--names", type=_positive, default=1000, metavar="N",
+                   help="names in the DNS zone compared with (default 1000, as bench fastpath)")
+    r.add_argument("--rounds", type=_positive, default=100, metavar="N",
+                   help="times the frames are replayed per measurement of a C loop, at most "
+                   "(default 100; fewer when --seconds would be passed)")
+    r.add_argument("--repeat", type=_positive, default=3, metavar="N",
+                   help="interleaved passes over every path; each keeps its best (default 3)")
+    r.add_argument("--batch", type=_positive, default=32, metavar="N",
+                   help="frames per batch for DNS and the rules (default 32)")
+    r.add_argument("--seconds", type=_seconds, default=20.0, metavar="S",
+                   help="time bound of one measurement (default 20)")
+    r.add_argument("--scapy-packets", type=_positive, default=20000, metavar="N",
+                   help="frames through scapy's AnsweringMachine per measurement, at most "
+                   "(default 20000)")
+    r.add_argument("--no-callgrind", dest="callgrind", action="store_false", default=None,
+                   help="skip the instruction counts even when valgrind is present")
+    r.add_argument("--cg-packets", type=_positive, default=10000, metavar="N",
+                   help="packets answered once per path under callgrind (default 10000)")
+    r.add_argument("--seed", type=int, default=20261121, help="workload seed")
+    r.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+    r.add_argument("--csv", metavar="FILE", help="also write the table as CSV")
+    r.set_defaults(run="responders")
+
     so = sub.add_parser("sockets", help="the socket backend against NSD and Knot on loopback (dnsperf)",
                         description="stormpy's socket backend against Knot DNS and NSD over UDP on "
                         "127.0.0.1 with dnsperf, one pinned worker each, interleaved rounds.",
@@ -135,7 +167,8 @@ def build_parser(p: argparse.ArgumentParser = None) -> argparse.ArgumentParser:
 
 def register(subparsers) -> None:
     """Add `bench` to stormpy's subcommands; the handler is `run(args)`."""
-    b = subparsers.add_parser("bench", help="benchmarks: fastpath, sweep, compile, peers, sockets",
+    b = subparsers.add_parser("bench", help="benchmarks: fastpath, sweep, responders, compile, peers, "
+                              "sockets",
                               description=DESCRIPTION)
     build_parser(b)
 
@@ -144,7 +177,7 @@ def run(args) -> int:
     """Run the parsed `stormpy bench ...`; BenchError becomes one line and status 2."""
     which = getattr(args, "run", None)
     if which is None:
-        print("stormpy bench: choose one of fastpath, sweep, compile, peers, sockets "
+        print("stormpy bench: choose one of fastpath, sweep, responders, compile, peers, sockets "
               "(stormpy bench -h)", file=sys.stderr)
         return 2
     try:
@@ -156,6 +189,9 @@ def run(args) -> int:
                 args.zone_names = [1000] if args.axis == "batch" else [1, 10_000, 1_000_000]
             from stormpy.bench.fastpath import run_sweep
             return run_sweep(args)
+        if which == "responders":
+            from stormpy.bench.responders import run_responders
+            return run_responders(args)
         if which == "compile":
             from stormpy.bench.zonecompile import run_compile
             return run_compile(args)

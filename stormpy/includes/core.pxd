@@ -51,6 +51,7 @@ cdef extern from "stormpy/table.h" nogil:
     size_t sp_response_render(const sp_table *t, const sp_response *r, const sp_request *req,
                               uint8_t *out, size_t cap)
     uint32_t sp_response_sum(const sp_table *t, const sp_response *r, const sp_request *req)
+    int sp_table_set_program(sp_table_builder *b, const void *program, uint32_t len)
     void sp_table_get_info(const sp_table *t, sp_table_info *info)
 
     void sp_table_ref_init(sp_table_ref *ref, sp_table *t)
@@ -95,6 +96,8 @@ cdef extern from "stormpy/dns.h" nogil:
 cdef extern from "stormpy/udpip.h" nogil:
     struct sp_udpip:
         uint8_t family
+        uint8_t src[16]
+        uint8_t dst[16]
         uint16_t sport, dport
         size_t payload_off
         size_t payload_len
@@ -149,6 +152,10 @@ cdef extern from "stormpy/frame.h" nogil:
         sp_dns_counters dns
     struct sp_frame_scratch:
         sp_rrl *rrl
+    struct sp_frame_query:
+        size_t l2
+        size_t headers
+        sp_udpip u
 
 cdef extern from "stormpy/rrl.h" nogil:
     enum:
@@ -178,11 +185,22 @@ cdef extern from "stormpy/io.h" nogil:
         uint64_t kicks
         uint64_t rx_truncated
         uint64_t tx_errors
+    enum:
+        SP_IO_BATCH_MAX
+    struct sp_frame:
+        uint8_t *data
+        uint32_t len
+        uint32_t cap
+        uint64_t id
+        const uint8_t *src
+        uint8_t src_family
+        uint16_t src_port
     struct sp_io_ops:
         void (*close)(sp_io *io)
     struct sp_io:
         const sp_io_ops *ops
         sp_io_counters counters
+        int datagrams
         int error
     sp_io *sp_mem_io_open(const uint8_t *frames, size_t len, uint64_t rounds, size_t capture_max)
     const uint8_t *sp_mem_io_captured(const sp_io *io, size_t *len)
@@ -197,6 +215,55 @@ cdef extern from "stormpy/precopy.h" nogil:
     struct sp_precopy:
         pass
     const sp_precopy_counters *sp_precopy_get_counters(const sp_precopy *p)
+
+cdef extern from "stormpy/rules.h" nogil:
+    enum:
+        SP_RULES_MAGIC
+        SP_RULES_MAX
+        SP_RULE_MATCH_MAX
+        SP_RULE_STOPS
+        SP_RULE_NO_RESPONSE
+        SP_RULE_TO_END
+        SP_RESPONSE_SLOW_PATH
+    struct sp_rule:
+        uint16_t min_len
+        uint16_t match_off
+        uint8_t match_len
+        uint8_t nstops
+        uint8_t keyed
+        uint8_t match[32]
+        uint8_t stops[4]
+        uint16_t key_off, key_end
+        uint16_t echo_off, echo_end
+        uint32_t response
+        uint64_t tag
+    struct sp_rules:
+        uint32_t magic
+        uint16_t nrules
+        uint16_t dns
+        sp_rule rule[1]
+    uint64_t sp_rule_tag(unsigned i)
+    int sp_rules_check(const sp_table *t, char *err, size_t errlen)
+    struct sp_responder_counters:
+        uint64_t rule_answers
+        uint64_t rule_unsent
+        uint64_t unanswered
+        uint64_t slow_path
+        uint64_t slow_replies
+        uint64_t handler_errors
+        uint64_t bad_replies
+    struct sp_slow_packet:
+        const sp_frame *frame
+        sp_frame_query fq
+        uint16_t dport
+        uint8_t udp
+    size_t sp_responder_reply(const sp_frame_config *cfg, bint datagrams, const sp_slow_packet *p,
+                              const uint8_t *payload, size_t len, sp_frame *tx)
+    size_t sp_responder_raw(const sp_frame_config *cfg, bint datagrams, const uint8_t *frame,
+                            size_t len, sp_frame *tx)
+
+ctypedef unsigned (*sp_slow_path_fn)(void *ctx, const sp_slow_packet *p, unsigned n,
+                                      sp_frame *tx, unsigned ntx) noexcept
 
 cdef extern from "stormpy/worker.h" nogil:
     struct sp_frame_worker:
@@ -214,6 +281,11 @@ cdef extern from "stormpy/worker.h" nogil:
         int stop
         sp_precopy *precopy
         sp_precopy_counters precopy_counters
+        int responder
+        int responder_all
+        sp_slow_path_fn slow_path
+        void *slow_ctx
+        sp_responder_counters responder_counters
     uint64_t sp_frame_worker_run(sp_frame_worker *w)
     int sp_frame_worker_precopy(sp_frame_worker *w, unsigned frames, char *err, size_t errlen)
     void sp_frame_worker_close(sp_frame_worker *w)

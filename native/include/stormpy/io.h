@@ -42,6 +42,7 @@ struct sp_frame {
     int32_t pool;    /* the precopy pool frame's index, or -1: a buffer from tx_reserve */
     const uint8_t *src;   /* datagrams only: the sender's address (4 or 16 bytes) */
     uint8_t src_family;   /* 4 or 6 */
+    uint16_t src_port;    /* datagrams only: the sender's port */
 };
 
 /* tx_reserve for a backend whose TX buffers are its own memory (the memory backend,

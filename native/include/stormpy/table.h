@@ -84,6 +84,12 @@ int64_t sp_table_add_response(struct sp_table_builder *b, const uint8_t *bytes, 
 int sp_table_add_key(struct sp_table_builder *b, uint64_t tag, const uint8_t *key,
                      uint32_t key_len, uint32_t response);
 
+/* Attach a program: bytes the table keeps for the protocol layer that reads it and
+ * never interprets (a custom responder's rule list, rules.h). Keeping it in the
+ * table means one swap replaces rules and responses together. At most one; it is
+ * 8-byte aligned in the table. 0, or -1 (a second program, empty, out of memory). */
+int sp_table_set_program(struct sp_table_builder *b, const void *program, uint32_t len);
+
 /* Build the hash index. The builder is consumed (freed) in every case. */
 struct sp_table *sp_table_builder_finish(struct sp_table_builder *b);
 /* Frees a table built by sp_table_builder_finish(); a flat table is left alone. */
@@ -101,6 +107,11 @@ bool sp_table_is_flat(const struct sp_table *t);
  * it is no way to load tables from strangers. NULL when the sizes disagree. */
 struct sp_table *sp_table_flat_rebase(void *mem, size_t len);
 
+/* The table's program and its length, or NULL when it has none. */
+const void *sp_table_program(const struct sp_table *t, size_t *len);
+/* Response number `index` as sp_table_add_response() returned it; NULL past the end. */
+const struct sp_response *sp_table_response(const struct sp_table *t, uint32_t index);
+
 /* Look up a key given as one byte string; NULL when absent. */
 const struct sp_response *sp_table_find(const struct sp_table *t, uint64_t tag,
                                         const uint8_t *key, size_t key_len);
@@ -109,6 +120,11 @@ const struct sp_response *sp_table_find(const struct sp_table *t, uint64_t tag,
  * when it does not fit in cap or a patch reads past a request field. */
 size_t sp_response_render(const struct sp_table *t, const struct sp_response *r,
                           const struct sp_request *req, uint8_t *out, size_t cap);
+
+/* The length sp_response_render() writes for this request (0 is a valid, empty
+ * response: render's 0 alone cannot tell it from a failure). */
+size_t sp_response_len(const struct sp_table *t, const struct sp_response *r,
+                       const struct sp_request *req);
 
 /* Render only the first stored_len stored bytes (patches beyond them are
  * skipped): a response whose tail is optional, such as DNS additional records. */

@@ -16,6 +16,7 @@
 #include "stormpy/frame.h"
 #include "stormpy/io.h"
 #include "stormpy/precopy.h"
+#include "stormpy/rules.h"
 #include "stormpy/table.h"
 
 struct sp_frame_worker {
@@ -36,6 +37,17 @@ struct sp_frame_worker {
     struct sp_precopy *precopy;      /* NULL: memcpy mode, chosen once per batch */
     /* The pool's counters, copied after every batch (and continued by a restart) */
     struct sp_precopy_counters precopy_counters;
+    /* A custom responder (rules.h) instead of serve-dns: the table's rules answer
+     * first, and frames they leave go to slow_path, called once per batch (never per
+     * frame) after the worker has left the table. It writes replies to tx, at most
+     * ntx, and returns how many. responder_all also hands it frames that are not
+     * UDP to the port. slow_path and slow_ctx belong to the worker's process. */
+    int responder;
+    int responder_all;
+    unsigned (*slow_path)(void *ctx, const struct sp_slow_packet *p, unsigned n,
+                          struct sp_frame *tx, unsigned ntx);
+    void *slow_ctx;
+    struct sp_responder_counters responder_counters;
 };
 
 /* Runs until stopped, until the backend has no more input (memory backend), or

@@ -87,7 +87,8 @@ struct sp_xdp_config {
 struct sp_xdp_prog;
 
 /* Load the embedded steer.bpf.o (built into xdp.c with -DSP_XDP_BPF_OBJ="path"), set
- * the served port, and attach it to ifname. NULL with err set on failure. */
+ * the served port (0: steer every frame, for a responder that answers ARP and ICMP
+ * itself), and attach it to ifname. NULL with err set on failure. */
 #ifdef SP_WITH_XDP
 struct sp_xdp_prog *sp_xdp_prog_attach(const char *ifname, uint16_t port,
                                        enum sp_xdp_attach_mode mode, char *err, size_t errlen);
