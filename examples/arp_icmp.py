@@ -89,10 +89,15 @@ def main(argv=None) -> int:
     args, rest = own.parse_known_args(argv)
     try:
         ip = ipaddress.IPv4Address(args.address).packed
+    except ValueError:
+        print(f"arp_icmp.py: error: --address {args.address}: not an IPv4 address", file=sys.stderr)
+        return 1
+    try:
         with open(f"/sys/class/net/{args.iface}/address") as f:
             mac = bytes.fromhex(f.read().strip().replace(":", ""))
-    except (ValueError, OSError, TypeError) as e:
-        print(f"arp_icmp: error: --address and --iface: {e}", file=sys.stderr)
+    except (OSError, TypeError):
+        print(f"arp_icmp.py: error: --iface {args.iface}: no such network interface",
+              file=sys.stderr)
         return 1
     host = Host(mac, ip)
     stack = stormpy.Responder(7, name=f"ARP and ping for {args.address}", handler=host.answer,

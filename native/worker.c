@@ -67,6 +67,7 @@ static unsigned answer_responder(struct sp_frame_worker *w, const struct sp_tabl
 {
     unsigned used = 0, k = 0;
     bool datagrams = w->io->datagrams;
+    const struct sp_rules *rules = sp_rules_of(t);
     struct sp_responder_counters *rc = &w->responder_counters;
     for (unsigned i = 0; i < n; i++) {
         if (used + k == reserved) {
@@ -75,10 +76,10 @@ static unsigned answer_responder(struct sp_frame_worker *w, const struct sp_tabl
         }
         bool to_slow, replied;
         size_t len = datagrams
-            ? sp_responder_datagram(t, &w->cfg, rx[i].data, rx[i].len, tx[used].data,
+            ? sp_responder_datagram(t, rules, &w->cfg, rx[i].data, rx[i].len, tx[used].data,
                                     tx[used].cap, &w->scratch, &w->counters, rc, &to_slow,
                                     &replied)
-            : sp_responder_frame(t, &w->cfg, w->responder_all, rx[i].data, rx[i].len,
+            : sp_responder_frame(t, rules, &w->cfg, w->responder_all, rx[i].data, rx[i].len,
                                  tx[used].data, tx[used].cap, &w->scratch, &w->counters, rc,
                                  &slow[k], &to_slow);
         if (datagrams ? replied : len != 0) {
@@ -93,7 +94,8 @@ static unsigned answer_responder(struct sp_frame_worker *w, const struct sp_tabl
             }
             slow[k].frame = &rx[i];
             slow[k].dport = w->cfg.port;
-            slow[k].udp |= datagrams;
+            if (datagrams)
+                slow[k].udp = 1;      /* the frame path set it; a datagram is UDP */
             k++;
         }
     }

@@ -50,22 +50,22 @@ static bool addressed_to_us(const struct sp_frame_config *cfg, const uint8_t *rx
     return false;
 }
 
-bool sp_frame_parse(const struct sp_frame_config *cfg, const uint8_t *rx, size_t len, uint8_t *tx,
-                    size_t cap, struct sp_frame_query *fq, size_t *stack,
-                    struct sp_frame_counters *c)
+enum sp_frame_kind sp_frame_parse(const struct sp_frame_config *cfg, const uint8_t *rx,
+                                  size_t len, uint8_t *tx, size_t cap, struct sp_frame_query *fq,
+                                  size_t *stack, struct sp_frame_counters *c)
 {
     *stack = 0;
     c->frames++;
     if (len < SP_ETH_HEADER_LEN) {
         c->malformed++;
-        return false;
+        return SP_FRAME_DROPPED;
     }
     size_t l2 = SP_ETH_HEADER_LEN;
     uint16_t type = sp_get16(rx + 12);
     if (type == ETHERTYPE_VLAN || type == ETHERTYPE_QINQ) {
         if (len < l2 + SP_VLAN_TAG_LEN) {
             c->malformed++;
-            return false;
+            return SP_FRAME_DROPPED;
         }
         type = sp_get16(rx + 16);
         l2 += SP_VLAN_TAG_LEN;
@@ -80,27 +80,27 @@ bool sp_frame_parse(const struct sp_frame_config *cfg, const uint8_t *rx, size_t
             if (n) {
                 c->stack_replies++;
                 *stack = n;
-                return false;
+                return SP_FRAME_NOT_OURS;
             }
         }
         c->not_ours++;
-        return false;
+        return SP_FRAME_NOT_OURS;
     }
     if (cfg->check_dst && !addressed_to_us(cfg, rx, u)) {
         c->not_ours++;
-        return false;
+        return SP_FRAME_NOT_OURS;
     }
     if (!sp_udpip_checksums_ok(rx + l2, u)) {    /* what the kernel would drop */
         c->malformed++;
-        return false;
+        return SP_FRAME_DROPPED;
     }
     if (bad_source(u, rx + 6)) {
         c->bad_source++;
-        return false;
+        return SP_FRAME_DROPPED;
     }
     fq->l2 = l2;
     fq->headers = l2 + sp_udpip_header_len(u->family);
-    return true;
+    return SP_FRAME_QUERY;
 }
 
 size_t sp_frame_dns_cap(const struct sp_frame_config *cfg, const struct sp_frame_query *fq,
@@ -167,7 +167,7 @@ size_t sp_frame_answer(const struct sp_table *t, const struct sp_frame_config *c
 {
     struct sp_frame_query fq;
     size_t stack;
-    if (!sp_frame_parse(cfg, rx, len, tx, cap, &fq, &stack, c))
+    if (sp_frame_parse(cfg, rx, len, tx, cap, &fq, &stack, c) != SP_FRAME_QUERY)
         return stack;
     if (!sp_frame_dns_cap(cfg, &fq, cap))
         return 0;

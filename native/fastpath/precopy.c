@@ -217,7 +217,7 @@ size_t sp_precopy_answer(struct sp_precopy *p, const struct sp_table *t,
 {
     struct sp_frame_query fq;
     size_t n;
-    if (!sp_frame_parse(cfg, rx, len, tx->data, tx->cap, &fq, &n, c)) {
+    if (sp_frame_parse(cfg, rx, len, tx->data, tx->cap, &fq, &n, c) != SP_FRAME_QUERY) {
         if (n) {
             *out = *tx;
             out->len = (uint32_t)n;

@@ -129,22 +129,22 @@ static size_t render_rule(const struct sp_table *t, const struct sp_rules *rules
     return n;
 }
 
-size_t sp_responder_frame(const struct sp_table *t, const struct sp_frame_config *cfg, bool all,
-                          const uint8_t *rx, size_t len, uint8_t *tx, size_t cap,
-                          struct sp_frame_scratch *s, struct sp_frame_counters *c,
-                          struct sp_responder_counters *rc, struct sp_slow_packet *slow,
-                          bool *to_slow)
+size_t sp_responder_frame(const struct sp_table *t, const struct sp_rules *rules,
+                          const struct sp_frame_config *cfg, bool all, const uint8_t *rx,
+                          size_t len, uint8_t *tx, size_t cap, struct sp_frame_scratch *s,
+                          struct sp_frame_counters *c, struct sp_responder_counters *rc,
+                          struct sp_slow_packet *slow, bool *to_slow)
 {
     size_t stack;
-    uint64_t not_ours = c->not_ours;
     *to_slow = false;
     slow->udp = 0;
-    if (!sp_frame_parse(cfg, rx, len, tx, cap, &slow->fq, &stack, c)) {
+    enum sp_frame_kind kind = sp_frame_parse(cfg, rx, len, tx, cap, &slow->fq, &stack, c);
+    if (kind != SP_FRAME_QUERY) {
         /* Bad checksums and sources never to be answered stay dropped. What the
          * port's parser does not take (ARP, ICMP, other ports, fragments, IP it
          * cannot parse) may interest a handler that is the whole stack: it gets
          * the raw frame, as the kernel would. */
-        *to_slow = all && c->not_ours != not_ours;
+        *to_slow = all && kind == SP_FRAME_NOT_OURS && !stack;
         return stack;
     }
     const struct sp_frame_query *fq = &slow->fq;
@@ -154,7 +154,6 @@ size_t sp_responder_frame(const struct sp_table *t, const struct sp_frame_config
     slow->udp = 1;
     if (!room)
         return 0;
-    const struct sp_rules *rules = sp_rules_of(t);
     if (rules && rules->dns) {
         enum sp_dns_verdict v;
         const struct sp_response *r;
@@ -172,15 +171,15 @@ size_t sp_responder_frame(const struct sp_table *t, const struct sp_frame_config
     return fq->headers + n;
 }
 
-size_t sp_responder_datagram(const struct sp_table *t, const struct sp_frame_config *cfg,
-                             const uint8_t *rx, size_t len, uint8_t *tx, size_t cap,
+size_t sp_responder_datagram(const struct sp_table *t, const struct sp_rules *rules,
+                             const struct sp_frame_config *cfg, const uint8_t *rx, size_t len,
+                             uint8_t *tx, size_t cap,
                              struct sp_frame_scratch *s, struct sp_frame_counters *c,
                              struct sp_responder_counters *rc, bool *to_slow, bool *replied)
 {
     *to_slow = false;
     *replied = false;
     c->frames++;
-    const struct sp_rules *rules = sp_rules_of(t);
     if (rules && rules->dns) {
         enum sp_dns_verdict v;
         const struct sp_response *r;

@@ -219,7 +219,7 @@ static void frames(const struct sp_frame_config *cfg, const uint8_t *rx, size_t 
         for (int all = 0; all < 2; all++) {
             struct sp_frame_counters fc = {0};
             struct sp_responder_counters rc = {0};
-            n[all] = sp_responder_frame(table, cfg, all, rx, len, tx[all], cap, &scratch, &fc,
+            n[all] = sp_responder_frame(table, sp_rules_of(table), cfg, all, rx, len, tx[all], cap, &scratch, &fc,
                                         &rc, &slow[all], &to_slow[all]);
             stack = fc.stack_replies;
             CHECK(n[all] <= cap);
@@ -248,7 +248,7 @@ static void frames(const struct sp_frame_config *cfg, const uint8_t *rx, size_t 
             struct sp_frame_counters fc = {0};
             struct sp_responder_counters rc = {0};
             bool ds, dr;
-            size_t m = sp_responder_datagram(table, cfg, rx + fq->l2 + fq->u.payload_off,
+            size_t m = sp_responder_datagram(table, sp_rules_of(table), cfg, rx + fq->l2 + fq->u.payload_off,
                                              fq->u.payload_len, d, room, &scratch, &fc, &rc, &ds,
                                              &dr);
             CHECK(m == room && !ds && dr && memcmp(d, tx[0] + fq->headers, m) == 0);
@@ -270,7 +270,7 @@ static void datagrams(const struct sp_frame_config *cfg, const uint8_t *rx, size
         struct sp_frame_counters fc = {0};
         struct sp_responder_counters rc = {0};
         bool to_slow, replied;
-        size_t n = sp_responder_datagram(table, cfg, rx, len, tx, cap, &scratch, &fc, &rc, &to_slow,
+        size_t n = sp_responder_datagram(table, sp_rules_of(table), cfg, rx, len, tx, cap, &scratch, &fc, &rc, &to_slow,
                                          &replied);
         CHECK(n <= cap && !(replied && to_slow) && (n == 0 || replied));
         CHECK(rc.rule_answers == replied);

@@ -610,7 +610,7 @@ static struct run frame(const struct sp_table *t, const struct sp_frame_config *
     struct run r;
     memset(&r, 0, sizeof(r));
     r.to_slow = !all;                 /* overwritten either way */
-    r.n = sp_responder_frame(t, cfg, all, rx, len, tx, cap, &scratch, &r.c, &r.rc, &r.slow,
+    r.n = sp_responder_frame(t, sp_rules_of(t), cfg, all, rx, len, tx, cap, &scratch, &r.c, &r.rc, &r.slow,
                              &r.to_slow);
     return r;
 }
@@ -741,20 +741,20 @@ static void test_datagrams(void)
     memset(&rc, 0, sizeof(rc));
     uint8_t tx[CAP];
     bool to_slow = true, replied;
-    size_t n = sp_responder_datagram(t, &cfg, (const uint8_t *)"GET key\r\n", 9, tx, CAP, &scratch,
+    size_t n = sp_responder_datagram(t, sp_rules_of(t), &cfg, (const uint8_t *)"GET key\r\n", 9, tx, CAP, &scratch,
                                      &c, &rc, &to_slow, &replied);
     CHECK(RENDERED(tx, n, "VALUE key\r\n"));
     CHECK(!to_slow && replied);
     CHECK_EQ(rc.rule_answers, 1);
     CHECK_EQ(c.frames, 1);
-    n = sp_responder_datagram(t, &cfg, (const uint8_t *)"xyz", 3, tx, CAP, &scratch, &c, &rc,
+    n = sp_responder_datagram(t, sp_rules_of(t), &cfg, (const uint8_t *)"xyz", 3, tx, CAP, &scratch, &c, &rc,
                               &to_slow, &replied);
     CHECK(n == 0 && to_slow);
-    n = sp_responder_datagram(t, &cfg, (const uint8_t *)"GET key\r\n", 9, tx, 10, &scratch, &c,
+    n = sp_responder_datagram(t, sp_rules_of(t), &cfg, (const uint8_t *)"GET key\r\n", 9, tx, 10, &scratch, &c,
                               &rc, &to_slow, &replied);
     CHECK(n == 0 && !to_slow);
     CHECK_EQ(rc.rule_unsent, 1);
-    n = sp_responder_datagram(t, &cfg, (const uint8_t *)"GET key\r\n", 9, tx, 11, &scratch, &c,
+    n = sp_responder_datagram(t, sp_rules_of(t), &cfg, (const uint8_t *)"GET key\r\n", 9, tx, 11, &scratch, &c,
                               &rc, &to_slow, &replied);
     CHECK_EQ(n, 11);
     CHECK_EQ(rc.rule_answers, 2);
@@ -805,7 +805,7 @@ static void test_dns_mode(void)
         struct sp_frame_scratch scratch;
         memset(&scratch, 0, sizeof(scratch));
         bool to_slow, replied;
-        size_t n = sp_responder_datagram(t, &cfg, q, qlen, tx, CAP, &scratch, &r.c, &r.rc,
+        size_t n = sp_responder_datagram(t, sp_rules_of(t), &cfg, q, qlen, tx, CAP, &scratch, &r.c, &r.rc,
                                          &to_slow, &replied);
         CHECK_EQ(to_slow, name == 1);
         CHECK_EQ(n != 0, name == 0);

@@ -88,11 +88,18 @@ struct sp_frame_query {
     struct sp_udpip u;
 };
 
-/* L2-L4 checks and counters. True: a query to answer, fq filled. False: nothing to
- * answer, or an own-stack reply (ARP, ICMP) of *stack bytes already written to tx. */
-bool sp_frame_parse(const struct sp_frame_config *cfg, const uint8_t *rx, size_t len, uint8_t *tx,
-                    size_t cap, struct sp_frame_query *fq, size_t *stack,
-                    struct sp_frame_counters *c);
+/* What sp_frame_parse() found in a frame. */
+enum sp_frame_kind {
+    SP_FRAME_DROPPED = 0,    /* damaged, or from a source never to be answered */
+    SP_FRAME_QUERY,          /* UDP to the port: fq is filled */
+    SP_FRAME_NOT_OURS,       /* ARP, ICMP, other ports...: the kernel's, or the own stack's
+                              * reply of *stack bytes already written to tx */
+};
+
+/* L2-L4 checks and counters. */
+enum sp_frame_kind sp_frame_parse(const struct sp_frame_config *cfg, const uint8_t *rx,
+                                  size_t len, uint8_t *tx, size_t cap, struct sp_frame_query *fq,
+                                  size_t *stack, struct sp_frame_counters *c);
 /* The room for the DNS payload in a reply frame of cap bytes (MTU applied); 0: none. */
 size_t sp_frame_dns_cap(const struct sp_frame_config *cfg, const struct sp_frame_query *fq,
                         size_t cap);

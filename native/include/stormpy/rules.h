@@ -111,19 +111,21 @@ struct sp_slow_packet {
     uint8_t udp;             /* fq is valid: UDP to the served port */
 };
 
-/* One frame of a responder worker. Returns the reply's length in tx (0: none);
- * *slow says the frame goes to the slow path (slow->fq filled). With all set,
- * frames that are not UDP to the port (ARP, ICMP, other ports) go there too. */
-size_t sp_responder_frame(const struct sp_table *t, const struct sp_frame_config *cfg, bool all,
-                          const uint8_t *rx, size_t len, uint8_t *tx, size_t cap,
-                          struct sp_frame_scratch *s, struct sp_frame_counters *c,
-                          struct sp_responder_counters *rc, struct sp_slow_packet *slow,
-                          bool *to_slow);
+/* One frame of a responder worker, with t's rules (sp_rules_of, once per batch).
+ * Returns the reply's length in tx (0: none); *to_slow says the frame goes to the
+ * slow path (slow->fq filled). With all set, frames that are not UDP to the port
+ * (ARP, ICMP, other ports) go there too. */
+size_t sp_responder_frame(const struct sp_table *t, const struct sp_rules *rules,
+                          const struct sp_frame_config *cfg, bool all, const uint8_t *rx,
+                          size_t len, uint8_t *tx, size_t cap, struct sp_frame_scratch *s,
+                          struct sp_frame_counters *c, struct sp_responder_counters *rc,
+                          struct sp_slow_packet *slow, bool *to_slow);
 
 /* The same for a UDP payload from a socket (the kernel keeps the headers). An
  * empty datagram is a reply too, so *replied says whether there is one. */
-size_t sp_responder_datagram(const struct sp_table *t, const struct sp_frame_config *cfg,
-                             const uint8_t *rx, size_t len, uint8_t *tx, size_t cap,
+size_t sp_responder_datagram(const struct sp_table *t, const struct sp_rules *rules,
+                             const struct sp_frame_config *cfg, const uint8_t *rx, size_t len,
+                             uint8_t *tx, size_t cap,
                              struct sp_frame_scratch *s, struct sp_frame_counters *c,
                              struct sp_responder_counters *rc, bool *to_slow, bool *replied);
 
