@@ -7,6 +7,7 @@ import os
 import sys
 
 from stormpy import __version__
+from stormpy import argtypes
 from stormpy.errors import StormpyError
 
 # Root serves from /run like other daemons; anyone else from their own runtime dir.
@@ -14,77 +15,13 @@ DEFAULT_CONTROL = ("/run/stormpy.sock" if os.geteuid() == 0 else
                    os.path.join(os.environ.get("XDG_RUNTIME_DIR") or "/tmp", f"stormpy-{os.getuid()}.sock"))
 
 
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text} must be at least 1")
-    return value
-
-
-def _max_udp(text: str) -> int:
-    value = _positive(text)
-    if not 512 <= value <= 4096:
-        raise argparse.ArgumentTypeError("must be between 512 and 4096")
-    return value
-
-
-def _port(text: str) -> int:
-    value = _positive(text)
-    if value > 65535:
-        raise argparse.ArgumentTypeError("a port is at most 65535")
-    return value
-
-
-def _non_negative(text: str) -> int:
-    return 0 if text.strip() == "0" else _positive(text)
-
-
-def _prefix(bits: int):
-    def parse(text: str) -> int:
-        value = _non_negative(text)
-        if value > bits:
-            raise argparse.ArgumentTypeError(f"a prefix is at most {bits} bits")
-        return value
-    return parse
-
-
-def _cpu_list(text: str) -> list[int]:
-    cpus = []
-    try:
-        for part in text.split(","):
-            lo, _, hi = part.partition("-")
-            cpus += range(int(lo), int(hi or lo) + 1)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r}: expected CPU numbers like 0,2 or 0-3") from None
-    return cpus
-
-
-def _flush_us(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if not 0 <= value <= 1_000_000:
-        raise argparse.ArgumentTypeError("must be between 0 and 1000000 microseconds")
-    return value
-
-
-def _txt(text: str) -> str:
-    if len(text.encode()) > 255:
-        raise argparse.ArgumentTypeError("at most 255 bytes (one TXT string)")
-    return text
-
-
 def add_serving_arguments(s: argparse.ArgumentParser, default_port: int) -> None:
     """The options every server takes (serve-dns, and custom responders' serve())."""
     s.add_argument("--listen", action="append", default=[], metavar="ADDR:PORT",
                    help="address to serve on, repeatable; [::1]:5353 for IPv6 (default 127.0.0.1:5353 for serve-dns)")
-    s.add_argument("--workers", type=_positive, default=0, metavar="N",
+    s.add_argument("--workers", type=argtypes.positive, default=0, metavar="N",
                    help="UDP workers per address (default: one per CPU)")
-    s.add_argument("--batch", type=_positive, default=32, metavar="N",
+    s.add_argument("--batch", type=argtypes.positive, default=32, metavar="N",
                    help="datagrams received and sent per system call (default 32, at most 256)")
     s.add_argument("--user", metavar="NAME",
                    help="once the rings and sockets are set up, run as this user, keeping only "
@@ -103,13 +40,13 @@ def add_serving_arguments(s: argparse.ArgumentParser, default_port: int) -> None
     rings.add_argument("--mode", choices=("memcpy", "precopy"), default="memcpy",
                        help="render every reply into a TX buffer (memcpy), or send repeated "
                             "answers from ready-made copies in the backend's memory (precopy)")
-    rings.add_argument("--port", type=_port, default=default_port, metavar="N",
+    rings.add_argument("--port", type=argtypes.port, default=default_port, metavar="N",
                        help=f"UDP port served with --iface (default {default_port})")
-    rings.add_argument("--queues", type=_positive, default=0, metavar="N",
+    rings.add_argument("--queues", type=argtypes.positive, default=0, metavar="N",
                        help="workers on the interface (default: its RX queue count)")
-    rings.add_argument("--cpus", type=_cpu_list, default=[], metavar="LIST",
+    rings.add_argument("--cpus", type=argtypes.cpu_list, default=[], metavar="LIST",
                        help="pin worker i to the i-th CPU of LIST, e.g. 0,1 or 0-3 (sockets too)")
-    rings.add_argument("--tx-flush-us", type=_flush_us, default=0, metavar="US",
+    rings.add_argument("--tx-flush-us", type=argtypes.flush_us, default=0, metavar="US",
                        help="under load, kick TX at most every US microseconds (the paper's dt, "
                        "e.g. 80); an idle ring flushes at once (default 0: every batch)")
     rings.add_argument("--poll", choices=("block", "busy"), default="block",
@@ -132,23 +69,23 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("zones", nargs="+", metavar="ZONE", help="RFC 1035 master file")
     s.add_argument("--origin", action="append", default=[], metavar="NAME",
                    help="zone origin, once per ZONE in the same order (default: $ORIGIN or the SOA owner)")
-    s.add_argument("--max-udp", type=_max_udp, default=1232, metavar="BYTES",
+    s.add_argument("--max-udp", type=argtypes.max_udp, default=1232, metavar="BYTES",
                    help="largest UDP response with EDNS (default 1232)")
     rrl = s.add_argument_group("response rate limiting (off unless --rrl-rate is given)")
-    rrl.add_argument("--rrl-rate", type=_positive, default=0, metavar="N",
+    rrl.add_argument("--rrl-rate", type=argtypes.positive, default=0, metavar="N",
                      help="answers per second to one source prefix, per kind of answer")
-    rrl.add_argument("--rrl-slip", type=_non_negative, default=2, metavar="N",
+    rrl.add_argument("--rrl-slip", type=argtypes.non_negative, default=2, metavar="N",
                      help="send every Nth limited answer truncated, so real clients retry "
                      "over TCP (default 2; 0: drop them all)")
-    rrl.add_argument("--rrl-ipv4-prefix", type=_prefix(32), default=24, metavar="BITS",
+    rrl.add_argument("--rrl-ipv4-prefix", type=argtypes.prefix_bits(32), default=24, metavar="BITS",
                      help="IPv4 sources sharing a bucket (default 24)")
-    rrl.add_argument("--rrl-ipv6-prefix", type=_prefix(128), default=56, metavar="BITS",
+    rrl.add_argument("--rrl-ipv6-prefix", type=argtypes.prefix_bits(128), default=56, metavar="BITS",
                      help="IPv6 sources sharing a bucket (default 56)")
     rrl.add_argument("--rrl-allow", action="append", default=[], metavar="PREFIX",
                      help="never limit this prefix, repeatable (up to 16)")
-    s.add_argument("--chaos-version", type=_txt, metavar="TEXT",
+    s.add_argument("--chaos-version", type=argtypes.txt_string, metavar="TEXT",
                    help="answer CH TXT version.bind/version.server with TEXT (default: REFUSED)")
-    s.add_argument("--chaos-identity", type=_txt, metavar="TEXT",
+    s.add_argument("--chaos-identity", type=argtypes.txt_string, metavar="TEXT",
                    help="answer CH TXT id.server/hostname.bind with TEXT (default: REFUSED)")
     add_serving_arguments(s, default_port=53)
 
@@ -168,10 +105,10 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--out", metavar="FILE", help="write the replies here (pcap)")
     rp.add_argument("--origin", action="append", default=[], metavar="NAME",
                     help="zone origin, once per ZONE in the same order")
-    rp.add_argument("--port", type=_port, default=53, help="the served UDP port (default 53)")
-    rp.add_argument("--batch", type=_positive, default=32, metavar="N",
+    rp.add_argument("--port", type=argtypes.port, default=53, help="the served UDP port (default 53)")
+    rp.add_argument("--batch", type=argtypes.positive, default=32, metavar="N",
                     help="frames per batch (default 32)")
-    rp.add_argument("--max-udp", type=_max_udp, default=1232, metavar="BYTES",
+    rp.add_argument("--max-udp", type=argtypes.max_udp, default=1232, metavar="BYTES",
                     help="largest UDP answer with EDNS (default 1232)")
     rp.add_argument("--mode", choices=("memcpy", "precopy"), default="memcpy",
                     help="render every reply into a TX buffer, or send ready-made copies")

@@ -6,8 +6,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from stormpy.bench.common import BenchError, int_list
-from stormpy.cli import _positive   # the one whole-number check of every command
+from stormpy.argtypes import number_list, positive
+from stormpy.bench.common import BenchError
 
 DESCRIPTION = ("Benchmarks behind docs/PERFORMANCE.md, one command per table. fastpath, sweep, "
                "responders and compile need no root; peers needs root and the Debian packages knot, "
@@ -25,10 +25,10 @@ def _seconds(text: str) -> float:
 
 
 def _workload_args(p, rounds_default, queries_default=10000):
-    p.add_argument("--queries", type=_positive, default=queries_default, metavar="N",
+    p.add_argument("--queries", type=positive, default=queries_default, metavar="N",
                    help=f"recorded queries (default {queries_default}): 80%% existing names "
                    "with random 0x20 case, 10%% NODATA, 10%% NXDOMAIN")
-    p.add_argument("--rounds", type=_positive, default=rounds_default, metavar="N",
+    p.add_argument("--rounds", type=positive, default=rounds_default, metavar="N",
                    help=f"times the queries are answered per measurement (default {rounds_default})")
     p.add_argument("--seed", type=int, default=20261121, help="zone and query seed")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
@@ -45,15 +45,15 @@ def build_parser(p: argparse.ArgumentParser = None) -> argparse.ArgumentParser:
                        "in-memory backend, no kernel I/O, no root: queries/s on one core, ns "
                        "and (with valgrind) instructions per query, for the DNS layer and for "
                        "whole frames in memcpy and precopy mode.")
-    f.add_argument("--names", type=int_list, default=[1000], metavar="LIST",
+    f.add_argument("--names", type=number_list, default=[1000], metavar="LIST",
                    help="zone sizes in names, e.g. 1,1000,10000 (default 1000): one row each")
     _workload_args(f, 200)
-    f.add_argument("--batch", type=_positive, default=32, metavar="N", help="frames per batch (default 32)")
-    f.add_argument("--repeat", type=_positive, default=3, metavar="N",
+    f.add_argument("--batch", type=positive, default=32, metavar="N", help="frames per batch (default 32)")
+    f.add_argument("--repeat", type=positive, default=3, metavar="N",
                    help="measurements per figure, the best is kept (default 3)")
     f.add_argument("--no-callgrind", dest="callgrind", action="store_false", default=None,
                    help="skip the instruction count even when valgrind is present")
-    f.add_argument("--cg-queries", type=_positive, default=10000, metavar="N",
+    f.add_argument("--cg-queries", type=positive, default=10000, metavar="N",
                    help="queries answered once under callgrind (default 10000)")
     f.add_argument("--annotate", action="store_true",
                    help="also list where the DNS layer's instructions go, per function")
@@ -64,14 +64,14 @@ def build_parser(p: argparse.ArgumentParser = None) -> argparse.ArgumentParser:
                        "(axis batch) or zone size 1 to 1,000,000 names (axis zone); every cell "
                        "in memcpy and precopy mode side by side, as ratios.")
     s.add_argument("axis", choices=("batch", "zone"))
-    s.add_argument("--batches", type=int_list, default=[1, 2, 4, 8, 16, 32, 64], metavar="LIST",
+    s.add_argument("--batches", type=number_list, default=[1, 2, 4, 8, 16, 32, 64], metavar="LIST",
                    help="batch sizes for axis batch (default 1,2,4,8,16,32,64)")
-    s.add_argument("--names", dest="zone_names", type=int_list, default=None, metavar="LIST",
+    s.add_argument("--names", dest="zone_names", type=number_list, default=None, metavar="LIST",
                    help="zone sizes: axis zone (default 1,10000,1000000), axis batch uses the "
                    "first (default 1000)")
-    s.add_argument("--batch", type=_positive, default=32, metavar="N",
+    s.add_argument("--batch", type=positive, default=32, metavar="N",
                    help="batch size for axis zone (default 32)")
-    s.add_argument("--passes", type=_positive, default=3, metavar="N",
+    s.add_argument("--passes", type=positive, default=3, metavar="N",
                    help="times the whole grid is measured, interleaved; each cell keeps its best (default 3)")
     _workload_args(s, 50)
     s.set_defaults(run="sweep")
@@ -80,12 +80,12 @@ def build_parser(p: argparse.ArgumentParser = None) -> argparse.ArgumentParser:
                        description="Time and peak memory to compile zones of 1k, 100k and 1M "
                        "records (stormpy check-zone, in a child process), beside Knot DNS "
                        "loading the same files (knotd until it answers, and kzonecheck).")
-    c.add_argument("--records", type=int_list, default=[1000, 100_000, 1_000_000], metavar="LIST",
+    c.add_argument("--records", type=number_list, default=[1000, 100_000, 1_000_000], metavar="LIST",
                    help="zone sizes in records (default 1k,100k,1M)")
-    c.add_argument("--rounds", type=_positive, default=3, metavar="N",
+    c.add_argument("--rounds", type=positive, default=3, metavar="N",
                    help="loads of each file per tool, the best is kept (default 3)")
     c.add_argument("--no-knot", dest="knot", action="store_false", help="stormpy only")
-    c.add_argument("--timeout", type=_positive, default=1800, metavar="S",
+    c.add_argument("--timeout", type=positive, default=1800, metavar="S",
                    help="seconds one load may take (default 1800)")
     c.add_argument("--seed", type=int, default=20261121)
     c.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
@@ -105,14 +105,14 @@ def build_parser(p: argparse.ArgumentParser = None) -> argparse.ArgumentParser:
                     "stormpy-socket,knot-xdp,knot,nsd)")
     pe.add_argument("-l", "--seconds", type=_seconds, default=10.0, metavar="S",
                     help="kxdpgun -t per measurement (default 10)")
-    pe.add_argument("--rounds", type=_positive, default=3, metavar="N", help="rounds (default 3)")
+    pe.add_argument("--rounds", type=positive, default=3, metavar="N", help="rounds (default 3)")
     pe.add_argument("--warmup", type=float, default=1.0, metavar="S",
                     help="unmeasured kxdpgun seconds before each measurement (default 1; 0: none)")
-    pe.add_argument("--qps", type=_positive, default=2_000_000, metavar="N",
+    pe.add_argument("--qps", type=positive, default=2_000_000, metavar="N",
                     help="offered load, kxdpgun -Q (default 2000000: more than any server here answers)")
-    pe.add_argument("--kxdpgun-batch", type=_positive, default=32, metavar="N", help="kxdpgun -b (default 32)")
-    pe.add_argument("--names", type=_positive, default=1000, metavar="N", help="names in the zone (default 1000)")
-    pe.add_argument("--queries", type=_positive, default=100_000, metavar="N",
+    pe.add_argument("--kxdpgun-batch", type=positive, default=32, metavar="N", help="kxdpgun -b (default 32)")
+    pe.add_argument("--names", type=positive, default=1000, metavar="N", help="names in the zone (default 1000)")
+    pe.add_argument("--queries", type=positive, default=100_000, metavar="N",
                     help="lines in the query file (default 100000)")
     pe.add_argument("--seed", type=int, default=20240101)
     pe.add_argument("--server-cpu", type=int, default=0, metavar="CPU", help="the server's CPU (default 0)")
@@ -130,25 +130,25 @@ def build_parser(p: argparse.ArgumentParser = None) -> argparse.ArgumentParser:
                        "query), a Python slow-path UDP echo at batch 32 and 256, and scapy's "
                        "AnsweringMachine doing the same echo on the same frames. Every path's "
                        "replies are checked before it is timed.")
-    r.add_argument("--packets", type=_positive, default=10000, metavar="N",
+    r.add_argument("--packets", type=positive, default=10000, metavar="N",
                    help="frames in each workload (default 10000)")
-    r.add_argument("--names", type=_positive, default=1000, metavar="N",
+    r.add_argument("--names", type=positive, default=1000, metavar="N",
                    help="names in the DNS zone compared with (default 1000, as bench fastpath)")
-    r.add_argument("--rounds", type=_positive, default=100, metavar="N",
+    r.add_argument("--rounds", type=positive, default=100, metavar="N",
                    help="times the frames are replayed per measurement of a C loop, at most "
                    "(default 100; fewer when --seconds would be passed)")
-    r.add_argument("--repeat", type=_positive, default=3, metavar="N",
+    r.add_argument("--repeat", type=positive, default=3, metavar="N",
                    help="interleaved passes over every path; each keeps its best (default 3)")
-    r.add_argument("--batch", type=_positive, default=32, metavar="N",
+    r.add_argument("--batch", type=positive, default=32, metavar="N",
                    help="frames per batch for DNS and the rules (default 32)")
     r.add_argument("--seconds", type=_seconds, default=20.0, metavar="S",
                    help="time bound of one measurement (default 20)")
-    r.add_argument("--scapy-packets", type=_positive, default=20000, metavar="N",
+    r.add_argument("--scapy-packets", type=positive, default=20000, metavar="N",
                    help="frames through scapy's AnsweringMachine per measurement, at most "
                    "(default 20000)")
     r.add_argument("--no-callgrind", dest="callgrind", action="store_false", default=None,
                    help="skip the instruction counts even when valgrind is present")
-    r.add_argument("--cg-packets", type=_positive, default=10000, metavar="N",
+    r.add_argument("--cg-packets", type=positive, default=10000, metavar="N",
                    help="packets answered once per path under callgrind (default 10000)")
     r.add_argument("--seed", type=int, default=20261121, help="workload seed")
     r.add_argument("--json", action="store_true", help="print one JSON object instead of a table")

@@ -28,28 +28,6 @@ def why_not_root(what: str):
     return None
 
 
-def int_list(text: str) -> list[int]:
-    """'1,2,4' or '1-4' or '1k,100k,1M' -> a list of ints (for argparse)."""
-    import argparse
-    out = []
-    try:
-        for part in text.split(","):
-            part = part.strip().lower()
-            lo, _, hi = part.partition("-") if "-" in part[1:] else (part, "", "")
-            vals = [_scaled(lo)] if not hi else list(range(_scaled(lo), _scaled(hi) + 1))
-            out += vals
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r}: expected numbers like 1,32,64 or 1k,1M") from None
-    if not out or any(v < 1 for v in out):
-        raise argparse.ArgumentTypeError(f"{text!r}: every value must be at least 1")
-    return out
-
-
-def _scaled(text: str) -> int:
-    mult = {"k": 1000, "m": 1000_000}.get(text[-1:], 1)
-    return int(text[:-1] if mult > 1 else text) * mult
-
-
 def cpu_count_online() -> int:
     try:
         return len(os.sched_getaffinity(0))

@@ -1,0 +1,90 @@
+"""argparse types shared by every stormpy command: each parses one kind of value and
+fails with a message argparse prints as one line."""
+from __future__ import annotations
+
+import argparse
+
+
+def positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text} must be at least 1")
+    return value
+
+
+def max_udp(text: str) -> int:
+    value = positive(text)
+    if not 512 <= value <= 4096:
+        raise argparse.ArgumentTypeError("must be between 512 and 4096")
+    return value
+
+
+def port(text: str) -> int:
+    value = positive(text)
+    if value > 65535:
+        raise argparse.ArgumentTypeError("a port is at most 65535")
+    return value
+
+
+def non_negative(text: str) -> int:
+    return 0 if text.strip() == "0" else positive(text)
+
+
+def prefix_bits(bits: int):
+    def parse(text: str) -> int:
+        value = non_negative(text)
+        if value > bits:
+            raise argparse.ArgumentTypeError(f"a prefix is at most {bits} bits")
+        return value
+    return parse
+
+
+def cpu_list(text: str) -> list[int]:
+    cpus = []
+    try:
+        for part in text.split(","):
+            lo, _, hi = part.partition("-")
+            cpus += range(int(lo), int(hi or lo) + 1)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected CPU numbers like 0,2 or 0-3") from None
+    return cpus
+
+
+def flush_us(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if not 0 <= value <= 1_000_000:
+        raise argparse.ArgumentTypeError("must be between 0 and 1000000 microseconds")
+    return value
+
+
+def txt_string(text: str) -> str:
+    if len(text.encode()) > 255:
+        raise argparse.ArgumentTypeError("at most 255 bytes (one TXT string)")
+    return text
+
+
+def number_list(text: str) -> list[int]:
+    """'1,2,4' or '1-4' or '1k,100k,1M' -> a list of ints (for argparse)."""
+    out = []
+    try:
+        for part in text.split(","):
+            part = part.strip().lower()
+            lo, _, hi = part.partition("-") if "-" in part[1:] else (part, "", "")
+            vals = [_scaled(lo)] if not hi else list(range(_scaled(lo), _scaled(hi) + 1))
+            out += vals
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected numbers like 1,32,64 or 1k,1M") from None
+    if not out or any(v < 1 for v in out):
+        raise argparse.ArgumentTypeError(f"{text!r}: every value must be at least 1")
+    return out
+
+
+def _scaled(text: str) -> int:
+    mult = {"k": 1000, "m": 1000_000}.get(text[-1:], 1)
+    return int(text[:-1] if mult > 1 else text) * mult
