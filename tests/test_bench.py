@@ -43,9 +43,9 @@ def test_fastpath_counts_instructions_with_callgrind():
 
 
 def test_fastpath_without_valgrind_gives_null_and_a_reason(monkeypatch):
-    from stormpy.bench import fastpath
-    monkeypatch.setattr(fastpath.shutil, "which", lambda name: None)
-    assert "valgrind" in fastpath.why_no_callgrind()
+    from stormpy.bench import callgrind, fastpath
+    monkeypatch.setattr(callgrind.shutil, "which", lambda name: None)
+    assert "valgrind" in callgrind.why_no_callgrind()
     args = types.SimpleNamespace(names=[5], queries=100, seed=1, rounds=1, repeat=1, batch=32,
                                  callgrind=None, cg_queries=100, annotate=False, json=True)
     (row,) = fastpath.fastpath_rows(args)
@@ -119,9 +119,9 @@ def test_bad_input_is_one_line():
 
 
 def test_png_step_says_why_without_matplotlib(tmp_path, monkeypatch):
-    from stormpy.bench import common
+    from stormpy.bench import report
     monkeypatch.setitem(sys.modules, "matplotlib", None)
-    why = common.bar_chart(str(tmp_path / "x.png"), ["a"], [1.0], "t", "y")
+    why = report.bar_chart(str(tmp_path / "x.png"), ["a"], [1.0], "t", "y")
     assert "matplotlib" in why and not (tmp_path / "x.png").exists()
 
 
@@ -175,16 +175,16 @@ def test_responders_table_is_printed():
 
 
 def test_responders_reply_checker_rejects_wrong_replies():
-    from stormpy.bench import responders
+    from stormpy.bench import frames, responders
     rw = responders.ResponderWorkload(40, 1)
     replies, _ = rw.rules.run_frames(rw.kv_frames)
     assert responders.verify("kv", replies, rw.kv_frames, rw.kv_expect)["checked"] == 40
     good, query = replies[0], rw.kv_frames[0]
-    assert responders.check_reply(good, query, rw.kv_expect[0]) is None
-    assert "payload" in responders.check_reply(good, query, b"something else")
+    assert frames.check_reply(good, query, rw.kv_expect[0]) is None
+    assert "payload" in frames.check_reply(good, query, b"something else")
     flipped = good[:-1] + bytes([good[-1] ^ 1])  # payload changed, checksum not
-    assert "checksum" in responders.check_reply(flipped, query, rw.kv_expect[0])
-    assert "ports" in responders.check_reply(good, rw.kv_frames[1], rw.kv_expect[0])
+    assert "checksum" in frames.check_reply(flipped, query, rw.kv_expect[0])
+    assert "ports" in frames.check_reply(good, rw.kv_frames[1], rw.kv_expect[0])
     with pytest.raises(BenchError, match="39 replies to 40 queries"):
         responders.verify("kv", replies[:-1], rw.kv_frames, rw.kv_expect)
 

@@ -10,6 +10,6 @@
 Each module is importable without root and without the peers installed; what a run
 needs is checked first and reported in one line (`BenchError`).
 """
-from stormpy.bench.common import BenchError
+from stormpy.bench.errors import BenchError
 
 __all__ = ["BenchError"]

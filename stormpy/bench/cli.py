@@ -7,7 +7,7 @@ import argparse
 import sys
 
 from stormpy.argtypes import number_list, positive
-from stormpy.bench.common import BenchError
+from stormpy.bench.errors import BenchError
 
 DESCRIPTION = ("Benchmarks behind docs/PERFORMANCE.md, one command per table. fastpath, sweep, "
                "responders and compile need no root; peers needs root and the Debian packages knot, "
@@ -22,6 +22,11 @@ def _seconds(text: str) -> float:
     if not 0 < value <= 600:
         raise argparse.ArgumentTypeError("must be in (0, 600] seconds")
     return value
+
+
+DEFAULT_STORMPY_CMD = (
+    "{python} -m stormpy serve-dns {zone} --listen 127.0.0.1:{port} --workers {workers}"
+)
 
 
 def _workload_args(p, rounds_default, queries_default=10000):
@@ -159,10 +164,52 @@ def build_parser(p: argparse.ArgumentParser = None) -> argparse.ArgumentParser:
                         description="stormpy's socket backend against Knot DNS and NSD over UDP on "
                         "127.0.0.1 with dnsperf, one pinned worker each, interleaved rounds.",
                         formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    from stormpy.bench import sockets
-    sockets.add_arguments(so)
+    _sockets_args(so)
     so.set_defaults(run="sockets")
     return p
+
+
+def _sockets_args(p) -> None:
+    """`bench sockets`'s options; their ranges are checked when it runs (one-line errors)."""
+    p.add_argument("--servers", default="stormpy,knot,nsd",
+                   help="comma-separated list, measured in this order every round")
+    p.add_argument("-l", "--seconds", type=float, default=10.0, help="dnsperf -l per measurement")
+    p.add_argument("--rounds", type=int, default=3, help="rounds (servers interleaved per round)")
+    p.add_argument("--warmup", type=float, default=1.0, help="unmeasured dnsperf seconds before each run (0: none)")
+    p.add_argument("--names", type=int, default=1000, help="names in the generated zone")
+    p.add_argument("--queries", type=int, default=100000, help="lines in the dnsperf query file")
+    p.add_argument("--seed", type=int, default=20240101, help="random seed for zone and queries")
+    p.add_argument("--variant", choices=["pinned1", "unpinned2", "both"], default="pinned1",
+                   help="pinned1: 1 worker on --server-cpus; unpinned2: 2 workers, no taskset")
+    p.add_argument("--server-cpus", default="0", help="taskset CPU list for the pinned server")
+    p.add_argument("--client-cpus", default="1", help="taskset CPU list for dnsperf ('' = unpinned)")
+    p.add_argument("--clients", "-c", type=int, default=24, help="dnsperf -c (UDP sockets)")
+    p.add_argument("--outstanding", "-q", type=int, default=200, help="dnsperf -q (max in flight)")
+    p.add_argument("--threads", "-T", type=int, default=6, help="dnsperf -T")
+    p.add_argument("--timeout", type=float, default=1.0, help="dnsperf -t (seconds before a query counts as lost)")
+    p.add_argument("--input", choices=["binary", "text"], default="binary",
+                   help="dnsperf query file format: binary (-B, cheaper for dnsperf) or text")
+    p.add_argument("--edns", action="store_true", help="send EDNS0 (dnsperf -e)")
+    p.add_argument("--dnsperf-extra", default="", help="extra dnsperf arguments (shell-quoted string)")
+    p.add_argument("--dnsperf", default="dnsperf", help="dnsperf binary")
+    p.add_argument("--stormpy-python", default=sys.executable, help="python used for stormpy ({python})")
+    p.add_argument("--stormpy-cmd", default=DEFAULT_STORMPY_CMD,
+                   help="stormpy command template; {python} {zone} {port} {workers} are substituted")
+    p.add_argument("--noise-limit", type=float, default=10.0,
+                   help="percent of one CPU that other processes may use during a run before "
+                        "it is measured again")
+    p.add_argument("--noise-retries", type=int, default=2,
+                   help="extra measurements allowed per round when the machine was noisy")
+    p.add_argument("--nsd-minimal-responses", choices=["yes", "no"], default="yes",
+                   help="NSD minimal-responses (yes: no NS/glue added to answers, like Knot)")
+    p.add_argument("--start-timeout", type=float, default=30.0, help="seconds to wait for a server to answer")
+    p.add_argument("--base-port", type=int, default=0,
+                   help="use ports BASE, BASE+1, ... (one per server) instead of free random ports")
+    p.add_argument("--markdown", metavar="FILE", help="also write the report as markdown")
+    p.add_argument("--csv", metavar="FILE", help="write the summary table as CSV")
+    p.add_argument("--raw-csv", metavar="FILE", help="write one CSV row per measurement")
+    p.add_argument("--keep", action="store_true", help="keep the temp dir (zone, configs, logs)")
+    p.add_argument("--verbose", "-v", action="store_true", help="print dnsperf output of every run")
 
 
 def register(subparsers) -> None:

@@ -4,7 +4,7 @@ no root.
 Two loops are timed, both in C without the GIL:
 - the DNS layer: every query through `sp_dns_answer`, the function the workers call;
 - whole frames (Ethernet, IPv4, UDP, DNS) through the real frame worker on the memory
-  backend (`TableRef.run_frames`), replies rendered into a TX buffer (memcpy) or sent
+  backend (`frames.run_memory_worker`), replies rendered into a TX buffer (memcpy) or sent
   from the pre-copy pool (precopy).
 
 With valgrind present, callgrind counts instructions per query, which is stable on a
@@ -19,115 +19,22 @@ size 1..1,000,000 names, each cell measured in memcpy and precopy mode side by s
 from __future__ import annotations
 
 import json
-import os
-import random
-import re
-import shutil
-import struct
-import subprocess
 import sys
 import tempfile
 import time
 
-from stormpy.bench.common import BenchError, markdown_table, say, write_csv
-
-SERVER_MAC, CLIENT_MAC = bytes.fromhex("020000000001"), bytes.fromhex("020000000002")
-SERVER_V4, CLIENT_V4 = bytes([198, 18, 0, 1]), bytes([198, 18, 0, 2])
-TYPES = {"A": 1, "MX": 15, "TXT": 16, "AAAA": 28}
-
-
-# --------------------------------------------------------------------------
-# Workload: the zone and queries of docs/PERFORMANCE.md section 2 (same seed, same mix)
-# --------------------------------------------------------------------------
-
-def make_zone(path: str, names: int, seed: int) -> None:
-    rng = random.Random(seed)
-    with open(path, "w") as f:
-        f.write("$ORIGIN bench.example.\n$TTL 3600\n@ SOA ns1 hostmaster 1 7200 3600 1209600 300\n"
-                "@ NS ns1\nns1 A 192.0.2.53\n")
-        for i in range(names):
-            # two groups: one IPv6 group holds 16 bits, and past 65,535 names i does not
-            f.write(f"host{i} A 192.0.2.{i % 250 + 1}\nhost{i} AAAA 2001:db8::{i >> 16:x}:{i & 0xffff:x}\n")
-            if i % 10 == 0:
-                f.write(f'host{i} TXT "v={rng.getrandbits(64):x}"\n')
-
-
-def query_wire(qid: int, name: str, qtype: int) -> bytes:
-    """A query as dnspython's make_query writes it: RD set, one question, no EDNS."""
-    labels = b"".join(bytes([len(l)]) + l.encode() for l in name.split("."))
-    return struct.pack("!HHHHHH", qid, 0x0100, 1, 0, 0, 0) + labels + b"\0" + struct.pack("!HH", qtype, 1)
-
-
-def make_queries(names: int, count: int, seed: int) -> list[bytes]:
-    """80% existing names (A, AAAA), 10% NODATA (MX), 10% NXDOMAIN; random 0x20 case. The
-    random draws are those of the earlier bench/fastpath.py, so the same seed gives the same
-    questions as the figures recorded with it."""
-    rng = random.Random(seed)
-    out = []
-    for i in range(count):
-        roll = rng.random()
-        host = f"host{rng.randrange(names)}.bench.example"
-        if roll < 0.8:
-            qtype = rng.choice(["A", "A", "A", "AAAA"])
-        elif roll < 0.9:
-            qtype = "MX"
-        else:
-            host, qtype = f"nx{rng.randrange(10**6)}.bench.example", "A"
-        host = "".join(c.upper() if rng.random() < 0.5 else c for c in host)
-        out.append(query_wire(i & 0xFFFF, host, TYPES[qtype]))  # the ID draws nothing from rng
-    return out
-
-
-def _csum(data: bytes) -> int:
-    if len(data) % 2:
-        data += b"\0"
-    s = sum(struct.unpack(f"!{len(data) // 2}H", data))
-    while s >> 16:
-        s = (s & 0xFFFF) + (s >> 16)
-    return ~s & 0xFFFF
-
-
-def make_frame(payload: bytes, sport: int, dport: int = 53) -> bytes:
-    """Ethernet + IPv4 + UDP around a DNS payload, with correct checksums."""
-    ulen = 8 + len(payload)
-    pseudo = CLIENT_V4 + SERVER_V4 + struct.pack("!BBH", 0, 17, ulen)
-    udp = struct.pack("!HHHH", sport, dport, ulen, 0) + payload
-    ucs = _csum(pseudo + udp) or 0xFFFF
-    udp = udp[:6] + struct.pack("!H", ucs) + udp[8:]
-    ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + ulen, 0, 0x4000, 64, 17, 0, CLIENT_V4, SERVER_V4)
-    ip = ip[:10] + struct.pack("!H", _csum(ip)) + ip[12:]
-    return SERVER_MAC + CLIENT_MAC + b"\x08\x00" + ip + udp
-
-
-class Workload:
-    """A compiled zone of `names` names and its recorded queries, as payloads and frames."""
-
-    def __init__(self, names: int, queries: int, seed: int, tmpdir: str):
-        from stormpy.dnscompile import compile_zones
-        from stormpy.zone import load_zone
-        self.names, self.count, self.seed = names, queries, seed
-        self.zone = os.path.join(tmpdir, f"bench-{names}.zone")
-        make_zone(self.zone, names, seed)
-        self.table, self.stats = compile_zones([load_zone(self.zone)])
-        self.queries = make_queries(names, queries, seed)
-        self.frames = [make_frame(q, 1024 + i % 60000) for i, q in enumerate(self.queries)]
-        self._ref = None
-
-    @property
-    def ref(self):
-        """A TableRef publishing the table. Publishing hands the table over, so the DNS
-        loop, which needs the unpublished table, must run first."""
-        if self._ref is None:
-            from stormpy import _core
-            self._ref = _core.TableRef(self.table, 1)
-        return self._ref
+from stormpy.bench.callgrind import TOGGLE, count_instructions, why_no_callgrind
+from stormpy.bench.errors import BenchError
+from stormpy.bench.frames import run_memory_worker
+from stormpy.bench.report import count_or_na, markdown_table, say, write_csv
+from stormpy.bench.workload import CompiledWorkload
 
 
 # --------------------------------------------------------------------------
 # Measurements
 # --------------------------------------------------------------------------
 
-def time_dns(wl: Workload, rounds: int, repeat: int) -> dict:
+def time_dns(wl: CompiledWorkload, rounds: int, repeat: int) -> dict:
     """Best of `repeat` runs of the DNS layer over all queries, `rounds` times over."""
     wl.table.bench_dns(wl.queries, 2)  # warm the caches
     best = None
@@ -142,13 +49,13 @@ def time_dns(wl: Workload, rounds: int, repeat: int) -> dict:
             "bytes_per_answer": round(nbytes / answered, 1) if answered else 0.0}
 
 
-def time_frames(wl: Workload, rounds: int, repeat: int, mode: str = "memcpy", batch: int = 32) -> dict:
+def time_frames(wl: CompiledWorkload, rounds: int, repeat: int, mode: str = "memcpy", batch: int = 32) -> dict:
     """Best of `repeat` runs of the frame worker on the memory backend."""
-    wl.ref.run_frames(wl.frames, batch=batch, rounds=1, capture_max=0, mode=mode)  # warm
+    run_memory_worker(wl.ref, wl.frames, batch=batch, rounds=1, capture_max=0, mode=mode)  # warm
     best = None
     for _ in range(repeat):
         start = time.perf_counter_ns()
-        _, c = wl.ref.run_frames(wl.frames, batch=batch, rounds=rounds, capture_max=0, mode=mode)
+        _, c = run_memory_worker(wl.ref, wl.frames, batch=batch, rounds=rounds, capture_max=0, mode=mode)
         ns = time.perf_counter_ns() - start
         if best is None or ns < best[0]:
             best = (ns, c)
@@ -168,57 +75,11 @@ def time_frames(wl: Workload, rounds: int, repeat: int, mode: str = "memcpy", ba
 # callgrind
 # --------------------------------------------------------------------------
 
-TOGGLE = {"dns": "sp_dns_answer", "frame": "sp_frame_worker_run"}
-
-
-def why_no_callgrind():
-    if shutil.which("valgrind") is None:
-        return "valgrind is not installed (apt-get install valgrind)"
-    return None
-
-
-def callgrind(names: int, queries: int, seed: int, what: str, mode: str = "memcpy",
-              batch: int = 32, rounds: int = 1, annotate: bool = False):
-    """Instructions per query inside TOGGLE[what], counted by callgrind on a child process
-    that builds the same workload and runs it `rounds` times. Returns (per query,
-    per-function rows or None)."""
-    with tempfile.TemporaryDirectory(prefix="stormpy-cg-") as tmp:
-        out = os.path.join(tmp, "cg.out")
-        argv = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
-                f"--toggle-collect={TOGGLE[what]}", sys.executable, "-m", "stormpy.bench.fastpath",
-                "--child", what, str(names), str(queries), str(seed), mode, str(batch), str(rounds)]
-        try:
-            r = subprocess.run(argv, capture_output=True, text=True, timeout=3600)
-        except subprocess.TimeoutExpired:
-            raise BenchError("valgrind ran for more than an hour; use fewer --queries") from None
-        m = re.search(r"Collected : (\d+)", r.stderr)
-        if r.returncode != 0 or not m:
-            last = (r.stderr.strip().splitlines() or ["no output"])[-1]
-            raise BenchError(f"valgrind failed (status {r.returncode}): {last}")
-        per_query = round(int(m.group(1)) / (queries * rounds), 1)
-        rows = annotate_functions(out, queries * rounds) if annotate else None
-        return per_query, rows
-
-
-def annotate_functions(cg_out: str, nqueries: int, top: int = 8) -> list:
-    """Exclusive instruction counts per function from callgrind_annotate: the biggest
-    `top`, as (function, share %, per query)."""
-    if shutil.which("callgrind_annotate") is None:
-        return []
-    r = subprocess.run(["callgrind_annotate", cg_out], capture_output=True, text=True, timeout=600)
-    rows, total = [], None
-    for line in r.stdout.splitlines():
-        m = re.match(r"\s*([\d,]+)\s+\(\s*([\d.]+)%\)\s+(\S.*)$", line)
-        if m and "PROGRAM TOTALS" in line:
-            total = int(m.group(1).replace(",", ""))
-            continue
-        if m and total:
-            count = int(m.group(1).replace(",", ""))
-            fn = m.group(3).split(":", 1)[-1].split(" [")[0].strip()
-            rows.append((fn, round(100.0 * count / total, 1), round(count / nqueries, 1)))
-        if len(rows) >= top:
-            break
-    return rows
+def callgrind_args(what: str, names: int, queries: int, seed: int, mode: str = "memcpy",
+                   batch: int = 32, rounds: int = 1) -> list:
+    """The arguments of this module as the child counted under valgrind."""
+    return ["stormpy.bench.fastpath", "--child", what, str(names), str(queries), str(seed), mode,
+            str(batch), str(rounds)]
 
 
 def _child(argv: list) -> None:
@@ -226,11 +87,11 @@ def _child(argv: list) -> None:
     what, names, queries, seed, mode, batch, rounds = argv
     names, queries, seed, batch, rounds = map(int, (names, queries, seed, batch, rounds))
     with tempfile.TemporaryDirectory(prefix="stormpy-cgchild-") as tmp:
-        wl = Workload(names, queries, seed, tmp)
+        wl = CompiledWorkload(names, queries, seed, tmp)
         if what == "dns":
             wl.table.bench_dns(wl.queries, rounds)
         else:
-            wl.ref.run_frames(wl.frames, batch=batch, rounds=rounds, capture_max=0, mode=mode)
+            run_memory_worker(wl.ref, wl.frames, batch=batch, rounds=rounds, capture_max=0, mode=mode)
 
 
 # --------------------------------------------------------------------------
@@ -246,7 +107,7 @@ def fastpath_rows(args) -> list[dict]:
     with tempfile.TemporaryDirectory(prefix="stormpy-bench-") as tmp:
         for names in args.names:
             say(f"fastpath: {names} names: compiling")
-            wl = Workload(names, args.queries, args.seed, tmp)
+            wl = CompiledWorkload(names, args.queries, args.seed, tmp)
             res = {"names": names, "keys": wl.stats.keys, "queries": args.queries,
                    "rounds": args.rounds, "batch": args.batch}
             say(f"fastpath: {names} names: timing the DNS layer and the frame worker")
@@ -262,10 +123,12 @@ def fastpath_rows(args) -> list[dict]:
                 say(f"fastpath: {names} names: counting instructions with callgrind "
                     f"({args.cg_queries} queries; slow)")
                 cq = min(args.cg_queries, args.queries)
-                res["instructions_per_query"], _ = callgrind(names, cq, args.seed, "frame",
-                                                             batch=args.batch)
-                res["dns_instructions_per_query"], fns = callgrind(
-                    names, cq, args.seed, "dns", annotate=args.annotate)
+                counts = {what: count_instructions(
+                    {what: callgrind_args(what, names, cq, args.seed, batch=args.batch)},
+                    TOGGLE[what], cq, 3600, "use fewer --queries",
+                    annotate=(what,) if args.annotate else ())[what] for what in ("frame", "dns")}
+                res["instructions_per_query"] = counts["frame"][0]
+                res["dns_instructions_per_query"], fns = counts["dns"]
                 if args.annotate:
                     res["dns_functions"] = [{"function": f, "share_pct": s, "per_query": p}
                                             for f, s, p in fns]
@@ -286,8 +149,8 @@ def run_fastpath(args) -> int:
               "frames q/s (memcpy)", "frame ns/query", "frame instr/query",
               "frames q/s (precopy)", "precopy/memcpy"]
     table = [[f"{r['names']:,}", f"{r['keys']:,}", _m(r["dns_qps"]), r["dns_ns_per_query"],
-              _i(r["dns_instructions_per_query"]), _m(r["qps"]), r["ns_per_query"],
-              _i(r["instructions_per_query"]), _m(r["precopy_qps"]), f"{r['precopy_over_memcpy']:.2f}x"]
+              count_or_na(r["dns_instructions_per_query"]), _m(r["qps"]), r["ns_per_query"],
+              count_or_na(r["instructions_per_query"]), _m(r["precopy_qps"]), f"{r['precopy_over_memcpy']:.2f}x"]
              for r in rows]
     print(markdown_table(header, table))
     if rows[0].get("instructions_reason"):
@@ -307,8 +170,6 @@ def _m(qps) -> str:
     return f"{qps / 1e6:.2f} M"
 
 
-def _i(v) -> str:
-    return "n/a" if v is None else f"{v:,.0f}"
 
 
 # --------------------------------------------------------------------------
@@ -327,7 +188,7 @@ def sweep_rows(args) -> list[dict]:
         workloads = {}
         for names in dict.fromkeys(n for n, _ in cells):
             say(f"sweep: compiling a zone of {names:,} names")
-            workloads[names] = Workload(names, args.queries, args.seed, tmp)
+            workloads[names] = CompiledWorkload(names, args.queries, args.seed, tmp)
         for p in range(args.passes):
             for names, batch in cells:
                 say(f"sweep: pass {p + 1}/{args.passes}: {names:,} names, batch {batch}")

@@ -9,7 +9,7 @@ import os
 import shutil
 import subprocess
 
-from stormpy.bench.common import BenchError
+from stormpy.bench.errors import BenchError
 
 SERVER_V4, CLIENT_V4 = "198.18.0.1", "198.18.0.2"
 SERVER_V6, CLIENT_V6 = "2001:2::1", "2001:2::2"

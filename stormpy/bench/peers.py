@@ -3,8 +3,8 @@
 Set-up: two network namespaces joined by a veth pair (server 198.18.0.1, load generator
 198.18.0.2; static neighbour entries, so no ARP in the traffic). The server is pinned to
 --server-cpu with taskset, kxdpgun to --client-cpu with its own -F. Every server gets the
-same zone and the same query file (the workload of `stormpy bench sockets`: 80% existing
-name/type, 10% NODATA, 10% NXDOMAIN, fixed seed).
+same zone and the same query file (the server workload of stormpy/bench/workload.py, as
+`stormpy bench sockets` uses: 80% existing name/type, 10% NODATA, 10% NXDOMAIN, fixed seed).
 
 Servers (--servers picks and orders them):
 - stormpy-xdp, stormpy-xdp-precopy: `serve-dns --iface veth0 --backend xdp [--mode precopy]`
@@ -38,9 +38,14 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 
-from stormpy.bench import sockets
-from stormpy.bench.common import BenchError, bar_chart, markdown_table, say, write_csv
+from stormpy.bench.errors import BenchError, ServerFailure
 from stormpy.bench.netns import IFACE, SERVER_V4, VethPair, why_no_netns
+from stormpy.bench.probe import probe_spec, rcode_mix_problems
+from stormpy.bench.processes import (REPO_ROOT, busy_pct, cpu_times, find_tool, log_tail,
+                                     run_to_end, start_logged, stop_all, stop_process)
+from stormpy.bench.report import bar_chart, markdown_table, say, without_thousands, write_csv
+from stormpy.bench.servers import configure_knot, configure_nsd
+from stormpy.bench.workload import write_server_workload
 
 STORMPY_VARIANTS = {
     "stormpy-xdp": ["--iface", IFACE, "--backend", "xdp", "--port", "53"],
@@ -60,7 +65,7 @@ def why_not(args):
     reason = why_no_netns()
     if reason:
         return f"peers {reason}"
-    if _which("kxdpgun") is None:
+    if find_tool("kxdpgun") is None:
         return "kxdpgun not found: apt-get install knot-dnsutils"
     if shutil.which("taskset") is None:
         return "taskset not found: apt-get install util-linux"
@@ -73,32 +78,23 @@ def why_not(args):
     return None
 
 
-def _which(cmd: str):
-    return shutil.which(cmd) or next((p for p in (f"/usr/sbin/{cmd}", f"/sbin/{cmd}")
-                                      if os.access(p, os.X_OK)), None)
-
-
 def server_argv(name: str, wl, workdir: str, args) -> list:
     """The server's command line (run inside the server namespace, under taskset)."""
     if name in STORMPY_VARIANTS:
         return [sys.executable, "-m", "stormpy", "serve-dns", wl.zone_path, "--cpus",
                 str(args.server_cpu), "--control", "", *STORMPY_VARIANTS[name]]
     if name in ("knot", "knot-xdp"):
-        if _which("knotd") is None:
-            raise sockets.ServerFailure("knotd not found: apt-get install knot")
-        argv, _ = sockets.configure_knot(workdir, wl, 53, 1, address=SERVER_V4,
-                                         xdp_iface=IFACE if name == "knot-xdp" else None)
+        argv, _ = configure_knot(workdir, wl.zone_path, 53, 1, address=SERVER_V4,
+                                 xdp_iface=IFACE if name == "knot-xdp" else None)
         return argv
-    if _which("nsd") is None:
-        raise sockets.ServerFailure("nsd not found: apt-get install nsd")
-    argv, _ = sockets.configure_nsd(workdir, wl, 53, 1, "yes", address=SERVER_V4)
+    argv, _ = configure_nsd(workdir, wl.zone_path, 53, 1, "yes", address=SERVER_V4)
     return argv
 
 
 def unavailable(name: str):
-    if name in ("knot", "knot-xdp") and _which("knotd") is None:
+    if name in ("knot", "knot-xdp") and find_tool("knotd") is None:
         return "knotd not found: apt-get install knot"
-    if name == "nsd" and _which("nsd") is None:
+    if name == "nsd" and find_tool("nsd") is None:
         return "nsd not found: apt-get install nsd"
     if name in STORMPY_VARIANTS and "xdp" in name:
         from stormpy.backends import why_unusable
@@ -114,23 +110,14 @@ def unavailable(name: str):
 
 def check_from_client(pair: VethPair, wl, timeout: float = 20) -> list:
     """Ask the sample questions from the client namespace; the list of problems."""
-    spec = json.dumps({"samples": wl.samples, "nx": wl.nxdomain_name, "nodata": wl.nodata_name})
     try:
-        r = pair.run(pair.client, sys.executable, "-m", "stormpy.bench.peers", "--check", spec,
-                     timeout=timeout)
+        r = pair.run(pair.client, sys.executable, "-m", "stormpy.bench.probe",
+                     probe_spec(wl, 53, SERVER_V4), timeout=timeout)
     except subprocess.TimeoutExpired:
         return ["the answer check did not finish"]
     if r.returncode != 0:
         return [f"the answer check failed: {(r.stderr.strip().splitlines() or ['?'])[-1]}"]
     return json.loads(r.stdout)
-
-
-def _check_child(spec: str) -> None:
-    from types import SimpleNamespace
-    d = json.loads(spec)
-    wl = SimpleNamespace(samples=[tuple(s) for s in d["samples"]], nxdomain_name=d["nx"],
-                         nodata_name=d["nodata"])
-    print(json.dumps(sockets.sanity_check(53, wl, host=SERVER_V4)))
 
 
 # --------------------------------------------------------------------------
@@ -168,7 +155,7 @@ def parse_kxdpgun(text: str, seconds: float) -> dict:
 
 
 def kxdpgun_argv(args, qfile: str, seconds: float) -> list:
-    return [_which("kxdpgun"), "-t", f"{seconds:g}", "-Q", str(args.qps), "-b",
+    return [find_tool("kxdpgun"), "-t", f"{seconds:g}", "-Q", str(args.qps), "-b",
             str(args.kxdpgun_batch), "-F", str(args.client_cpu), "-I", IFACE, "-i", qfile,
             "-p", "53", SERVER_V4]
 
@@ -176,26 +163,14 @@ def kxdpgun_argv(args, qfile: str, seconds: float) -> list:
 def run_kxdpgun(pair: VethPair, args, qfile: str, seconds: float) -> tuple[dict, float, float]:
     """One bounded kxdpgun run; (parsed output, server core busy %, client core busy %)."""
     argv = pair.argv(pair.client, *kxdpgun_argv(args, qfile, seconds))
-    st0 = sockets.cpu_times()
-    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
-    sockets._LIVE[proc.pid] = proc
-    limit = seconds + 30
-    try:
-        out, _ = proc.communicate(timeout=limit)
-    except subprocess.TimeoutExpired:
-        sockets.stop_process(proc, grace=1.0)
-        raise BenchError(f"kxdpgun did not finish within {limit:.0f} s")
-    except BaseException:
-        sockets.stop_process(proc, grace=1.0)
-        raise
-    sockets._LIVE.pop(proc.pid, None)
-    st1 = sockets.cpu_times()
-    if proc.returncode != 0:
-        raise BenchError(f"kxdpgun failed (status {proc.returncode}): "
+    st0 = cpu_times()
+    status, out = run_to_end(argv, seconds + 30, "kxdpgun")
+    st1 = cpu_times()
+    if status != 0:
+        raise BenchError(f"kxdpgun failed (status {status}): "
                          + " | ".join(out.strip().splitlines()[-2:]))
-    server_busy, _ = sockets.busy_pct(st0, st1, [args.server_cpu])
-    client_busy, _ = sockets.busy_pct(st0, st1, [args.client_cpu])
+    server_busy, _ = busy_pct(st0, st1, [args.server_cpu])
+    client_busy, _ = busy_pct(st0, st1, [args.client_cpu])
     return parse_kxdpgun(out, seconds), server_busy, client_busy
 
 
@@ -205,61 +180,39 @@ def measure(pair: VethPair, name: str, wl, args, workdir: str, rnd: int) -> Resu
     argv = pair.argv(pair.server, "taskset", "-c", str(args.server_cpu),
                      *server_argv(name, wl, workdir, args))
     log_path = os.path.join(workdir, "server.log")
-    with open(log_path, "wb") as log:
-        env = dict(os.environ, PYTHONUNBUFFERED="1")
-        proc = subprocess.Popen(argv, cwd=sockets.REPO_ROOT, stdin=subprocess.DEVNULL, stdout=log,
-                                stderr=subprocess.STDOUT, start_new_session=True, env=env)
-    sockets._LIVE[proc.pid] = proc
+    proc = start_logged(argv, log_path, REPO_ROOT, dict(os.environ, PYTHONUNBUFFERED="1"))
 
     def tail():
-        try:
-            with open(log_path, errors="replace") as fh:
-                return " | ".join(fh.read().strip().splitlines()[-2:]) or "(no output)"
-        except OSError:
-            return "(no log)"
+        return log_tail(log_path, 2) or "(no output)"
 
     try:
         deadline = time.monotonic() + START_TIMEOUT
         problems = ["not started"]
         while time.monotonic() < deadline:  # bounded by time
             if proc.poll() is not None:
-                raise sockets.ServerFailure(f"{name} exited with status {proc.returncode} during "
+                raise ServerFailure(f"{name} exited with status {proc.returncode} during "
                                             f"start-up: {tail()}")
             problems = check_from_client(pair, wl)
             if not problems:
                 break
             time.sleep(0.2)
         if problems:
-            raise sockets.ServerFailure(f"{name} did not answer correctly within {START_TIMEOUT:g} s: "
+            raise ServerFailure(f"{name} did not answer correctly within {START_TIMEOUT:g} s: "
                                         f"{'; '.join(problems)}; {tail()}")
         if args.warmup > 0:
             run_kxdpgun(pair, args, wl.query_path, min(args.warmup, 60))
         got, sbusy, cbusy = run_kxdpgun(pair, args, wl.query_path, args.seconds)
         if proc.poll() is not None:
-            raise sockets.ServerFailure(f"{name} exited (status {proc.returncode}) under load: {tail()}")
+            raise ServerFailure(f"{name} exited (status {proc.returncode}) under load: {tail()}")
         res = Result(server=name, round=rnd, server_core_busy_pct=sbusy, client_core_busy_pct=cbusy,
                      **got)
         bad = check_from_client(pair, wl)
         if bad:
-            raise sockets.ServerFailure(f"{name} answers wrongly after the load: {'; '.join(bad)}")
-        res.problems = rcode_problems(res, wl)
+            raise ServerFailure(f"{name} answers wrongly after the load: {'; '.join(bad)}")
+        res.problems = rcode_mix_problems(res.rcodes, wl.expected_nxdomain_share)
         return res
     finally:
-        sockets.stop_process(proc)
-
-
-def rcode_problems(res: Result, wl) -> list:
-    total = sum(res.rcodes.values())
-    if total == 0:
-        return ["no replies"]
-    other = {k: v for k, v in res.rcodes.items() if k not in ("NOERROR", "NXDOMAIN")}
-    out = []
-    if sum(other.values()) > 0.001 * total:
-        out.append("unexpected rcodes " + ", ".join(f"{k}={v}" for k, v in other.items()))
-    nx = res.rcodes.get("NXDOMAIN", 0) / total
-    if abs(nx - wl.expected_nxdomain_share) > 0.02:
-        out.append(f"NXDOMAIN share {nx:.1%}, expected {wl.expected_nxdomain_share:.1%}")
-    return out
+        stop_process(proc)
 
 
 # --------------------------------------------------------------------------
@@ -291,7 +244,7 @@ def run_peers(args) -> int:
     results: dict = {n: [] for n in active}
     failed: dict = {}
     try:
-        wl = sockets.generate_workload(tmp, args.names, args.queries, args.seed)
+        wl = write_server_workload(tmp, args.names, args.queries, args.seed)
         os.chmod(tmp, 0o755)  # nsd may drop privileges before reading the zone
         with VethPair() as pair:
             for rnd in range(1, args.rounds + 1):
@@ -301,7 +254,7 @@ def run_peers(args) -> int:
                     tag = f"[round {rnd}/{args.rounds}] {n:24s}"
                     try:
                         res = measure(pair, n, wl, args, os.path.join(tmp, f"{n}-r{rnd}"), rnd)
-                    except sockets.ServerFailure as e:
+                    except ServerFailure as e:
                         failed[n] = str(e)
                         say(f"{tag} FAILED: {e}")
                         continue
@@ -311,7 +264,7 @@ def run_peers(args) -> int:
                         f"({res.answered_share:.1%}), server core {res.server_core_busy_pct:.0f}%, "
                         f"kxdpgun core {res.client_core_busy_pct:.0f}%{flag}")
     finally:
-        sockets.stop_all()
+        stop_all()
         if not args.keep:
             shutil.rmtree(tmp, ignore_errors=True)
         else:
@@ -371,8 +324,7 @@ def report(args, results: dict, failed: dict, notes: list) -> int:
         if notes:
             print("\n" + "\n".join(notes))
     if rows:
-        write_csv(f"{args.out}.csv", SUMMARY, [[c.replace(",", "") if isinstance(c, str) else c
-                                               for c in row] for row in table])
+        write_csv(f"{args.out}.csv", SUMMARY, without_thousands(table))
         write_csv(f"{args.out}-rounds.csv",
                   ["server", "round", "sent", "replies", "offered_qps", "replies_per_s",
                    "answered_share", "server_core_busy_pct", "kxdpgun_core_busy_pct", "rcodes"],
@@ -385,10 +337,3 @@ def report(args, results: dict, failed: dict, notes: list) -> int:
         say(f"peers: wrote {args.out}.csv, {args.out}-rounds.csv"
             + (f"; {why}" if why else f", {args.out}.png"))
     return 1 if failed or any(r["check"] != "ok" for r in rows) else 0
-
-
-if __name__ == "__main__":
-    if len(sys.argv) == 3 and sys.argv[1] == "--check":
-        _check_child(sys.argv[2])
-    else:
-        sys.exit("run `stormpy bench peers` instead")

@@ -3,7 +3,7 @@ path, the Python slow path, and scapy's AnsweringMachine, in one run, no kernel 
 root.
 
 Every figure is whole Ethernet frames through the real frame worker loop on the memory
-backend (`TableRef.run_frames`, one thread, so one core):
+backend (`frames.run_memory_worker`, one thread, so one core):
 - dns: section 2's DNS workload (--names, default 1,000 names; 80% existing names, 10% NODATA, 10%
   NXDOMAIN), exactly as `stormpy bench fastpath` runs its frames;
 - kv: a key-value responder, rule `GET <key>\\r\\n` (key=slice(4, None), key_stop
@@ -38,17 +38,17 @@ includes the Python interpreter running the handler.
 from __future__ import annotations
 
 import json
-import os
 import random
-import re
-import struct
-import subprocess
 import sys
 import tempfile
 import time
 
-from stormpy.bench.common import BenchError, markdown_table, say, write_csv
-from stormpy.bench.fastpath import TOGGLE, Workload, _csum, make_frame, why_no_callgrind
+from stormpy.bench.callgrind import TOGGLE, count_instructions, why_no_callgrind
+from stormpy.bench.errors import BenchError
+from stormpy.bench.fastpath import callgrind_args
+from stormpy.bench.frames import check_reply, make_frame, run_memory_worker, source_port, udp_payload
+from stormpy.bench.report import count_or_na, markdown_table, say, write_csv
+from stormpy.bench.workload import CompiledWorkload
 
 PORT = 7777
 KEYS = 1000
@@ -98,10 +98,10 @@ class ResponderWorkload:
             else:
                 key = keys[rng.randrange(KEYS)]
             payload = b"GET " + key + b"\r\n"
-            self.kv_frames.append(make_frame(payload, _sport(i), port))
+            self.kv_frames.append(make_frame(payload, source_port(i), port))
             self.kv_expect.append(self.values.get(key, self.default))
             payload = b"ECHO " + f"{rng.getrandbits(64):016x}".encode()
-            self.echo_frames.append(make_frame(payload, _sport(i), port))
+            self.echo_frames.append(make_frame(payload, source_port(i), port))
             self.echo_expect.append(payload)
         self._refs = {}
 
@@ -118,50 +118,15 @@ class ResponderWorkload:
         call on a table compiled once (capture off unless asked)."""
         frames = self.kv_frames if path == "kv" else self.echo_frames
         app = self.rules if path in RULE_PATHS else self.slow
-        return self.ref("rules" if path in RULE_PATHS else "slow").run_frames(
-            frames, port=self.port, batch=batch, rounds=rounds, identity=None, responder=True,
+        return run_memory_worker(
+            self.ref("rules" if path in RULE_PATHS else "slow"), frames, port=self.port, batch=batch, rounds=rounds, identity=None, responder=True,
             handler=app.handler, all_frames=app.all_frames, max_udp=4096,
             capture_max=(1 << 24) if capture else 0)
 
 
-def _sport(i: int) -> int:
-    return 1024 + i % 60000
-
-
 # --------------------------------------------------------------------------
-# Reply verification
+# Reply verification (frames.check_reply checks each frame)
 # --------------------------------------------------------------------------
-
-def check_reply(reply: bytes, query: bytes, expect) -> str | None:
-    """None if `reply` is a correct UDP reply to the frame `query`, else why not. `expect`
-    is the reply payload, or a function of (reply payload, query payload) -> reason."""
-    if len(reply) < 42 or reply[12:14] != b"\x08\x00":
-        return f"not an IPv4 frame ({len(reply)} bytes)"
-    if reply[0:6] != query[6:12] or reply[6:12] != query[0:6]:
-        return "MAC addresses not swapped"
-    ihl = (reply[14] & 0x0F) * 4
-    ip, udp = reply[14:14 + ihl], reply[14 + ihl:]
-    if _csum(ip) != 0:
-        return "bad IPv4 header checksum"
-    if ip[9] != 17 or ip[12:16] != query[30:34] or ip[16:20] != query[26:30]:
-        return "not UDP, or IP addresses not swapped"
-    if struct.unpack("!H", ip[2:4])[0] != len(reply) - 14:
-        return "IPv4 total length is not the frame's"
-    sport, dport, ulen, ucs = struct.unpack("!HHHH", udp[:8])
-    qsport, qdport = struct.unpack("!HH", query[34:38])
-    if (sport, dport) != (qdport, qsport):
-        return f"ports {sport}->{dport}, expected {qdport}->{qsport}"
-    if ulen != len(udp):
-        return "UDP length is not the frame's"
-    if ucs == 0 or _csum(ip[12:20] + struct.pack("!BBH", 0, 17, ulen) + udp) != 0:
-        return "bad UDP checksum"
-    payload = udp[8:]
-    if callable(expect):
-        return expect(payload, query[42:])
-    if payload != expect:
-        return f"payload {payload[:40]!r}, expected {expect[:40]!r}"
-    return None
-
 
 def dns_expect(reply: bytes, query: bytes) -> str | None:
     """A DNS reply to `query`: its ID, QR set, the question as asked (0x20 case kept)."""
@@ -188,17 +153,16 @@ def verify(path: str, replies: list, frames: list, expects: list) -> dict:
 
 def _sample(reply: bytes) -> str:
     """The first reply's payload: as text when it is printable ASCII, else in hex."""
-    ihl = (reply[14] & 0x0F) * 4
-    payload = reply[14 + ihl + 8:][:48]
+    payload = udp_payload(reply)[:48]
     if all(32 <= b < 127 or b in (9, 10, 13) for b in payload):
         return payload.decode("ascii")
     return payload.hex()
 
 
-def verify_all(wl: Workload, rw: ResponderWorkload, batch: int, scapy_am) -> dict:
+def verify_all(wl: CompiledWorkload, rw: ResponderWorkload, batch: int, scapy_am) -> dict:
     """Each path once, replies captured and checked (responders via Responder.run_frames)."""
     out = {}
-    replies, c = wl.ref.run_frames(wl.frames, batch=batch, rounds=1)
+    replies, c = run_memory_worker(wl.ref, wl.frames, batch=batch, rounds=1)
     out["dns"] = verify("dns", replies, wl.frames, [dns_expect] * len(wl.frames))
     _check_counters("dns", c, len(wl.frames))
     for path in RULE_PATHS:
@@ -293,10 +257,10 @@ def time_scapy(am, frames: list, expect: list, count: int, seconds: float) -> di
 # Timing the worker loop
 # --------------------------------------------------------------------------
 
-def _runner(path: str, wl: Workload, rw: ResponderWorkload, batch: int):
+def _runner(path: str, wl: CompiledWorkload, rw: ResponderWorkload, batch: int):
     """A function of rounds -> counters for one C-loop path, capture off."""
     if path == "dns":
-        return lambda rounds: wl.ref.run_frames(wl.frames, batch=batch, rounds=rounds,
+        return lambda rounds: run_memory_worker(wl.ref, wl.frames, batch=batch, rounds=rounds,
                                                 capture_max=0)[1]
     b = int(path[4:]) if path.startswith("slow") else batch
     return lambda rounds: rw.run(path, rounds, b)[1]
@@ -323,48 +287,16 @@ def time_loop(run, nframes: int, path: str, rounds: int) -> dict:
 # callgrind
 # --------------------------------------------------------------------------
 
-def _callgrind_argv(path: str, out: str, packets: int, seed: int, batch: int,
-                    names: int) -> list:
-    base = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
-            f"--toggle-collect={TOGGLE['frame']}", sys.executable, "-m"]
-    if path == "dns":   # exactly `stormpy bench fastpath`'s frame count
-        return base + ["stormpy.bench.fastpath", "--child", "frame", str(names),
-                       str(packets), str(seed), "memcpy", str(batch), "1"]
-    return base + ["stormpy.bench.responders", "--child", path, str(packets), str(seed),
-                   str(batch)]
-
-
 def callgrind_all(paths: list, packets: int, seed: int, batch: int, names: int) -> dict:
-    """Instructions per packet inside sp_frame_worker_run, per path; the children run two
-    at a time (instruction counts do not depend on the machine's load)."""
-    results = {}
-    with tempfile.TemporaryDirectory(prefix="stormpy-cg-resp-") as tmp:
-        pending = list(paths)
-        running = []
-        while pending or running:
-            while pending and len(running) < 2:
-                path = pending.pop(0)
-                b = int(path[4:]) if path.startswith("slow") else batch
-                argv = _callgrind_argv(path, os.path.join(tmp, f"cg.{path}"), packets, seed, b,
-                                       names)
-                running.append((path, subprocess.Popen(argv, stdout=subprocess.DEVNULL,
-                                                       stderr=subprocess.PIPE, text=True),
-                                time.monotonic()))
-            path, proc, started = running.pop(0)
-            try:
-                _, err = proc.communicate(timeout=max(1.0, 1800 - (time.monotonic() - started)))
-            except subprocess.TimeoutExpired:
-                for _, p, _ in running + [(path, proc, started)]:
-                    p.kill()
-                    p.wait()
-                raise BenchError(f"valgrind ran for more than 30 minutes ({path}); "
-                                 "use fewer --cg-packets") from None
-            m = re.search(r"Collected : (\d+)", err)
-            if proc.returncode != 0 or not m:
-                last = (err.strip().splitlines() or ["no output"])[-1]
-                raise BenchError(f"valgrind failed on {path} (status {proc.returncode}): {last}")
-            results[path] = round(int(m.group(1)) / packets, 1)
-    return results
+    """Instructions per packet inside sp_frame_worker_run, per path: dns exactly as `stormpy
+    bench fastpath` counts its frames, the others this module's child."""
+    jobs = {}
+    for path in paths:
+        b = int(path[4:]) if path.startswith("slow") else batch
+        jobs[path] = (callgrind_args("frame", names, packets, seed, batch=b) if path == "dns" else
+                      ["stormpy.bench.responders", "--child", path, str(packets), str(seed), str(b)])
+    counts = count_instructions(jobs, TOGGLE["frame"], packets, 1800, "use fewer --cg-packets")
+    return {path: per for path, (per, _) in counts.items()}
 
 
 def _child(argv: list) -> None:
@@ -390,7 +322,7 @@ def responders_result(args) -> dict:
         raise BenchError(f"scapy is needed for the comparison: {e}") from None
     with tempfile.TemporaryDirectory(prefix="stormpy-bench-resp-") as tmp:
         say(f"responders: building the workloads ({args.packets:,} frames each)")
-        wl = Workload(args.names, args.packets, args.seed, tmp)
+        wl = CompiledWorkload(args.names, args.packets, args.seed, tmp)
         rw = ResponderWorkload(args.packets, args.seed)
         say("responders: checking every path's replies")
         verified = verify_all(wl, rw, args.batch, am)
@@ -467,7 +399,7 @@ def run_responders(args) -> int:
         vs_dns = (f"{x['ns_per_packet'] / p['dns']['ns_per_packet']:.2f}x"
                   if name != "scapy" else f"{x['ns_per_packet'] / p['dns']['ns_per_packet']:,.0f}x")
         table.append([x["label"], f"{x['pps']:,}", f"{x['ns_per_packet']:,.1f}",
-                      _i(x["instructions_per_packet"]), vs_dns,
+                      count_or_na(x["instructions_per_packet"]), vs_dns,
                       f"{p['scapy']['ns_per_packet'] / x['ns_per_packet']:,.1f}x",
                       f"{x['packets']:,}", f"{x['verified']['checked']:,}"])
     print(markdown_table(header, table))
@@ -494,8 +426,6 @@ def run_responders(args) -> int:
     return 0
 
 
-def _i(v) -> str:
-    return "n/a" if v is None else f"{v:,.0f}"
 
 
 if __name__ == "__main__":

@@ -17,31 +17,18 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import signal
 import subprocess
 import sys
 import tempfile
 import time
 
-from stormpy.bench.common import BenchError, markdown_table, say, write_csv
-
-ORIGIN = "bench.example."
-
-
-def make_zone(path: str, records: int) -> None:
-    """Exactly `records` records: SOA, NS, glue, then names with an A and an AAAA each."""
-    if records < 4:
-        raise BenchError("a zone needs at least 4 records here (SOA, NS, glue, one name)")
-    with open(path, "w") as f:
-        f.write(f"$ORIGIN {ORIGIN}\n$TTL 3600\n@ IN SOA ns1 hostmaster 1 7200 3600 1209600 300\n"
-                "@ IN NS ns1\nns1 IN A 192.0.2.53\n")
-        for i in range(records - 3):
-            n = i // 2
-            if i % 2 == 0:
-                f.write(f"host{n} IN A 10.{n >> 16 & 255}.{n >> 8 & 255}.{n & 255}\n")
-            else:
-                f.write(f"host{n} IN AAAA 2001:db8::{n >> 16:x}:{n & 0xffff:x}\n")
+from stormpy.bench.errors import BenchError
+from stormpy.bench.probe import ask
+from stormpy.bench.processes import (REPO_ROOT, find_tool, peak_kib, pick_free_port, run_child,
+                                     stop_process)
+from stormpy.bench.report import markdown_table, say, write_csv
+from stormpy.bench.servers import configure_knot
+from stormpy.bench.workload import ZONE_ORIGIN, write_compile_zone
 
 
 COMPILE_CHILD = """
@@ -58,64 +45,8 @@ print(json.dumps({"read": t1 - t0, "compile": t2 - t1, "keys": stats.keys,
 """
 
 
-def _run_child(argv: list, timeout: float, cwd=None) -> tuple[float, int, str]:
-    """Run to completion; (wall seconds, peak RSS KiB, output). BenchError when it fails."""
-    start = time.monotonic()
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=cwd,
-                            start_new_session=True)
-    deadline = start + timeout
-    while True:
-        pid, status, ru = os.wait4(proc.pid, os.WNOHANG)
-        if pid:
-            wall = time.monotonic() - start
-            out = proc.stdout.read().decode(errors="replace")
-            proc.returncode = os.waitstatus_to_exitcode(status)
-            if proc.returncode != 0:
-                last = (out.strip().splitlines() or ["no output"])[-1]
-                raise BenchError(f"{os.path.basename(argv[0])} failed (status {proc.returncode}): {last}")
-            return wall, ru.ru_maxrss, out
-        if time.monotonic() > deadline:
-            _kill(proc)
-            raise BenchError(f"{os.path.basename(argv[0])} took more than {timeout:g} s (--timeout)")
-        time.sleep(0.005)
-
-
-def _kill(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        try:
-            os.killpg(proc.pid, signal.SIGTERM)
-            proc.wait(timeout=10)
-        except (ProcessLookupError, subprocess.TimeoutExpired):
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            proc.wait(timeout=10)
-
-
-def _peak_kib(pid: int) -> int:
-    """VmHWM of pid and its children (KiB)."""
-    total = 0
-    pids = [pid]
-    try:
-        with open(f"/proc/{pid}/task/{pid}/children") as fh:
-            pids += [int(p) for p in fh.read().split()]
-    except OSError:
-        pass
-    for p in pids:
-        try:
-            with open(f"/proc/{p}/status") as fh:
-                for line in fh:
-                    if line.startswith("VmHWM:"):
-                        total += int(line.split()[1])
-        except OSError:
-            pass
-    return total
-
-
 def _serve_until_soa(argv: list, port: int, timeout: float, cwd=None) -> tuple[float, int]:
     """Start a server, poll the SOA until NOERROR; (seconds to the answer, peak KiB)."""
-    from stormpy.bench.sockets import TYPE_CODES, udp_ask
     start = time.monotonic()
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=cwd,
                             start_new_session=True)
@@ -125,59 +56,24 @@ def _serve_until_soa(argv: list, port: int, timeout: float, cwd=None) -> tuple[f
                 last = (proc.stderr.read().decode(errors="replace").strip().splitlines()
                         or ["no output"])[-1]
                 raise BenchError(f"{os.path.basename(argv[0])} exited during start-up: {last}")
-            r = udp_ask(port, ORIGIN, TYPE_CODES["SOA"], timeout=0.05)
-            if r is not None and r.rcode == 0 and r.answers:
-                return time.monotonic() - start, _peak_kib(proc.pid)
+            r = ask(port, ZONE_ORIGIN, "SOA", timeout=0.05)
+            if r is not None and r.rcode() == 0 and r.answer:
+                return time.monotonic() - start, peak_kib(proc.pid)
             time.sleep(0.01)
         raise BenchError(f"{os.path.basename(argv[0])} did not answer within {timeout:g} s (--timeout)")
     finally:
-        _kill(proc)
-
-
-def knot_conf(workdir: str, zone: str, port: int) -> str:
-    conf = os.path.join(workdir, "knot.conf")
-    os.makedirs(os.path.join(workdir, "db"), exist_ok=True)
-    with open(conf, "w") as fh:
-        fh.write(f"""server:
-    rundir: "{workdir}"
-    listen: 127.0.0.1@{port}
-    udp-workers: 1
-    tcp-workers: 1
-    background-workers: 1
-database:
-    storage: "{workdir}/db"
-log:
-  - target: stderr
-    any: error
-template:
-  - id: default
-    storage: "{os.path.dirname(zone)}"
-    file: "{os.path.basename(zone)}"
-    zonefile-sync: -1
-    zonefile-load: whole
-    journal-content: none
-    semantic-checks: off
-zone:
-  - domain: {ORIGIN}
-""")
-    return conf
-
-
-def _which(cmd: str):
-    return shutil.which(cmd) or next((p for p in (f"/usr/sbin/{cmd}", f"/sbin/{cmd}")
-                                      if os.access(p, os.X_OK)), None)
+        stop_process(proc, grace=10.0)
 
 
 def compile_rows(args) -> list[dict]:
-    from stormpy.bench.sockets import REPO_ROOT, pick_free_port
     py = sys.executable
     tools = [("stormpy: read + compile, in one process", "check")]
     tools.append(("stormpy serve-dns (start to first answer)", "serve"))
     if args.knot:
-        if _which("knotd") is None:
+        if find_tool("knotd") is None:
             raise BenchError("knotd not found: apt-get install knot (or --no-knot)")
         tools.append(("knotd (start to first answer)", "knotd"))
-        if _which("kzonecheck") is not None:  # not in every Debian release's packages
+        if find_tool("kzonecheck") is not None:  # not in every Debian release's packages
             tools.append(("kzonecheck", "kzonecheck"))
         else:
             say("compile: kzonecheck not installed, so only knotd loads the zones on Knot's side")
@@ -186,14 +82,14 @@ def compile_rows(args) -> list[dict]:
         for records in args.records:
             zone = os.path.join(tmp, f"bench-{records}.zone")
             say(f"compile: writing a zone of {records:,} records")
-            make_zone(zone, records)
+            write_compile_zone(zone, records)
             best: dict = {}
             for rnd in range(args.rounds):
                 for label, kind in tools:  # interleaved: every tool once per round
                     say(f"compile: {records:,} records, round {rnd + 1}/{args.rounds}: {label}")
                     port = pick_free_port(set())
                     if kind == "check":
-                        _, kib, out = _run_child([py, "-c", COMPILE_CHILD, zone], args.timeout, REPO_ROOT)
+                        _, kib, out = run_child([py, "-c", COMPILE_CHILD, zone], args.timeout, REPO_ROOT)
                         got = json.loads(out.strip().splitlines()[-1])
                         res = (got["read"] + got["compile"], kib, got)
                     elif kind == "serve":
@@ -203,10 +99,10 @@ def compile_rows(args) -> list[dict]:
                     elif kind == "knotd":
                         work = os.path.join(tmp, f"knot-{records}-{rnd}")
                         os.makedirs(work)
-                        res = _serve_until_soa([_which("knotd"), "-c", knot_conf(work, zone, port)], port,
-                                               args.timeout)
+                        argv, _ = configure_knot(work, zone, port, 1, log_level="error")
+                        res = _serve_until_soa(argv, port, args.timeout)
                     else:
-                        res = _run_child([_which("kzonecheck"), "-o", ORIGIN, zone], args.timeout)[:2]
+                        res = run_child([find_tool("kzonecheck"), "-o", ZONE_ORIGIN, zone], args.timeout)[:2]
                     if label not in best or res[0] < best[label][0]:
                         best[label] = res
             for label, _ in tools:

@@ -1,38 +1,14 @@
-"""What every benchmark shares: the one-line error, checks for tools and root, CPU lists,
-and the three outputs (a markdown table, a CSV file, a PNG bar chart)."""
+"""What every benchmark prints and writes: progress lines, a markdown table, a CSV file,
+a PNG bar chart."""
 from __future__ import annotations
 
 import csv
-import os
-import shutil
 import sys
 
 
-class BenchError(Exception):
-    """A user-facing error: printed as one line, no traceback."""
-
-
-def need_tool(command: str, package: str) -> str:
-    """The tool's path, or BenchError naming the Debian package."""
-    path = shutil.which(command) or next(
-        (p for p in (f"/usr/sbin/{command}", f"/sbin/{command}") if os.access(p, os.X_OK)), None)
-    if path is None:
-        raise BenchError(f"{command} not found: apt-get install {package}")
-    return path
-
-
-def why_not_root(what: str):
-    """None as root, else the one-line reason `what` cannot run."""
-    if os.geteuid() != 0:
-        return f"{what} needs root (network namespaces, XDP programs); run it as root"
-    return None
-
-
-def cpu_count_online() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:
-        return os.cpu_count() or 1
+def say(*args) -> None:
+    """Progress lines go to stderr, so that stdout holds only the result (JSON, table)."""
+    print(*args, file=sys.stderr, flush=True)
 
 
 def markdown_table(header: list, rows: list) -> str:
@@ -41,11 +17,21 @@ def markdown_table(header: list, rows: list) -> str:
     return "\n".join(out)
 
 
+def count_or_na(value) -> str:
+    """A count for a table cell: '1,234', or 'n/a' when it was not counted."""
+    return "n/a" if value is None else f"{value:,.0f}"
+
+
 def write_csv(path: str, header: list, rows: list) -> None:
     with open(path, "w", newline="") as fh:
         w = csv.writer(fh)
         w.writerow(header)
         w.writerows(rows)
+
+
+def without_thousands(rows: list) -> list:
+    """Table cells as a CSV wants them: '1,234' becomes '1234'."""
+    return [[c.replace(",", "") if isinstance(c, str) else c for c in row] for row in rows]
 
 
 def bar_chart(path: str, labels: list, values: list, title: str, ylabel: str):
@@ -70,8 +56,3 @@ def bar_chart(path: str, labels: list, values: list, title: str, ylabel: str):
     fig.savefig(path, dpi=120)
     plt.close(fig)
     return None
-
-
-def say(*args) -> None:
-    """Progress lines go to stderr, so that stdout holds only the result (JSON, table)."""
-    print(*args, file=sys.stderr, flush=True)
