@@ -36,8 +36,13 @@ def _workload_args(p, rounds_default, queries_default=10000):
     p.add_argument("--rounds", type=positive, default=rounds_default, metavar="N",
                    help=f"times the queries are answered per measurement (default {rounds_default})")
     p.add_argument("--seed", type=int, default=20261121, help="zone and query seed")
+    _output_args(p)
+
+
+def _output_args(p, csv: bool = True) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
-    p.add_argument("--csv", metavar="FILE", help="also write the table as CSV")
+    if csv:
+        p.add_argument("--csv", metavar="FILE", help="also write the table as CSV")
 
 
 def build_parser(p: argparse.ArgumentParser = None) -> argparse.ArgumentParser:
@@ -93,8 +98,7 @@ def build_parser(p: argparse.ArgumentParser = None) -> argparse.ArgumentParser:
     c.add_argument("--timeout", type=positive, default=1800, metavar="S",
                    help="seconds one load may take (default 1800)")
     c.add_argument("--seed", type=int, default=20261121)
-    c.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
-    c.add_argument("--csv", metavar="FILE", help="also write the table as CSV")
+    _output_args(c)
     c.set_defaults(run="compile")
 
     pe = sub.add_parser("peers", help="kxdpgun load on Knot (XDP, sockets), NSD and stormpy (root)",
@@ -124,7 +128,7 @@ def build_parser(p: argparse.ArgumentParser = None) -> argparse.ArgumentParser:
     pe.add_argument("--client-cpu", type=int, default=1, metavar="CPU", help="kxdpgun's CPU (default 1)")
     pe.add_argument("--out", default="bench-peers", metavar="PREFIX",
                     help="write PREFIX.csv and PREFIX.png (default bench-peers)")
-    pe.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+    _output_args(pe, csv=False)
     pe.add_argument("--keep", action="store_true", help="keep the temporary directory (configs, logs)")
     pe.set_defaults(run="peers")
 
@@ -156,8 +160,7 @@ def build_parser(p: argparse.ArgumentParser = None) -> argparse.ArgumentParser:
     r.add_argument("--cg-packets", type=positive, default=10000, metavar="N",
                    help="packets answered once per path under callgrind (default 10000)")
     r.add_argument("--seed", type=int, default=20261121, help="workload seed")
-    r.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
-    r.add_argument("--csv", metavar="FILE", help="also write the table as CSV")
+    _output_args(r)
     r.set_defaults(run="responders")
 
     so = sub.add_parser("sockets", help="the socket backend against NSD and Knot on loopback (dnsperf)",

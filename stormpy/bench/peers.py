@@ -44,7 +44,7 @@ from stormpy.bench.probe import probe_spec, rcode_mix_problems
 from stormpy.bench.processes import (REPO_ROOT, busy_pct, cpu_times, find_tool, log_tail,
                                      run_to_end, start_logged, stop_all, stop_process)
 from stormpy.bench.report import bar_chart, markdown_table, say, without_thousands, write_csv
-from stormpy.bench.servers import configure_knot, configure_nsd
+from stormpy.bench.servers import choose_servers, configure_knot, configure_nsd
 from stormpy.bench.workload import write_server_workload
 
 STORMPY_VARIANTS = {
@@ -223,22 +223,7 @@ def run_peers(args) -> int:
     reason = why_not(args)
     if reason:
         raise BenchError(reason)
-    names = ALL if not args.servers else [s.strip() for s in args.servers.split(",") if s.strip()]
-    for n in names:
-        if n not in ALL:
-            raise BenchError(f"unknown server {n!r} (known: {', '.join(ALL)})")
-    if len(set(names)) != len(names):
-        raise BenchError("--servers lists a server twice")
-    active, notes = [], []
-    for n in names:
-        why = unavailable(n)
-        if why:
-            say(f"peers: skipping {n}: {why}")
-            notes.append(f"- {n} not measured: {why}")
-        else:
-            active.append(n)
-    if not active:
-        raise BenchError("no server can be measured here")
+    active, notes = choose_servers(args.servers or ",".join(ALL), ALL, unavailable, "peers")
 
     tmp = tempfile.mkdtemp(prefix="stormpy-peers-")
     results: dict = {n: [] for n in active}

@@ -106,6 +106,30 @@ zone:
     return [find_tool("nsd") or "nsd", "-d", "-c", conf], workdir
 
 
+def choose_servers(wanted: str, known: list, why_unavailable: Callable, bench: str) -> tuple:
+    """The servers a --servers list names, in its order, that can run here, and a note for
+    each that cannot (said on stderr too). BenchError for an unknown or repeated name, or
+    when none is left."""
+    from stormpy.bench.report import say
+    names = [s.strip() for s in wanted.split(",") if s.strip()]
+    for n in names:
+        if n not in known:
+            raise BenchError(f"unknown server {n!r} (known: {', '.join(known)})")
+    if len(set(names)) != len(names):
+        raise BenchError("--servers lists a server twice")
+    active, notes = [], []
+    for n in names:
+        why = why_unavailable(n)
+        if why:
+            say(f"{bench}: skipping {n}: {why}")
+            notes.append(f"- {n} not measured: {why}")
+        else:
+            active.append(n)
+    if not active:
+        raise BenchError("no server can be measured here")
+    return active, notes
+
+
 @dataclass
 class ServerSpec:
     name: str

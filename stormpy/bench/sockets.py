@@ -64,7 +64,7 @@ from stormpy.bench.sockets_report import machine_info, write_report
 from stormpy.bench.probe import rcode_mix_problems, workload_problems
 from stormpy.bench.processes import (Interrupted, cpu_set, cpu_times, pick_free_port,
                                      stopping_children_on_signals)
-from stormpy.bench.servers import RunningServer, ServerSpec, loopback_specs
+from stormpy.bench.servers import RunningServer, ServerSpec, choose_servers, loopback_specs
 from stormpy.bench.workload import ZONE_ORIGIN, ServerWorkload, write_server_workload
 
 VARIANTS = {"pinned1": ["pinned1"], "unpinned2": ["unpinned2"], "both": ["pinned1", "unpinned2"]}
@@ -129,23 +129,9 @@ def _check_ranges(args) -> None:
 def available_servers(args) -> tuple[list, list]:
     """The servers asked for that can run here, and a note for each that cannot."""
     specs = loopback_specs(args.stormpy_python, args.stormpy_cmd, args.nsd_minimal_responses)
-    wanted = [s.strip() for s in args.servers.split(",") if s.strip()]
-    for w in wanted:
-        if w not in specs:
-            raise BenchError(f"unknown server {w!r} (known: {', '.join(specs)})")
-    if len(set(wanted)) != len(wanted):
-        raise BenchError("--servers lists a server twice")
-    active, notes = [], []
-    for w in wanted:
-        reason = specs[w].unavailable_reason()
-        if reason:
-            print(f"skipping {w}: {reason}", file=sys.stderr, flush=True)
-            notes.append(f"- {w} not measured: {reason}")
-        else:
-            active.append(specs[w])
-    if not active:
-        raise BenchError("no server available to benchmark")
-    return active, notes
+    names, notes = choose_servers(args.servers, list(specs),
+                                  lambda name: specs[name].unavailable_reason(), "sockets")
+    return [specs[n] for n in names], notes
 
 
 def _variants(args) -> list:
