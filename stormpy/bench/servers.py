@@ -14,6 +14,7 @@ import yaml
 
 from stormpy.bench.errors import BenchError, ServerFailure
 from stormpy.bench.probe import ask
+from stormpy.bench.report import say
 from stormpy.bench.processes import (LOOPBACK, REPO_ROOT, cpu_set, find_tool, log_tail,
                                      port_is_free, start_logged, stop_process)
 from stormpy.bench.workload import ZONE_ORIGIN
@@ -110,7 +111,6 @@ def choose_servers(wanted: str, known: list, why_unavailable: Callable, bench: s
     """The servers a --servers list names, in its order, that can run here, and a note for
     each that cannot (said on stderr too). BenchError for an unknown or repeated name, or
     when none is left."""
-    from stormpy.bench.report import say
     names = [s.strip() for s in wanted.split(",") if s.strip()]
     for n in names:
         if n not in known:
