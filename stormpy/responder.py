@@ -335,9 +335,10 @@ class Responder:
         (no kernel, no root): (reply frames, counters)."""
         table, _ = self.compile()
         ref = _core.TableRef(table, 1)
-        return ref.run_frames(list(frames), port=self.port, batch=batch, rounds=rounds,
-                              identity=identity, responder=True, handler=self.handler,
-                              all_frames=self.all_frames, max_udp=4096)
+        return _core.run_memory_worker(ref, list(frames), port=self.port, batch=batch,
+                                       rounds=rounds, identity=identity, responder=True,
+                                       handler=self.handler, all_frames=self.all_frames,
+                                       max_udp=4096)
 
 
 @dataclass

@@ -3,10 +3,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "stormpy/frame.h"
+#include "stormpy/engine/frame.h"
 #include "stormpy/io.h"
-#include "stormpy/precopy.h"
-#include "stormpy/wire.h"
+#include "stormpy/app/dns/precopy.h"
+#include "stormpy/proto/wire.h"
 
 struct mem_io {
     struct sp_io io;

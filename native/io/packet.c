@@ -1,6 +1,6 @@
 /* The AF_PACKET backend: TPACKET_V3 RX and TX rings with fanout. See packet_io.h. */
 #define _GNU_SOURCE
-#include "stormpy/packet_io.h"
+#include "stormpy/io/packet.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -15,8 +15,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "stormpy/frame.h"
-#include "stormpy/precopy.h"
+#include "stormpy/engine/frame.h"
+#include "stormpy/app/dns/precopy.h"
 
 #define RX_BLOCK_SIZE (1u << 16)
 #define RX_BLOCKS 64

@@ -5,11 +5,11 @@
 #include <string.h>
 
 #include "check.h"
-#include "stormpy/csum.h"
-#include "stormpy/dns.h"
-#include "stormpy/frame.h"
-#include "stormpy/rules.h"
-#include "stormpy/wire.h"
+#include "stormpy/proto/csum.h"
+#include "stormpy/app/dns/dns.h"
+#include "stormpy/engine/frame.h"
+#include "stormpy/app/rules/rules.h"
+#include "stormpy/proto/wire.h"
 
 #define CAP 2048
 #define PORT 7000

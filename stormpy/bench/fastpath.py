@@ -4,7 +4,7 @@ no root.
 Two loops are timed, both in C without the GIL:
 - the DNS layer: every query through `sp_dns_answer`, the function the workers call;
 - whole frames (Ethernet, IPv4, UDP, DNS) through the real frame worker on the memory
-  backend (`TableRef.run_frames`), replies rendered into a TX buffer (memcpy) or sent
+  backend (`_core.run_memory_worker`), replies rendered into a TX buffer (memcpy) or sent
   from the pre-copy pool (precopy).
 
 With valgrind present, callgrind counts instructions per query, which is stable on a
@@ -144,11 +144,13 @@ def time_dns(wl: Workload, rounds: int, repeat: int) -> dict:
 
 def time_frames(wl: Workload, rounds: int, repeat: int, mode: str = "memcpy", batch: int = 32) -> dict:
     """Best of `repeat` runs of the frame worker on the memory backend."""
-    wl.ref.run_frames(wl.frames, batch=batch, rounds=1, capture_max=0, mode=mode)  # warm
+    from stormpy._core import run_memory_worker
+    run_memory_worker(wl.ref, wl.frames, batch=batch, rounds=1, capture_max=0, mode=mode)  # warm
     best = None
     for _ in range(repeat):
         start = time.perf_counter_ns()
-        _, c = wl.ref.run_frames(wl.frames, batch=batch, rounds=rounds, capture_max=0, mode=mode)
+        _, c = run_memory_worker(wl.ref, wl.frames, batch=batch, rounds=rounds, capture_max=0,
+                                 mode=mode)
         ns = time.perf_counter_ns() - start
         if best is None or ns < best[0]:
             best = (ns, c)
@@ -230,7 +232,9 @@ def _child(argv: list) -> None:
         if what == "dns":
             wl.table.bench_dns(wl.queries, rounds)
         else:
-            wl.ref.run_frames(wl.frames, batch=batch, rounds=rounds, capture_max=0, mode=mode)
+            from stormpy._core import run_memory_worker
+            run_memory_worker(wl.ref, wl.frames, batch=batch, rounds=rounds, capture_max=0,
+                              mode=mode)
 
 
 # --------------------------------------------------------------------------

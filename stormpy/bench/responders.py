@@ -3,7 +3,7 @@ path, the Python slow path, and scapy's AnsweringMachine, in one run, no kernel 
 root.
 
 Every figure is whole Ethernet frames through the real frame worker loop on the memory
-backend (`TableRef.run_frames`, one thread, so one core):
+backend (`_core.run_memory_worker`, one thread, so one core):
 - dns: section 2's DNS workload (--names, default 1,000 names; 80% existing names, 10% NODATA, 10%
   NXDOMAIN), exactly as `stormpy bench fastpath` runs its frames;
 - kv: a key-value responder, rule `GET <key>\\r\\n` (key=slice(4, None), key_stop
@@ -118,8 +118,9 @@ class ResponderWorkload:
         call on a table compiled once (capture off unless asked)."""
         frames = self.kv_frames if path == "kv" else self.echo_frames
         app = self.rules if path in RULE_PATHS else self.slow
-        return self.ref("rules" if path in RULE_PATHS else "slow").run_frames(
-            frames, port=self.port, batch=batch, rounds=rounds, identity=None, responder=True,
+        from stormpy._core import run_memory_worker
+        return run_memory_worker(
+            self.ref("rules" if path in RULE_PATHS else "slow"), frames, port=self.port, batch=batch, rounds=rounds, identity=None, responder=True,
             handler=app.handler, all_frames=app.all_frames, max_udp=4096,
             capture_max=(1 << 24) if capture else 0)
 
@@ -197,8 +198,9 @@ def _sample(reply: bytes) -> str:
 
 def verify_all(wl: Workload, rw: ResponderWorkload, batch: int, scapy_am) -> dict:
     """Each path once, replies captured and checked (responders via Responder.run_frames)."""
+    from stormpy._core import run_memory_worker
     out = {}
-    replies, c = wl.ref.run_frames(wl.frames, batch=batch, rounds=1)
+    replies, c = run_memory_worker(wl.ref, wl.frames, batch=batch, rounds=1)
     out["dns"] = verify("dns", replies, wl.frames, [dns_expect] * len(wl.frames))
     _check_counters("dns", c, len(wl.frames))
     for path in RULE_PATHS:
@@ -295,8 +297,9 @@ def time_scapy(am, frames: list, expect: list, count: int, seconds: float) -> di
 
 def _runner(path: str, wl: Workload, rw: ResponderWorkload, batch: int):
     """A function of rounds -> counters for one C-loop path, capture off."""
+    from stormpy._core import run_memory_worker
     if path == "dns":
-        return lambda rounds: wl.ref.run_frames(wl.frames, batch=batch, rounds=rounds,
+        return lambda rounds: run_memory_worker(wl.ref, wl.frames, batch=batch, rounds=rounds,
                                                 capture_max=0)[1]
     b = int(path[4:]) if path.startswith("slow") else batch
     return lambda rounds: rw.run(path, rounds, b)[1]

@@ -30,9 +30,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "stormpy/frame.h"
+#include "stormpy/engine/frame.h"
 #include "stormpy/io.h"
-#include "stormpy/table.h"
+#include "stormpy/engine/table.h"
 
 #define SP_RULES_MAGIC 0x55525053u   /* "SPRU" */
 #define SP_RULES_MAX 64

@@ -34,7 +34,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "stormpy/table.h"
+#include "stormpy/engine/table.h"
 
 #define SP_DNS_HEADER_LEN 12u
 #define SP_DNS_NAME_MAX 255

@@ -1,9 +1,9 @@
 /* DNS query parsing and answering from the response table. See dns.h. */
-#include "stormpy/dns.h"
+#include "stormpy/app/dns/dns.h"
 
 #include <string.h>
 
-#include "stormpy/wire.h"
+#include "stormpy/proto/wire.h"
 
 #define QR 0x80
 #define AA 0x04

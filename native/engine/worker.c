@@ -1,7 +1,8 @@
 /* The run-to-completion worker. See worker.h. */
-#include "stormpy/worker.h"
+#include "stormpy/engine/worker.h"
 
 #include <stdio.h>
+#include <string.h>
 #include <time.h>
 
 static inline uint64_t now_ns(void)
@@ -212,8 +213,19 @@ void sp_frame_worker_stop(struct sp_frame_worker *w)
     __atomic_store_n(&w->stop, 1, __ATOMIC_RELEASE);
 }
 
-int sp_frame_worker_precopy(struct sp_frame_worker *w, unsigned frames, char *err,
-                            size_t errlen)
+/* What lived in the worker's process: a worker started on state a dead one left
+ * must not touch it. */
+static void forget_process(struct sp_frame_worker *w)
+{
+    w->io = NULL;
+    w->precopy = NULL;
+    w->slow_path = NULL;
+    w->slow_ctx = NULL;
+}
+
+/* Switches a worker that is not running to precopy mode with a pool of `frames`
+ * copies lent by its backend (see precopy.h). 0, or -1 with a one-line reason. */
+static int set_precopy(struct sp_frame_worker *w, unsigned frames, char *err, size_t errlen)
 {
     if (!w->io->ops->pool_open) {
         snprintf(err, errlen, "%s: precopy mode is not supported by this backend "
@@ -232,6 +244,35 @@ int sp_frame_worker_precopy(struct sp_frame_worker *w, unsigned frames, char *er
     }
     w->precopy = p;
     return 0;
+}
+
+int sp_frame_worker_init(struct sp_frame_worker *w, const struct sp_frame_worker_config *cfg,
+                         char *err, size_t errlen)
+{
+    forget_process(w);
+    w->io = cfg->io;
+    w->ref = cfg->ref;
+    w->index = cfg->index;
+    w->batch = cfg->batch;
+    w->tx_flush_ns = cfg->tx_flush_ns;
+    memset(&w->cfg, 0, sizeof(w->cfg));
+    w->cfg.port = cfg->port;
+    w->cfg.ttl = cfg->ttl;
+    w->cfg.dns.max_udp = cfg->max_udp;
+    w->scratch.rrl = cfg->rrl;
+    w->responder = 0;
+    w->responder_all = 0;
+    if (cfg->precopy_frames && set_precopy(w, cfg->precopy_frames, err, errlen) != 0) {
+        sp_frame_worker_close(w);
+        return -1;
+    }
+    return 0;
+}
+
+void sp_frame_worker_rearm(struct sp_frame_worker *w)
+{
+    __atomic_store_n(&w->stop, 0, __ATOMIC_RELEASE);
+    forget_process(w);
 }
 
 void sp_frame_worker_close(struct sp_frame_worker *w)

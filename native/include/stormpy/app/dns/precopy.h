@@ -38,9 +38,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "stormpy/frame.h"
+#include "stormpy/engine/frame.h"
 #include "stormpy/io.h"
-#include "stormpy/table.h"
+#include "stormpy/engine/table.h"
 
 #define SP_PRECOPY_WAYS 8
 #define SP_PRECOPY_DEFAULT_FRAMES 4096

@@ -1,11 +1,11 @@
 /* Pre-copy mode: a set-associative cache of ready-made reply frames. See precopy.h. */
-#include "stormpy/precopy.h"
+#include "stormpy/app/dns/precopy.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "stormpy/csum.h"
-#include "stormpy/dns.h"
+#include "stormpy/proto/csum.h"
+#include "stormpy/app/dns/dns.h"
 
 enum { SLOT_EMPTY = 0, SLOT_IDLE, SLOT_BUSY };
 

@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "stormpy/frame.h"
+#include "stormpy/engine/frame.h"
 
 /* rx is a frame whose L2 header (l2 bytes, VLAN tag included) is already checked;
  * returns the reply frame's length in tx, or 0 when nothing is owed. */

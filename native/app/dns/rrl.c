@@ -1,5 +1,5 @@
 /* Response rate limiting. See rrl.h. */
-#include "stormpy/rrl.h"
+#include "stormpy/app/dns/rrl.h"
 
 #include <string.h>
 

@@ -1,17 +1,12 @@
 /* Ethernet frame in, reply frame out. See frame.h. */
-#include "stormpy/frame.h"
+#include "stormpy/engine/frame.h"
 
 #include <string.h>
 
-#include "stormpy/csum.h"
-#include "stormpy/ownstack.h"
-#include "stormpy/udpip.h"
-#include "stormpy/wire.h"
-
-#define ETHERTYPE_IPV4 0x0800
-#define ETHERTYPE_IPV6 0x86dd
-#define ETHERTYPE_VLAN 0x8100
-#define ETHERTYPE_QINQ 0x88a8
+#include "stormpy/proto/csum.h"
+#include "stormpy/proto/eth.h"
+#include "stormpy/proto/ownstack.h"
+#include "stormpy/proto/udpip.h"
 
 /* Sources a reply must never go to: reflecting to them would amplify or flood. */
 static bool bad_source(const struct sp_udpip *u, const uint8_t *eth_src)
@@ -56,23 +51,15 @@ enum sp_frame_kind sp_frame_parse(const struct sp_frame_config *cfg, const uint8
 {
     *stack = 0;
     c->frames++;
-    if (len < SP_ETH_HEADER_LEN) {
+    uint16_t type;
+    size_t l2 = sp_eth_parse(rx, len, &type);
+    if (!l2) {
         c->malformed++;
         return SP_FRAME_DROPPED;
     }
-    size_t l2 = SP_ETH_HEADER_LEN;
-    uint16_t type = sp_get16(rx + 12);
-    if (type == ETHERTYPE_VLAN || type == ETHERTYPE_QINQ) {
-        if (len < l2 + SP_VLAN_TAG_LEN) {
-            c->malformed++;
-            return SP_FRAME_DROPPED;
-        }
-        type = sp_get16(rx + 16);
-        l2 += SP_VLAN_TAG_LEN;
-    }
     struct sp_udpip *u = &fq->u;
-    if ((type != ETHERTYPE_IPV4 && type != ETHERTYPE_IPV6) ||
-        !sp_udpip_parse(rx + l2, len - l2, u) || u->family != (type == ETHERTYPE_IPV4 ? 4 : 6) ||
+    if ((type != SP_ETHERTYPE_IPV4 && type != SP_ETHERTYPE_IPV6) ||
+        !sp_udpip_parse(rx + l2, len - l2, u) || u->family != (type == SP_ETHERTYPE_IPV4 ? 4 : 6) ||
         u->dport != cfg->port) {
         /* ARP, ICMP, other ports, fragments, damage: the kernel's, unless we own the port */
         if (cfg->own_stack) {
@@ -114,9 +101,7 @@ void sp_frame_write_headers(const struct sp_frame_config *cfg, const uint8_t *rx
                             const struct sp_frame_query *fq, uint8_t *tx, size_t payload_len,
                             uint32_t payload_sum)
 {
-    memcpy(tx, rx + 6, 6);          /* back to the sender's MAC */
-    memcpy(tx + 6, rx, 6);
-    memcpy(tx + 12, rx + 12, fq->l2 - 12);  /* ethertype, and the VLAN tag if any */
+    sp_eth_write_reply(tx, rx + 6, rx, rx, fq->l2);   /* back to the sender's MAC */
     sp_udpip_write_reply(tx + fq->l2, &fq->u, payload_len, payload_sum, cfg->ttl);
 }
 

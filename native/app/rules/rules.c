@@ -1,11 +1,11 @@
 /* Custom responders: rules over UDP payloads, answered from the table. See rules.h. */
-#include "stormpy/rules.h"
+#include "stormpy/app/rules/rules.h"
 
 #include <stdio.h>
 #include <string.h>
 
-#include "stormpy/csum.h"
-#include "stormpy/dns.h"
+#include "stormpy/proto/csum.h"
+#include "stormpy/app/dns/dns.h"
 
 const struct sp_rules *sp_rules_of(const struct sp_table *t)
 {

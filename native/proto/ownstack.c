@@ -1,11 +1,12 @@
 /* ARP, ICMP echo and IPv6 neighbor discovery for an interface stormpy owns
  * (netmap): the kernel no longer sees its frames, so nobody else would answer. */
-#include "stormpy/ownstack.h"
+#include "stormpy/proto/ownstack.h"
 
 #include <string.h>
 
-#include "stormpy/csum.h"
-#include "stormpy/wire.h"
+#include "stormpy/proto/csum.h"
+#include "stormpy/proto/eth.h"
+#include "stormpy/proto/wire.h"
 
 #define ETH_MIN 60
 #define ARP_LEN 28
@@ -30,14 +31,12 @@ static size_t arp_reply(const struct sp_frame_config *cfg, const uint8_t *rx, si
     if (len < l2 + ARP_LEN || cap < l2 + ARP_LEN || !cfg->has_ipv4)
         return 0;
     /* Ethernet/IPv4 request for our address only */
-    if (sp_get16(a) != 1 || sp_get16(a + 2) != 0x0800 || a[4] != 6 || a[5] != 4 ||
+    if (sp_get16(a) != 1 || sp_get16(a + 2) != SP_ETHERTYPE_IPV4 || a[4] != 6 || a[5] != 4 ||
         sp_get16(a + 6) != 1 || memcmp(a + 24, cfg->ipv4, 4) != 0)
         return 0;
     if (a[8] & 1)                          /* a group address as sender: never answered */
         return 0;
-    memcpy(tx, a + 8, 6);                  /* to the sender's hardware address */
-    memcpy(tx + 6, cfg->mac, 6);
-    memcpy(tx + 12, rx + 12, l2 - 12);
+    sp_eth_write_reply(tx, a + 8, cfg->mac, rx, l2);   /* to the sender's hardware address */
     uint8_t *r = tx + l2;
     memcpy(r, a, 6);
     sp_put16(r + 6, 2);                    /* reply */
@@ -60,9 +59,7 @@ static size_t icmp4_echo(const struct sp_frame_config *cfg, const uint8_t *rx, s
         return 0;
     if ((ip[12] >= 224) || ip[12] == 0)      /* never to multicast, broadcast or 0.0.0.0 */
         return 0;
-    memcpy(tx, rx + 6, 6);
-    memcpy(tx + 6, cfg->mac, 6);
-    memcpy(tx + 12, rx + 12, l2 - 12);
+    sp_eth_write_reply(tx, rx + 6, cfg->mac, rx, l2);
     uint8_t *r = tx + l2;
     memcpy(r, ip, total);
     memcpy(r + 12, ip + 16, 4);
@@ -95,9 +92,7 @@ static size_t icmp6(const struct sp_frame_config *cfg, const uint8_t *rx, size_t
     static const uint8_t unspecified[16];
     if (ip[8] == 0xff || memcmp(ip + 8, unspecified, 16) == 0)   /* no multicast, no DAD probe */
         return 0;
-    memcpy(tx, rx + 6, 6);
-    memcpy(tx + 6, cfg->mac, 6);
-    memcpy(tx + 12, rx + 12, l2 - 12);
+    sp_eth_write_reply(tx, rx + 6, cfg->mac, rx, l2);
     uint8_t *r = tx + l2;
     if (icmp[0] == ICMP6_ECHO_REQUEST && icmp[1] == 0 && memcmp(ip + 24, cfg->ipv6, 16) == 0) {
         if (l2 + 40 + plen > cap)
@@ -141,11 +136,11 @@ size_t sp_ownstack_answer(const struct sp_frame_config *cfg, const uint8_t *rx, 
     if (cap < l2 || (rx[6] & 1))           /* a frame "from" a group MAC is forged */
         return 0;
     switch (ethertype) {
-    case 0x0806:
+    case SP_ETHERTYPE_ARP:
         return arp_reply(cfg, rx, len, l2, tx, cap);
-    case 0x0800:
+    case SP_ETHERTYPE_IPV4:
         return icmp4_echo(cfg, rx, len, l2, tx, cap);
-    case 0x86dd:
+    case SP_ETHERTYPE_IPV6:
         return icmp6(cfg, rx, len, l2, tx, cap);
     default:
         return 0;

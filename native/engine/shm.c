@@ -1,6 +1,6 @@
 /* The shared region: a first-fit block list. See shm.h. */
 #define _GNU_SOURCE
-#include "stormpy/shm.h"
+#include "stormpy/engine/shm.h"
 
 #include <errno.h>
 #include <string.h>

@@ -12,12 +12,12 @@
 #ifndef STORMPY_WORKER_H
 #define STORMPY_WORKER_H
 
-#include "stormpy/counters.h"
-#include "stormpy/frame.h"
+#include "stormpy/engine/counters.h"
+#include "stormpy/engine/frame.h"
 #include "stormpy/io.h"
-#include "stormpy/precopy.h"
-#include "stormpy/rules.h"
-#include "stormpy/table.h"
+#include "stormpy/app/dns/precopy.h"
+#include "stormpy/app/rules/rules.h"
+#include "stormpy/engine/table_ref.h"
 
 struct sp_frame_worker {
     struct sp_io *io;
@@ -50,16 +50,40 @@ struct sp_frame_worker {
     struct sp_responder_counters responder_counters;
 };
 
+/* How sp_frame_worker_init() sets a worker up. */
+struct sp_frame_worker_config {
+    struct sp_io *io;                /* the backend, the worker's from now on */
+    struct sp_table_ref *ref;
+    int index;                       /* the worker's slot in ref */
+    unsigned batch;
+    uint64_t tx_flush_ns;
+    uint16_t port;                   /* the served UDP port */
+    uint8_t ttl;
+    uint16_t max_udp;                /* the largest DNS reply over UDP */
+    struct sp_rrl *rrl;              /* response rate limiting, or NULL */
+    unsigned precopy_frames;         /* precopy mode with a pool this large; 0: memcpy mode */
+};
+
+/* Sets w up to run on cfg->io: its configuration is set afresh (no identity, no own
+ * stack, no responder: set those after), while its counters and its stop flag stay,
+ * so a worker made again on the same state (in the same process or a new one, see
+ * shm.h) continues them. 0; or -1 with a one-line reason in err, the backend closed
+ * (sp_frame_worker_close). sp_frame_worker_close() undoes it. */
+int sp_frame_worker_init(struct sp_frame_worker *w, const struct sp_frame_worker_config *cfg,
+                         char *err, size_t errlen);
+
+/* Before a worker's state is used again, its process perhaps dead: clears the stop
+ * flag and forgets what lived in that process (backend, pool, slow path). The caller
+ * also marks the worker's slot outside any table (sp_table_ref_leave), since a
+ * worker that died mid-batch never left. */
+void sp_frame_worker_rearm(struct sp_frame_worker *w);
+
 /* Runs until stopped, until the backend has no more input (memory backend), or
  * until it fails (io->error). Returns the number of batches processed. */
 uint64_t sp_frame_worker_run(struct sp_frame_worker *w);
 /* Asks a running worker to return after its current batch (any thread). */
 void sp_frame_worker_stop(struct sp_frame_worker *w);
 
-/* Switches a worker that is not running to precopy mode with a pool of `frames`
- * copies lent by its backend (see precopy.h). 0, or -1 with a one-line reason. */
-int sp_frame_worker_precopy(struct sp_frame_worker *w, unsigned frames, char *err,
-                            size_t errlen);
 /* Closes the backend, then frees the pool (the worker struct stays the caller's). */
 void sp_frame_worker_close(struct sp_frame_worker *w);
 

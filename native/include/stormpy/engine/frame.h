@@ -17,13 +17,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "stormpy/dns.h"
-#include "stormpy/rrl.h"
-#include "stormpy/table.h"
-#include "stormpy/udpip.h"
+#include "stormpy/app/dns/dns.h"
+#include "stormpy/app/dns/rrl.h"
+#include "stormpy/proto/eth.h"
+#include "stormpy/engine/table.h"
+#include "stormpy/proto/udpip.h"
 
-#define SP_ETH_HEADER_LEN 14
-#define SP_VLAN_TAG_LEN 4
 #define SP_FRAME_MAX 2048    /* the largest reply frame: max_udp is capped below this */
 #define SP_FRAME_ADDRS 8     /* addresses per family that check_dst accepts */
 
