@@ -107,7 +107,7 @@ cdef class FrameWorker:
                uint16_t fanout_group=1, bint busy_poll=False, uint16_t max_udp=1232,
                uint8_t ttl=64, str mode="memcpy", unsigned precopy_frames=PRECOPY_FRAMES):
         """A worker on an AF_PACKET socket that joins fanout_group on ifname; mode
-        "precopy" opens it without a TX ring and sends with sendmmsg (packet_io.h)."""
+        "precopy" opens it without a TX ring and sends with sendmmsg (io/packet.h)."""
         cdef FrameWorker self = FrameWorker.__new__(FrameWorker)
         cdef sp_packet_config cfg
         cdef char err[256]

@@ -6,7 +6,7 @@ cdef class TableRef:
     swap() publishes a new table atomically.
 
     With shared_bytes, all of it lives in a region shared with worker processes
-    forked after it was made (see native/include/stormpy/shm.h): each table is
+    forked after it was made (see native/include/stormpy/engine/shm.h): each table is
     copied in as one block, and the supervisor reads the workers' counters there."""
     cdef sp_table_ref *ref
     cdef sp_shm *shm

@@ -1,7 +1,8 @@
-/* The netmap backend: one NIC ring pair per worker. See netmap_io.h. */
+/* The netmap backend: one NIC ring pair per worker. See stormpy/io/netmap.h. */
 #define _GNU_SOURCE
 #define NETMAP_WITH_LIBS
 #include "stormpy/io/netmap.h"
+
 #include "stormpy/app/dns/precopy.h"
 
 #include <errno.h>

@@ -1,4 +1,4 @@
-/* The socket backend: recvmmsg/sendmmsg behind the I/O interface. See socket_io.h. */
+/* The socket backend: recvmmsg/sendmmsg behind the I/O interface. See stormpy/io/socket.h. */
 #define _GNU_SOURCE
 #include "stormpy/io/socket.h"
 

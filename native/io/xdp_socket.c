@@ -2,6 +2,7 @@
 #ifdef SP_WITH_XDP
 
 #include "stormpy/io/xdp_socket.h"
+
 #include "stormpy/app/dns/precopy.h"
 #include "xdp_internal.h"
 

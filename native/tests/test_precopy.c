@@ -6,10 +6,10 @@
 #include <string.h>
 
 #include "check.h"
-#include "stormpy/proto/csum.h"
 #include "stormpy/app/dns/dns.h"
-#include "stormpy/engine/frame.h"
 #include "stormpy/app/dns/precopy.h"
+#include "stormpy/engine/frame.h"
+#include "stormpy/proto/csum.h"
 #include "stormpy/proto/wire.h"
 
 #define CAP 2048

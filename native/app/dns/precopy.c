@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "stormpy/proto/csum.h"
 #include "stormpy/app/dns/dns.h"
+#include "stormpy/proto/csum.h"
 
 enum { SLOT_EMPTY = 0, SLOT_IDLE, SLOT_BUSY };
 
@@ -76,6 +76,16 @@ void sp_precopy_set_frame(struct sp_precopy *p, unsigned i, uint8_t *data, uint3
     p->slots[i].cap = cap;
     p->slots[i].id = id;
     p->slots[i].state = SLOT_EMPTY;
+}
+
+uint8_t *sp_precopy_lend_heap(struct sp_precopy *p)
+{
+    uint8_t *mem = malloc((size_t)p->nframes * SP_FRAME_MAX);
+    if (!mem)
+        return NULL;
+    for (unsigned i = 0; i < p->nframes; i++)
+        sp_precopy_set_frame(p, i, mem + (size_t)i * SP_FRAME_MAX, SP_FRAME_MAX, i);
+    return mem;
 }
 
 void sp_precopy_begin(struct sp_precopy *p, const struct sp_table *t, uint64_t generation)

@@ -4,8 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "stormpy/proto/csum.h"
 #include "stormpy/app/dns/dns.h"
+#include "stormpy/proto/csum.h"
 
 const struct sp_rules *sp_rules_of(const struct sp_table *t)
 {

@@ -19,8 +19,8 @@
 
 #include "stormpy/app/dns/dns.h"
 #include "stormpy/app/dns/rrl.h"
-#include "stormpy/proto/eth.h"
 #include "stormpy/engine/table.h"
+#include "stormpy/proto/eth.h"
 #include "stormpy/proto/udpip.h"
 
 #define SP_FRAME_MAX 2048    /* the largest reply frame: max_udp is capped below this */

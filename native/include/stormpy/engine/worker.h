@@ -12,12 +12,12 @@
 #ifndef STORMPY_WORKER_H
 #define STORMPY_WORKER_H
 
-#include "stormpy/engine/counters.h"
-#include "stormpy/engine/frame.h"
-#include "stormpy/io.h"
 #include "stormpy/app/dns/precopy.h"
 #include "stormpy/app/rules/rules.h"
+#include "stormpy/engine/counters.h"
+#include "stormpy/engine/frame.h"
 #include "stormpy/engine/table_ref.h"
+#include "stormpy/io.h"
 
 struct sp_frame_worker {
     struct sp_io *io;

@@ -39,8 +39,8 @@
 #include <stdint.h>
 
 #include "stormpy/engine/frame.h"
-#include "stormpy/io.h"
 #include "stormpy/engine/table.h"
+#include "stormpy/io.h"
 
 #define SP_PRECOPY_WAYS 8
 #define SP_PRECOPY_DEFAULT_FRAMES 4096
@@ -65,6 +65,11 @@ unsigned sp_precopy_frames(const struct sp_precopy *p);
  * knows as id (a UMEM address). A pool is usable once every frame is lent. */
 void sp_precopy_set_frame(struct sp_precopy *p, unsigned i, uint8_t *data, uint32_t cap,
                           uint64_t id);
+
+/* For a backend that sends from any buffer (the memory backend, AF_PACKET's
+ * sendmmsg): lends every frame, SP_FRAME_MAX bytes each, from one heap block, which
+ * the backend free()s once the pool is done with. NULL when out of memory. */
+uint8_t *sp_precopy_lend_heap(struct sp_precopy *p);
 
 /* Once per batch, with the table of the batch and the generation the worker
  * announced in sp_table_ref_enter(): a different pair forgets every copy (copies in

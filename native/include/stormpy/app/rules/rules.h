@@ -31,8 +31,8 @@
 #include <stdint.h>
 
 #include "stormpy/engine/frame.h"
-#include "stormpy/io.h"
 #include "stormpy/engine/table.h"
+#include "stormpy/io.h"
 
 #define SP_RULES_MAGIC 0x55525053u   /* "SPRU" */
 #define SP_RULES_MAX 64
