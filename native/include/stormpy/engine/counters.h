@@ -1,6 +1,6 @@
 /* Counter helpers shared by every worker type. */
-#ifndef STORMPY_COUNTERS_H
-#define STORMPY_COUNTERS_H
+#ifndef STORMPY_ENGINE_COUNTERS_H
+#define STORMPY_ENGINE_COUNTERS_H
 
 #define SP_HIST_BUCKETS 10   /* batch sizes 1, 2-3, 4-7, ... 256+ */
 

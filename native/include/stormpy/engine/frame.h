@@ -11,8 +11,8 @@
  * queries from sources that must never be answered (broadcast or multicast
  * addresses, port 0) are dropped.
  */
-#ifndef STORMPY_FRAME_H
-#define STORMPY_FRAME_H
+#ifndef STORMPY_ENGINE_FRAME_H
+#define STORMPY_ENGINE_FRAME_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -11,8 +11,8 @@
  * taken when first written and handed back when a block is freed, so a region
  * sized for several reloads of a large zone costs nothing until it is used.
  */
-#ifndef STORMPY_SHM_H
-#define STORMPY_SHM_H
+#ifndef STORMPY_ENGINE_SHM_H
+#define STORMPY_ENGINE_SHM_H
 
 #include <stddef.h>
 #include <stdint.h>

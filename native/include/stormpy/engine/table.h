@@ -23,8 +23,8 @@
  * new table and swaps a pointer (see table_ref.h). Nothing here allocates after
  * sp_table_builder_finish().
  */
-#ifndef STORMPY_TABLE_H
-#define STORMPY_TABLE_H
+#ifndef STORMPY_ENGINE_TABLE_H
+#define STORMPY_ENGINE_TABLE_H
 
 #include <stdbool.h>
 #include <stddef.h>

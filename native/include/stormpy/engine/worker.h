@@ -8,9 +8,14 @@
  * supervisor reads the counters and sets `stop`, and never touches `io`, which
  * points into the worker process's own memory. A worker started again on the
  * same state (after its process died) continues its counters.
+ *
+ *   sp_frame_worker_init(w, &cfg, err, sizeof(err));   a backend's io, the table, the port
+ *   sp_frame_worker_run(w);                            in the worker's thread
+ *   sp_frame_worker_stop(w);                           from any thread
+ *   sp_frame_worker_close(w);                          once run() has returned
  */
-#ifndef STORMPY_WORKER_H
-#define STORMPY_WORKER_H
+#ifndef STORMPY_ENGINE_WORKER_H
+#define STORMPY_ENGINE_WORKER_H
 
 #include "stormpy/app/dns/precopy.h"
 #include "stormpy/app/rules/rules.h"

@@ -11,8 +11,8 @@
  * comes back (the TX tail passes it after a sync) the copy is complete and the
  * slot gets its own buffer again. The extra buffers go back to netmap at close.
  */
-#ifndef STORMPY_NETMAP_IO_H
-#define STORMPY_NETMAP_IO_H
+#ifndef STORMPY_IO_NETMAP_H
+#define STORMPY_IO_NETMAP_H
 
 #include <stddef.h>
 #include <stdio.h>

@@ -14,8 +14,8 @@
  * path does too; the copies are idle again as soon as the call returns. The gain is
  * the rendering skipped on hits, not a zero-copy send.
  */
-#ifndef STORMPY_PACKET_IO_H
-#define STORMPY_PACKET_IO_H
+#ifndef STORMPY_IO_PACKET_H
+#define STORMPY_IO_PACKET_H
 
 #include <stddef.h>
 #include <stdint.h>

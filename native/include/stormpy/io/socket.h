@@ -9,8 +9,8 @@
  * UDP payloads (io->datagrams); replies go back to the peer of the request whose
  * id they carry. Nothing is allocated after open.
  */
-#ifndef STORMPY_SOCKET_IO_H
-#define STORMPY_SOCKET_IO_H
+#ifndef STORMPY_IO_SOCKET_H
+#define STORMPY_IO_SOCKET_H
 
 #include <stddef.h>
 #include <stdint.h>

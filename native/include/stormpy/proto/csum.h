@@ -9,8 +9,8 @@
  * Sums are kept unfolded in 32 bits as "partial" sums of big-endian 16-bit words;
  * sp_csum_fold() turns a partial sum into the 16-bit checksum field value.
  */
-#ifndef STORMPY_CSUM_H
-#define STORMPY_CSUM_H
+#ifndef STORMPY_PROTO_CSUM_H
+#define STORMPY_PROTO_CSUM_H
 
 #include <stddef.h>
 #include <stdint.h>

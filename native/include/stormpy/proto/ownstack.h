@@ -1,7 +1,7 @@
 /* The few protocols an owned interface must answer itself: ARP, ICMP echo, and
  * ICMPv6 echo and neighbor solicitation, for the configured addresses only. */
-#ifndef STORMPY_OWNSTACK_H
-#define STORMPY_OWNSTACK_H
+#ifndef STORMPY_PROTO_OWNSTACK_H
+#define STORMPY_PROTO_OWNSTACK_H
 
 #include <stddef.h>
 #include <stdint.h>

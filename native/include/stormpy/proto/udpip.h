@@ -5,8 +5,8 @@
  * headers (addresses and ports swapped) with the UDP checksum composed from the
  * payload's partial sum, which the response table keeps up to date incrementally.
  */
-#ifndef STORMPY_UDPIP_H
-#define STORMPY_UDPIP_H
+#ifndef STORMPY_PROTO_UDPIP_H
+#define STORMPY_PROTO_UDPIP_H
 
 #include <stdbool.h>
 #include <stddef.h>

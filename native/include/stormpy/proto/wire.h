@@ -1,6 +1,6 @@
 /* Big-endian field access for wire formats. Callers check lengths first. */
-#ifndef STORMPY_WIRE_H
-#define STORMPY_WIRE_H
+#ifndef STORMPY_PROTO_WIRE_H
+#define STORMPY_PROTO_WIRE_H
 
 #include <stdint.h>
 

@@ -27,8 +27,8 @@
  * reached through BELOW keys must not contain compression pointers past the
  * question, since the question length varies with the name asked.
  */
-#ifndef STORMPY_DNS_H
-#define STORMPY_DNS_H
+#ifndef STORMPY_APP_DNS_DNS_H
+#define STORMPY_APP_DNS_DNS_H
 
 #include <stdbool.h>
 #include <stddef.h>

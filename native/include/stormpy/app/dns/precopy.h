@@ -32,8 +32,8 @@
  *
  * One pool per worker thread; nothing here locks or allocates after sp_precopy_new().
  */
-#ifndef STORMPY_PRECOPY_H
-#define STORMPY_PRECOPY_H
+#ifndef STORMPY_APP_DNS_PRECOPY_H
+#define STORMPY_APP_DNS_PRECOPY_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -12,8 +12,8 @@
  * nothing is allocated after sp_rrl_init(). A bucket collision or a race at a
  * second's turn only makes the count approximate, never unsafe.
  */
-#ifndef STORMPY_RRL_H
-#define STORMPY_RRL_H
+#ifndef STORMPY_APP_DNS_RRL_H
+#define STORMPY_APP_DNS_RRL_H
 
 #include <stddef.h>
 #include <stdint.h>

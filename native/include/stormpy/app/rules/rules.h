@@ -23,8 +23,8 @@
  * Everything read from the payload is bounds-checked against its length; a rule
  * list is validated once (sp_rules_check) before any worker reads it.
  */
-#ifndef STORMPY_RULES_H
-#define STORMPY_RULES_H
+#ifndef STORMPY_APP_RULES_RULES_H
+#define STORMPY_APP_RULES_RULES_H
 
 #include <stdbool.h>
 #include <stddef.h>
