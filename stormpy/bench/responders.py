@@ -120,7 +120,8 @@ class ResponderWorkload:
         app = self.rules if path in RULE_PATHS else self.slow
         from stormpy._core import run_memory_worker
         return run_memory_worker(
-            self.ref("rules" if path in RULE_PATHS else "slow"), frames, port=self.port, batch=batch, rounds=rounds, identity=None, responder=True,
+            self.ref("rules" if path in RULE_PATHS else "slow"), frames, port=self.port,
+            batch=batch, rounds=rounds, identity=None, responder=True,
             handler=app.handler, all_frames=app.all_frames, max_udp=4096,
             capture_max=(1 << 24) if capture else 0)
 
