@@ -9,8 +9,9 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PYTEST_ARGS ?= -q -rs
-SOURCES := pyproject.toml setup.py stormpy/_core.pyx $(wildcard stormpy/includes/*.pxd) \
-           $(wildcard native/*.c native/*/*.c native/include/stormpy/*.h)
+SOURCES := pyproject.toml setup.py stormpy/_core.pyx $(wildcard stormpy/*.pxi stormpy/includes/*.pxd) \
+           $(wildcard native/*/*.c native/*/*/*.c native/io/*.h) \
+           $(wildcard native/include/stormpy/*.h native/include/stormpy/*/*.h native/include/stormpy/*/*/*.h)
 
 # command:package pairs, checked by command so any install (Debian's or not) counts
 BUILD_TOOLS := cc:gcc make:make $(PYTHON):python3 clang:clang pkg-config:pkg-config

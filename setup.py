@@ -13,9 +13,11 @@ import subprocess
 from Cython.Build import cythonize
 from setuptools import Extension, setup
 
-OPTIONAL = {"native/io/netmap.c", "native/io/xdp.c"}
-native = sorted(f for f in glob.glob("native/*.c") + glob.glob("native/proto/*.c") +
-                glob.glob("native/fastpath/*.c") + glob.glob("native/io/*.c") if f not in OPTIONAL)
+NOT_CORE = ("native/tests/", "native/fuzz/", "native/bpf/")   # built by their own Makefiles
+XDP = ["native/io/xdp_program.c", "native/io/xdp_socket.c"]
+OPTIONAL = {"native/io/netmap.c", *XDP}
+native = sorted(f for f in glob.glob("native/**/*.c", recursive=True)
+                if not f.startswith(NOT_CORE) and f not in OPTIONAL)
 macros, cflags, libraries = [], [], []
 
 netmap = os.environ.get("NETMAP_INCLUDE")
@@ -27,7 +29,7 @@ if netmap:
     cflags += ["-isystem", netmap]   # netmap's own header is not ours to warn about
 
 def build_xdp_program():
-    """Compile native/bpf/steer.bpf.o; its absolute path is embedded (.incbin) in xdp.c."""
+    """Compile native/bpf/steer.bpf.o; its absolute path is embedded (.incbin) in xdp_program.c."""
     if os.environ.get("STORMPY_NO_XDP") or not shutil.which("clang") or not shutil.which("pkg-config"):
         return None
     if subprocess.run(["pkg-config", "--exists", "libxdp", "libbpf"]).returncode != 0:
@@ -43,7 +45,7 @@ def build_xdp_program():
 
 xdp_obj = build_xdp_program()
 if xdp_obj:
-    native.append("native/io/xdp.c")
+    native += XDP
     macros += [("SP_WITH_XDP", "1"), ("SP_XDP_BPF_OBJ", f'"{xdp_obj}"')]
     libraries += ["xdp", "bpf"]
 

@@ -1,6 +1,6 @@
 # The slow path of a custom responder (included by _core.pyx): frames no rule
 # answered, handed to a Python callable once per batch, and its replies written
-# into the batch's TX buffers. See native/include/stormpy/rules.h.
+# into the batch's TX buffers. See native/include/stormpy/app/rules/rules.h.
 cimport cython
 from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE
 from cpython.list cimport PyList_New, PyList_SET_ITEM

@@ -191,8 +191,10 @@ def _replay(args) -> int:
     table, _ = compile_zones(zones)
     frames = read_frames(args.pcap)
     ref = _core.TableRef(table, 1)
-    replies, c = ref.run_frames(frames, port=args.port, batch=args.batch, max_udp=args.max_udp,
-                                capture_max=len(frames) * 2050 if args.out else 0, mode=args.mode)
+    replies, c = _core.run_memory_worker(ref, frames, port=args.port, batch=args.batch,
+                                         max_udp=args.max_udp,
+                                         capture_max=len(frames) * 2050 if args.out else 0,
+                                         mode=args.mode)
     if args.out:
         write_frames(args.out, replies)
     c.update(tcp_queries=0)

@@ -53,4 +53,6 @@ def write_frames(path: str, frames: list[bytes]) -> None:
 
 def replay(ref, frames: list[bytes], **kw):
     """Run frames through one worker on the memory backend: (replies, counters)."""
-    return ref.run_frames(frames, **kw)
+    from stormpy import _core
+
+    return _core.run_memory_worker(ref, frames, **kw)

@@ -1,7 +1,7 @@
 """Custom responders: rules answered in C from templates, and Python for the rest.
 
 A Responder serves one UDP port. Its rules are compiled into the same C table as
-serve-dns's zones (native/include/stormpy/rules.h): the match, the key lookup and
+serve-dns's zones (native/include/stormpy/app/rules/rules.h): the match, the key lookup and
 the template's patches run in the worker's C loop. Packets no rule answers reach
 the responder's handler, a Python callable, once per batch. `update()` rebuilds
 the table and swaps it atomically under running workers, as a zone reload does.
@@ -335,9 +335,10 @@ class Responder:
         (no kernel, no root): (reply frames, counters)."""
         table, _ = self.compile()
         ref = _core.TableRef(table, 1)
-        return ref.run_frames(list(frames), port=self.port, batch=batch, rounds=rounds,
-                              identity=identity, responder=True, handler=self.handler,
-                              all_frames=self.all_frames, max_udp=4096)
+        return _core.run_memory_worker(ref, list(frames), port=self.port, batch=batch,
+                                       rounds=rounds, identity=identity, responder=True,
+                                       handler=self.handler, all_frames=self.all_frames,
+                                       max_udp=4096)
 
 
 @dataclass

@@ -58,7 +58,7 @@ def test_reply_frames(tables, family, vlan):
                                                   ("a.b.apps.example.com", "A"),
                                                   ("host.lab.example.com", "A"),
                                                   ("example.org", "A")])]
-    replies, counters = ref.run_frames(frames)
+    replies, counters = _core.run_memory_worker(ref, frames)
     assert len(replies) == len(frames) and counters["tx"] == len(frames)
     for req, rep in zip(frames, replies):
         q, r = Ether(req), Ether(rep)
@@ -80,7 +80,7 @@ def test_frames_that_are_not_ours_get_no_reply(tables):
               bytes(eth / IP(src="198.18.0.2", dst="198.18.0.1") / TCP(sport=1, dport=53)),
               query(dport=5353),
               bytes(eth / IP(src="198.18.0.2", dst="198.18.0.1", flags="MF") / UDP(sport=1, dport=53) / (b"x" * 20))]
-    replies, c = ref.run_frames(others)
+    replies, c = _core.run_memory_worker(ref, others)
     assert replies == [] and c["not_ours"] == len(others) and c["queries"] == 0
 
 
@@ -90,7 +90,7 @@ def test_sources_that_must_never_be_answered(tables):
            query(src="224.0.0.1"), query(src="255.255.255.255"), query(src="0.0.0.0"),
            query(dst="255.255.255.255"), query(sport=0),
            query(family=6, src="ff02::1"), query(family=6, src="::")]
-    replies, c = ref.run_frames(bad)
+    replies, c = _core.run_memory_worker(ref, bad)
     assert replies == [] and c["bad_source"] == len(bad)
 
 
@@ -104,7 +104,7 @@ def test_truncated_and_random_frames(tables):
         f = bytearray(query(family=rng.choice([4, 6]), vlan=rng.choice([None, 3])))
         f[rng.randrange(14, len(f))] ^= 1 << rng.randrange(8)
         frames.append(bytes(f))
-    replies, c = ref.run_frames(frames)
+    replies, c = _core.run_memory_worker(ref, frames)
     assert c["rx"] == len(frames)
     for rep in replies:
         r = Ether(rep)
@@ -115,7 +115,7 @@ def test_truncated_and_random_frames(tables):
 def test_batches_and_rounds(tables):
     ref, _ = tables
     frames = [query(sport=1000 + i) for i in range(10)]
-    replies, c = ref.run_frames(frames, batch=4, rounds=3)
+    replies, c = _core.run_memory_worker(ref, frames, batch=4, rounds=3)
     assert c["rx"] == 30 and c["tx"] == 30 and len(replies) == 30
     assert c["batches"] == 8                             # 7 full batches of 4, then 2
     assert c["batch_hist"][2] == 7 and c["batch_hist"][1] == 1
@@ -150,7 +150,7 @@ def test_own_stack_answers_arp_icmp_and_ndp(tables):
         bytes(Ether(src=CLIENT_MAC, dst="33:33:ff:00:00:01") /
               IPv6(src="2001:2::2", dst="ff02::1:ff00:1", hlim=64) / ICMPv6ND_NS(tgt="2001:2::1")),
     ]
-    replies, c = ref.run_frames(frames, own=OWN)
+    replies, c = _core.run_memory_worker(ref, frames, own=OWN)
     assert c["stack_replies"] == 4 and len(replies) == 4
     arp, ping, ping6, na = (Ether(r) for r in replies)
     assert arp[ARP].op == 2 and arp[ARP].hwsrc == "02:00:00:00:00:01" and arp[ARP].psrc == "198.18.0.1"
@@ -170,7 +170,7 @@ def test_own_stack_answers_arp_icmp_and_ndp(tables):
     assert na[ICMPv6ND_NA].tgt == "2001:2::1" and na[ICMPv6ND_NA].S == 1 and na[IPv6].hlim == 255
     assert na[ICMPv6NDOptDstLLAddr].lladdr == "02:00:00:00:00:01"
     # without own_stack, the same frames are the kernel's
-    replies, c = ref.run_frames(frames)
+    replies, c = _core.run_memory_worker(ref, frames)
     assert replies == [] and c["stack_replies"] == 0
 
 
@@ -188,9 +188,9 @@ def test_bad_checksums_are_dropped_as_the_kernel_would(tables):
     bad_ip[IP].chksum = (good4[IP].chksum + 1) & 0xffff
     bad_udp4 = with_udp_sum(4, (good4[UDP].chksum ^ 0x0100) or 1)
     bad_udp6 = with_udp_sum(6, (good6[UDP].chksum ^ 0x0100) or 1)
-    replies, c = ref.run_frames([bytes(bad_ip), bad_udp4, bad_udp6, with_udp_sum(6, 0)])
+    replies, c = _core.run_memory_worker(ref, [bytes(bad_ip), bad_udp4, bad_udp6, with_udp_sum(6, 0)])
     assert replies == [] and c["malformed"] == 4
-    replies, c = ref.run_frames([with_udp_sum(4, 0), bytes(good4), bytes(good6)])
+    replies, c = _core.run_memory_worker(ref, [with_udp_sum(4, 0), bytes(good4), bytes(good6)])
     assert len(replies) == 3 and c["malformed"] == 0
 
 
@@ -210,9 +210,9 @@ def test_own_stack_never_answers_a_group_address(tables):
                     ICMP(type=8)),
               bytes(Ether(src=CLIENT_MAC, dst=SERVER_MAC) / IP(src="198.18.0.2", dst="198.18.0.1") /
                     ICMP(type=8) / (b"x" * 1600))]
-    replies, c = ref.run_frames(frames, own=OWN, identity=dict(OWN, addresses=[OWN["ipv4"]], mtu=1500))
+    replies, c = _core.run_memory_worker(ref, frames, own=OWN, identity=dict(OWN, addresses=[OWN["ipv4"]], mtu=1500))
     assert replies == [] and c["stack_replies"] == 0
-    ok, c = ref.run_frames([bytes(Ether(src=CLIENT_MAC, dst=SERVER_MAC) /
+    ok, c = _core.run_memory_worker(ref, [bytes(Ether(src=CLIENT_MAC, dst=SERVER_MAC) /
                                   IP(src="198.18.0.2", dst="198.18.0.1") / ICMP(type=8) / (b"x" * 1400))],
                            own=OWN, identity=dict(OWN, addresses=[OWN["ipv4"]], mtu=1500))
     assert len(ok) == 1 and c["stack_replies"] == 1
@@ -223,8 +223,8 @@ def test_tx_flush_interval_batches_kicks(tables):
     the last replies are still kicked out."""
     ref, _ = tables
     frames = [query(sport=2000 + i) for i in range(64)]
-    _, every = ref.run_frames(frames, batch=4, rounds=4)
-    _, flushed = ref.run_frames(frames, batch=4, rounds=4, tx_flush_us=10_000_000)
+    _, every = _core.run_memory_worker(ref, frames, batch=4, rounds=4)
+    _, flushed = _core.run_memory_worker(ref, frames, batch=4, rounds=4, tx_flush_us=10_000_000)
     assert every["kicks"] == every["batches"] == 64
     assert flushed["tx"] == every["tx"] == 256
     assert flushed["kicks"] == 2      # the first batch, then once when RX ran dry

@@ -58,8 +58,8 @@ def mixed_corpus(n, seed):
 @pytest.mark.parametrize("batch", [1, 8, 32])
 def test_precopy_replies_equal_memcpy_replies(ref, batch):
     frames = mixed_corpus(3000, seed=batch)
-    want, cm = ref.run_frames(frames, batch=batch)
-    got, cp = ref.run_frames(frames, batch=batch, mode="precopy")
+    want, cm = _core.run_memory_worker(ref, frames, batch=batch)
+    got, cp = _core.run_memory_worker(ref, frames, batch=batch, mode="precopy")
     assert len(got) == len(want) > 2500
     assert got == want
     assert cp["precopy_hits"] > 0 and cp["precopy_fills"] > 0
@@ -73,17 +73,17 @@ def test_a_small_pool_falls_back_and_stays_right(ref):
     """One set of eight ways for many different answers: evictions, and copies still
     in flight within a batch force fallbacks; the bytes stay the same."""
     frames = mixed_corpus(2000, seed=99)
-    want, _ = ref.run_frames(frames, batch=64)
-    got, c = ref.run_frames(frames, batch=64, mode="precopy", precopy_frames=8)
+    want, _ = _core.run_memory_worker(ref, frames, batch=64)
+    got, c = _core.run_memory_worker(ref, frames, batch=64, mode="precopy", precopy_frames=8)
     assert got == want
     assert c["precopy_fallbacks"] > 0 and c["precopy_hits"] > 0
 
 
 def test_mode_is_checked(ref):
     with pytest.raises(ValueError, match="mode"):
-        ref.run_frames([], mode="zerocopy")
+        _core.run_memory_worker(ref, [], mode="zerocopy")
     with pytest.raises(Exception, match="precopy"):
-        ref.run_frames([], mode="precopy", precopy_frames=4)
+        _core.run_memory_worker(ref, [], mode="precopy", precopy_frames=4)
 
 
 def test_precopy_needs_a_frame_backend():

@@ -5,7 +5,7 @@
  * neighbour discovery and the TCP side of DNS keep working next to the fast path.
  *
  * Built with `clang -O2 -g -target bpf` (the -g gives the BTF that userspace uses to
- * find sp_port). Loaded by native/io/xdp.c, never by hand.
+ * find sp_port). Loaded by native/io/xdp_program.c, never by hand.
  *
  * Why the choices:
  *  - The port is a `const volatile` global in .rodata. Userspace writes it into the

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "stormpy/table.h"
+#include "stormpy/engine/table.h"
 
 static inline const struct sp_table *fuzz_table(void)
 {

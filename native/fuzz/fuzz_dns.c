@@ -3,7 +3,7 @@
 #include <stdint.h>
 
 #include "fuzz_common.h"
-#include "stormpy/dns.h"
+#include "stormpy/app/dns/dns.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -3,7 +3,7 @@
 #include <stdint.h>
 
 #include "fuzz_common.h"
-#include "stormpy/frame.h"
+#include "stormpy/engine/frame.h"
 
 static const uint8_t MAC[6] = {2, 0, 0, 0, 0, 1};
 

@@ -8,9 +8,9 @@
 #include <stdint.h>
 
 #include "fuzz_common.h"
-#include "stormpy/csum.h"
-#include "stormpy/rules.h"
-#include "stormpy/wire.h"
+#include "stormpy/app/rules/rules.h"
+#include "stormpy/proto/csum.h"
+#include "stormpy/proto/wire.h"
 
 #define PORT 7000   /* make_inputs.py sends its seeds here */
 

@@ -3,7 +3,7 @@
 #include <stdint.h>
 
 #include "fuzz_common.h"
-#include "stormpy/udpip.h"
+#include "stormpy/proto/udpip.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

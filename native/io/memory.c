@@ -3,10 +3,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "stormpy/frame.h"
+#include "stormpy/app/dns/precopy.h"
+#include "stormpy/engine/frame.h"
 #include "stormpy/io.h"
-#include "stormpy/precopy.h"
-#include "stormpy/wire.h"
+#include "stormpy/proto/wire.h"
 
 struct mem_io {
     struct sp_io io;
@@ -91,13 +91,11 @@ static int mem_pool_open(struct sp_io *io, struct sp_precopy *pool, char *err, s
         snprintf(err, errlen, "memory: the pool is already open");
         return -1;
     }
-    m->pool_mem = malloc((size_t)n * SP_FRAME_MAX);
+    m->pool_mem = sp_precopy_lend_heap(pool);
     if (!m->pool_mem) {
         snprintf(err, errlen, "memory: no memory for %u pool frames", n);
         return -1;
     }
-    for (unsigned i = 0; i < n; i++)
-        sp_precopy_set_frame(pool, i, m->pool_mem + (size_t)i * SP_FRAME_MAX, SP_FRAME_MAX, i);
     m->pool = pool;
     return 0;
 }

@@ -1,8 +1,9 @@
-/* The netmap backend: one NIC ring pair per worker. See netmap_io.h. */
+/* The netmap backend: one NIC ring pair per worker. See stormpy/io/netmap.h. */
 #define _GNU_SOURCE
 #define NETMAP_WITH_LIBS
-#include "stormpy/netmap_io.h"
-#include "stormpy/precopy.h"
+#include "stormpy/io/netmap.h"
+
+#include "stormpy/app/dns/precopy.h"
 
 #include <errno.h>
 #include <poll.h>

@@ -1,6 +1,6 @@
-/* The AF_PACKET backend: TPACKET_V3 RX and TX rings with fanout. See packet_io.h. */
+/* The AF_PACKET backend: TPACKET_V3 RX and TX rings with fanout. See stormpy/io/packet.h. */
 #define _GNU_SOURCE
-#include "stormpy/packet_io.h"
+#include "stormpy/io/packet.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -15,8 +15,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "stormpy/frame.h"
-#include "stormpy/precopy.h"
+#include "stormpy/app/dns/precopy.h"
+#include "stormpy/engine/frame.h"
 
 #define RX_BLOCK_SIZE (1u << 16)
 #define RX_BLOCKS 64
@@ -236,13 +236,11 @@ static int packet_pool_open(struct sp_io *io, struct sp_precopy *pool, char *err
         snprintf(err, errlen, "AF_PACKET: precopy needs a socket opened for it (no TX ring)");
         return -1;
     }
-    p->pool_mem = malloc((size_t)n * SP_FRAME_MAX);
+    p->pool_mem = sp_precopy_lend_heap(pool);
     if (!p->pool_mem) {
         snprintf(err, errlen, "AF_PACKET: no memory for %u pool frames", n);
         return -1;
     }
-    for (unsigned i = 0; i < n; i++)
-        sp_precopy_set_frame(pool, i, p->pool_mem + (size_t)i * SP_FRAME_MAX, SP_FRAME_MAX, i);
     p->pool = pool;
     return 0;
 }

@@ -1,6 +1,6 @@
-/* The socket backend: recvmmsg/sendmmsg behind the I/O interface. See socket_io.h. */
+/* The socket backend: recvmmsg/sendmmsg behind the I/O interface. See stormpy/io/socket.h. */
 #define _GNU_SOURCE
-#include "stormpy/socket_io.h"
+#include "stormpy/io/socket.h"
 
 #include <errno.h>
 #include <arpa/inet.h>

@@ -1,5 +1,5 @@
 /* Internet checksum (RFC 1071): see csum.h. */
-#include "stormpy/csum.h"
+#include "stormpy/proto/csum.h"
 
 #include <string.h>
 

@@ -1,11 +1,11 @@
 /* IPv4/IPv6 + UDP parse/write pair. See udpip.h. */
-#include "stormpy/udpip.h"
+#include "stormpy/proto/udpip.h"
 
 #include <string.h>
 
-#include "stormpy/wire.h"
+#include "stormpy/proto/wire.h"
 
-#include "stormpy/csum.h"
+#include "stormpy/proto/csum.h"
 
 #define PROTO_UDP 17
 

@@ -3,8 +3,8 @@
 #include <string.h>
 
 #include "check.h"
-#include "stormpy/csum.h"
-#include "stormpy/udpip.h"
+#include "stormpy/proto/csum.h"
+#include "stormpy/proto/udpip.h"
 
 /* The textbook definition, for comparison. */
 static uint16_t reference_checksum(const uint8_t *p, size_t len)

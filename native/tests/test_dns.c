@@ -2,7 +2,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "stormpy/dns.h"
+#include "stormpy/app/dns/dns.h"
 
 #define WWW "\x03www\x07" "example\x03" "com"   /* + the root label */
 

@@ -6,11 +6,11 @@
 #include <string.h>
 
 #include "check.h"
-#include "stormpy/csum.h"
-#include "stormpy/dns.h"
-#include "stormpy/frame.h"
-#include "stormpy/precopy.h"
-#include "stormpy/wire.h"
+#include "stormpy/app/dns/dns.h"
+#include "stormpy/app/dns/precopy.h"
+#include "stormpy/engine/frame.h"
+#include "stormpy/proto/csum.h"
+#include "stormpy/proto/wire.h"
 
 #define CAP 2048
 

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "stormpy/rrl.h"
+#include "stormpy/app/dns/rrl.h"
 
 static struct sp_rrl *make(uint32_t rate, uint32_t slip, const char *allow_v4, uint8_t allow_len)
 {

@@ -1,15 +1,19 @@
 /* Custom responders: rule matching, keyed lookups, rendering against the request
  * fields, rule-list validation, the program in flat tables, and the frame,
- * datagram and slow-path reply functions. */
+ * datagram and slow-path reply functions.
+ *
+ * Longer than the ~600 lines a C file keeps to: one test program per C module
+ * (tests/test_native.py counts them), and the wire tests build on the rule tables
+ * the first half makes. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
-#include "stormpy/csum.h"
-#include "stormpy/dns.h"
-#include "stormpy/frame.h"
-#include "stormpy/rules.h"
-#include "stormpy/wire.h"
+#include "stormpy/app/dns/dns.h"
+#include "stormpy/app/rules/rules.h"
+#include "stormpy/engine/frame.h"
+#include "stormpy/proto/csum.h"
+#include "stormpy/proto/wire.h"
 
 #define CAP 2048
 #define PORT 7000

@@ -6,8 +6,8 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "stormpy/shm.h"
-#include "stormpy/table.h"
+#include "stormpy/engine/shm.h"
+#include "stormpy/engine/table.h"
 
 static void test_blocks_are_aligned_zeroed_and_reused(void)
 {

@@ -3,8 +3,8 @@
 #include <string.h>
 
 #include "check.h"
-#include "stormpy/csum.h"
-#include "stormpy/table.h"
+#include "stormpy/engine/table_ref.h"
+#include "stormpy/proto/csum.h"
 
 static const struct sp_patch DNS_LIKE[] = {
     {.op = SP_PATCH_INSERT, .field = 1, .dst = 12},

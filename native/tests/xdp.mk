@@ -18,11 +18,12 @@ CFLAGS ?= -std=gnu11 -O2 -g -Wall -Wextra -Wshadow -Werror -fno-omit-frame-point
 ifeq ($(SAN),1)
 CFLAGS += -fsanitize=address,undefined -fno-sanitize-recover=all
 endif
-# SP_WITH_XDP compiles xdp.c in; SP_XDP_BPF_OBJ embeds the object (.incbin, absolute path).
+# SP_WITH_XDP compiles the AF_XDP files in; SP_XDP_BPF_OBJ embeds the object (.incbin, absolute path).
 XDP_DEFS := -DSP_WITH_XDP -DSP_XDP_BPF_OBJ='"$(abspath $(BIN)/steer.bpf.o)"'
 XDP_LIBS := $(shell pkg-config --libs libxdp libbpf 2>/dev/null || echo -lxdp -lbpf) -lpthread
 
-SOURCES := $(wildcard ../fastpath/*.c) $(wildcard ../proto/*.c) ../worker.c ../io/xdp.c
+SOURCES := $(wildcard ../proto/*.c ../engine/*.c ../app/*/*.c) ../io/xdp_program.c ../io/xdp_socket.c
+HEADERS := $(wildcard ../include/stormpy/*.h ../include/stormpy/*/*.h ../include/stormpy/*/*/*.h ../io/*.h)
 
 smoke: $(BIN)/steer.bpf.o $(BIN)/xdp_smoke
 
@@ -30,7 +31,7 @@ $(BIN)/steer.bpf.o: ../bpf/steer.bpf.c
 	@mkdir -p $(BIN)
 	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 
-$(BIN)/xdp_smoke: xdp_smoke.c $(SOURCES) $(BIN)/steer.bpf.o $(wildcard ../include/stormpy/*.h)
+$(BIN)/xdp_smoke: xdp_smoke.c $(SOURCES) $(BIN)/steer.bpf.o $(HEADERS)
 	@mkdir -p $(BIN)
 	$(CC) $(CFLAGS) $(XDP_DEFS) -I../include -o $@ xdp_smoke.c $(SOURCES) $(XDP_LIBS)
 

@@ -18,10 +18,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "stormpy/dns.h"
-#include "stormpy/table.h"
-#include "stormpy/worker.h"
-#include "stormpy/xdp_io.h"
+#include "stormpy/app/dns/dns.h"
+#include "stormpy/engine/table.h"
+#include "stormpy/engine/worker.h"
+#include "stormpy/io/xdp_socket.h"
 
 #define WWW "\x03www\x07" "example\x03" "com"
 #define MAX_QUEUES 64

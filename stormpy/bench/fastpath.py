@@ -4,7 +4,7 @@ no root.
 Two loops are timed, both in C without the GIL:
 - the DNS layer: every query through `sp_dns_answer`, the function the workers call;
 - whole frames (Ethernet, IPv4, UDP, DNS) through the real frame worker on the memory
-  backend (`frames.run_memory_worker`), replies rendered into a TX buffer (memcpy) or sent
+  backend (`_core.run_memory_worker`), replies rendered into a TX buffer (memcpy) or sent
   from the pre-copy pool (precopy).
 
 With valgrind present, callgrind counts instructions per query, which is stable on a
@@ -23,9 +23,9 @@ import sys
 import tempfile
 import time
 
+from stormpy._core import run_memory_worker
 from stormpy.bench.callgrind import TOGGLE, count_instructions, why_no_callgrind
 from stormpy.bench.errors import BenchError
-from stormpy.bench.frames import run_memory_worker
 from stormpy.bench.report import count_or_na, markdown_table, say, write_csv
 from stormpy.bench.workload import CompiledWorkload
 

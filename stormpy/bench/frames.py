@@ -1,5 +1,4 @@
-"""Whole Ethernet + IPv4 + UDP frames for the memory backend, and the frame worker that
-answers them. Frames are packed with struct: the benchmarks build hundreds of thousands,
+"""Whole Ethernet + IPv4 + UDP frames for the memory backend. Frames are packed with struct: the benchmarks build hundreds of thousands,
 and a packet library's per-frame cost would be most of a run."""
 from __future__ import annotations
 
@@ -7,12 +6,6 @@ import struct
 
 SERVER_MAC, CLIENT_MAC = bytes.fromhex("020000000001"), bytes.fromhex("020000000002")
 SERVER_V4, CLIENT_V4 = bytes([198, 18, 0, 1]), bytes([198, 18, 0, 2])
-
-
-def run_memory_worker(ref, frames: list, **options):
-    """The real frame worker loop on the memory backend, over `frames`, answering from the
-    table `ref` publishes: (captured replies, counters). Every benchmark calls it here."""
-    return ref.run_frames(frames, **options)
 
 
 def checksum(data: bytes) -> int:

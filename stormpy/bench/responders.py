@@ -3,7 +3,7 @@ path, the Python slow path, and scapy's AnsweringMachine, in one run, no kernel 
 root.
 
 Every figure is whole Ethernet frames through the real frame worker loop on the memory
-backend (`frames.run_memory_worker`, one thread, so one core):
+backend (`_core.run_memory_worker`, one thread, so one core):
 - dns: section 2's DNS workload (--names, default 1,000 names; 80% existing names, 10% NODATA, 10%
   NXDOMAIN), exactly as `stormpy bench fastpath` runs its frames;
 - kv: a key-value responder, rule `GET <key>\\r\\n` (key=slice(4, None), key_stop
@@ -43,10 +43,11 @@ import sys
 import tempfile
 import time
 
+from stormpy._core import run_memory_worker
 from stormpy.bench.callgrind import TOGGLE, count_instructions, why_no_callgrind
 from stormpy.bench.errors import BenchError
 from stormpy.bench.fastpath import callgrind_args
-from stormpy.bench.frames import check_reply, make_frame, run_memory_worker, source_port, udp_payload
+from stormpy.bench.frames import check_reply, make_frame, source_port, udp_payload
 from stormpy.bench.report import count_or_na, markdown_table, say, write_csv
 from stormpy.bench.workload import CompiledWorkload
 
@@ -119,7 +120,8 @@ class ResponderWorkload:
         frames = self.kv_frames if path == "kv" else self.echo_frames
         app = self.rules if path in RULE_PATHS else self.slow
         return run_memory_worker(
-            self.ref("rules" if path in RULE_PATHS else "slow"), frames, port=self.port, batch=batch, rounds=rounds, identity=None, responder=True,
+            self.ref("rules" if path in RULE_PATHS else "slow"), frames, port=self.port,
+            batch=batch, rounds=rounds, identity=None, responder=True,
             handler=app.handler, all_frames=app.all_frames, max_udp=4096,
             capture_max=(1 << 24) if capture else 0)
 

@@ -1,14 +1,13 @@
 # C declarations of the native core (native/include/stormpy/*.h).
 from libc.stdint cimport uint8_t, uint16_t, uint32_t, uint64_t, int64_t
 
-cdef extern from "stormpy/csum.h" nogil:
+cdef extern from "stormpy/proto/csum.h" nogil:
     uint32_t sp_csum_partial(const void *data, size_t len, uint32_t sum)
     uint16_t sp_csum_fold(uint32_t sum)
 
-cdef extern from "stormpy/table.h" nogil:
+cdef extern from "stormpy/engine/table.h" nogil:
     enum:
         SP_FIELDS
-        SP_MAX_WORKERS
         SP_PATCH_COPY
         SP_PATCH_COPY_BITS
         SP_PATCH_INSERT
@@ -32,8 +31,6 @@ cdef extern from "stormpy/table.h" nogil:
         pass
     struct sp_table_info:
         uint64_t keys, responses, patches, arena_bytes, slots, memory_bytes
-    struct sp_table_ref:
-        pass
 
     sp_table_builder *sp_table_builder_new()
     void sp_table_builder_free(sp_table_builder *b)
@@ -54,6 +51,11 @@ cdef extern from "stormpy/table.h" nogil:
     int sp_table_set_program(sp_table_builder *b, const void *program, uint32_t len)
     void sp_table_get_info(const sp_table *t, sp_table_info *info)
 
+cdef extern from "stormpy/engine/table_ref.h" nogil:
+    enum:
+        SP_MAX_WORKERS
+    struct sp_table_ref:
+        pass
     void sp_table_ref_init(sp_table_ref *ref, sp_table *t)
     const sp_table *sp_table_ref_enter(sp_table_ref *ref, int worker)
     void sp_table_ref_leave(sp_table_ref *ref, int worker)
@@ -61,7 +63,7 @@ cdef extern from "stormpy/table.h" nogil:
     sp_table *sp_table_ref_swap(sp_table_ref *ref, sp_table *t)
     bint sp_table_ref_wait(sp_table_ref *ref, int timeout_ms)
 
-cdef extern from "stormpy/dns.h" nogil:
+cdef extern from "stormpy/app/dns/dns.h" nogil:
     enum:
         SP_DNS_EXACT
         SP_DNS_OTHER
@@ -93,7 +95,7 @@ cdef extern from "stormpy/dns.h" nogil:
                          size_t len, bint tcp, uint8_t *out, size_t cap, sp_dns_query *q,
                          sp_dns_counters *c)
 
-cdef extern from "stormpy/udpip.h" nogil:
+cdef extern from "stormpy/proto/udpip.h" nogil:
     struct sp_udpip:
         uint8_t family
         uint8_t src[16]
@@ -105,14 +107,14 @@ cdef extern from "stormpy/udpip.h" nogil:
     size_t sp_udpip_write_reply(uint8_t *out, const sp_udpip *req, size_t payload_len,
                                 uint32_t payload_sum, uint8_t ttl)
 
-cdef extern from "stormpy/counters.h" nogil:
+cdef extern from "stormpy/engine/counters.h" nogil:
     enum:
         SP_HIST_BUCKETS
 
-cdef extern from "stormpy/socket_io.h" nogil:
+cdef extern from "stormpy/io/socket.h" nogil:
     sp_io *sp_sock_io_open(int fd, unsigned batch, uint16_t tx_max)
 
-cdef extern from "stormpy/shm.h" nogil:
+cdef extern from "stormpy/engine/shm.h" nogil:
     struct sp_shm:
         pass
     struct sp_shm_info:
@@ -126,7 +128,7 @@ cdef extern from "stormpy/shm.h" nogil:
     int sp_shm_contains(const sp_shm *s, const void *p)
     void sp_shm_get_info(const sp_shm *s, sp_shm_info *info)
 
-cdef extern from "stormpy/frame.h" nogil:
+cdef extern from "stormpy/engine/frame.h" nogil:
     struct sp_frame_config:
         uint16_t port
         uint8_t ttl
@@ -157,7 +159,7 @@ cdef extern from "stormpy/frame.h" nogil:
         size_t headers
         sp_udpip u
 
-cdef extern from "stormpy/rrl.h" nogil:
+cdef extern from "stormpy/app/dns/rrl.h" nogil:
     enum:
         SP_RRL_ALLOW_MAX
     struct sp_rrl_prefix:
@@ -205,7 +207,7 @@ cdef extern from "stormpy/io.h" nogil:
     sp_io *sp_mem_io_open(const uint8_t *frames, size_t len, uint64_t rounds, size_t capture_max)
     const uint8_t *sp_mem_io_captured(const sp_io *io, size_t *len)
 
-cdef extern from "stormpy/precopy.h" nogil:
+cdef extern from "stormpy/app/dns/precopy.h" nogil:
     enum:
         SP_PRECOPY_DEFAULT_FRAMES
     struct sp_precopy_counters:
@@ -216,7 +218,7 @@ cdef extern from "stormpy/precopy.h" nogil:
         pass
     const sp_precopy_counters *sp_precopy_get_counters(const sp_precopy *p)
 
-cdef extern from "stormpy/rules.h" nogil:
+cdef extern from "stormpy/app/rules/rules.h" nogil:
     enum:
         SP_RULES_MAGIC
         SP_RULES_MAX
@@ -265,7 +267,7 @@ cdef extern from "stormpy/rules.h" nogil:
 ctypedef unsigned (*sp_slow_path_fn)(void *ctx, const sp_slow_packet *p, unsigned n,
                                       sp_frame *tx, unsigned ntx) noexcept
 
-cdef extern from "stormpy/worker.h" nogil:
+cdef extern from "stormpy/engine/worker.h" nogil:
     struct sp_frame_worker:
         sp_io *io
         sp_table_ref *ref
@@ -286,12 +288,25 @@ cdef extern from "stormpy/worker.h" nogil:
         sp_slow_path_fn slow_path
         void *slow_ctx
         sp_responder_counters responder_counters
+    struct sp_frame_worker_config:
+        sp_io *io
+        sp_table_ref *ref
+        int index
+        unsigned batch
+        uint64_t tx_flush_ns
+        uint16_t port
+        uint8_t ttl
+        uint16_t max_udp
+        sp_rrl *rrl
+        unsigned precopy_frames
+    int sp_frame_worker_init(sp_frame_worker *w, const sp_frame_worker_config *cfg, char *err,
+                             size_t errlen)
+    void sp_frame_worker_rearm(sp_frame_worker *w)
     uint64_t sp_frame_worker_run(sp_frame_worker *w)
-    int sp_frame_worker_precopy(sp_frame_worker *w, unsigned frames, char *err, size_t errlen)
     void sp_frame_worker_close(sp_frame_worker *w)
     void sp_frame_worker_stop(sp_frame_worker *w)
 
-cdef extern from "stormpy/packet_io.h" nogil:
+cdef extern from "stormpy/io/packet.h" nogil:
     struct sp_packet_config:
         const char *ifname
         uint16_t fanout_group
@@ -300,7 +315,7 @@ cdef extern from "stormpy/packet_io.h" nogil:
         int precopy
     sp_io *sp_packet_io_open(const sp_packet_config *cfg, char *err, size_t errlen)
 
-cdef extern from "stormpy/netmap_io.h" nogil:
+cdef extern from "stormpy/io/netmap.h" nogil:
     struct sp_netmap_config:
         const char *ifname
         unsigned queue
@@ -310,24 +325,26 @@ cdef extern from "stormpy/netmap_io.h" nogil:
     sp_io *sp_netmap_io_open(const sp_netmap_config *cfg, char *err, size_t errlen)
     int sp_have_netmap()
 
-cdef extern from "stormpy/xdp_io.h" nogil:
+cdef extern from "stormpy/io/xdp_program.h" nogil:
     enum sp_xdp_attach_mode:
         SP_XDP_ATTACH_AUTO
         SP_XDP_ATTACH_NATIVE
         SP_XDP_ATTACH_GENERIC
     struct sp_xdp_prog:
         pass
+    sp_xdp_prog *sp_xdp_prog_attach(const char *ifname, uint16_t port, sp_xdp_attach_mode mode,
+                                    char *err, size_t errlen)
+    void sp_xdp_prog_detach(sp_xdp_prog *prog)
+    sp_xdp_attach_mode sp_xdp_prog_mode(const sp_xdp_prog *prog)
+    unsigned sp_xdp_prog_queues(const sp_xdp_prog *prog)
+    int sp_have_xdp()
+
+cdef extern from "stormpy/io/xdp_socket.h" nogil:
     struct sp_xdp_config:
         uint32_t frame_size, rx_size, fill_size, tx_size, comp_size
         int copy_mode
         int poll_busy
         int poll_timeout_ms
         uint32_t pool_frames
-    sp_xdp_prog *sp_xdp_prog_attach(const char *ifname, uint16_t port, sp_xdp_attach_mode mode,
-                                    char *err, size_t errlen)
-    void sp_xdp_prog_detach(sp_xdp_prog *prog)
-    sp_xdp_attach_mode sp_xdp_prog_mode(const sp_xdp_prog *prog)
-    unsigned sp_xdp_prog_queues(const sp_xdp_prog *prog)
     sp_io *sp_xdp_io_open(sp_xdp_prog *prog, uint32_t queue_id, const sp_xdp_config *cfg,
                           char *err, size_t errlen)
-    int sp_have_xdp()

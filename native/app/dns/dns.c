@@ -1,0 +1,390 @@
+/* DNS query parsing and answering from the response table. See dns.h. */
+#include "stormpy/app/dns/dns.h"
+
+#include <string.h>
+
+#include "stormpy/proto/wire.h"
+
+#define QR 0x80
+#define AA 0x04
+#define TC 0x02
+#define RD 0x01
+#define CD 0x10
+#define TYPE_OPT 41
+#define CLASS_IN 1
+#define CLASS_CH 3
+#define CLASS_ANY 255
+#define TYPE_IXFR 251
+#define TYPE_AXFR 252
+#define OPCODE_NOTIFY 4
+#define OPCODE_UPDATE 5
+#define OPT_EDE 15
+#define EDE_NOT_AUTHORITATIVE 20
+
+/* ASCII lower case of 8 bytes at once: bytes 'A'..'Z' gain 0x20, all others stay.
+ * Label length bytes (at most 63) are never in 'A'..'Z'. */
+static inline uint64_t lower8(uint64_t v)
+{
+    const uint64_t ones = 0x0101010101010101ULL, high = 0x8080808080808080ULL;
+    uint64_t low7 = v & ~high;
+    uint64_t at_least_a = low7 + ones * (0x80 - 'A');
+    uint64_t past_z = low7 + ones * (0x80 - 'Z' - 1);
+    uint64_t upper = at_least_a & ~past_z & ~v & high;
+    return v | (upper >> 2);
+}
+
+/* Reads the question name at pos into q, decompressing. Each pointer must point
+ * before the previous one's target, so a pointer chain always ends. Returns the
+ * offset just past the name in the message, or 0 when malformed. */
+static size_t parse_qname(const uint8_t *msg, size_t len, size_t pos, struct sp_dns_query *q)
+{
+    size_t end = 0, limit = pos, out = 0;
+    uint8_t labels = 0;
+    for (;;) {
+        if (pos >= len)
+            return 0;
+        uint8_t c = msg[pos];
+        if (c == 0) {
+            if (out + 1 > SP_DNS_NAME_MAX)
+                return 0;
+            q->question[out++] = 0;
+            if (!end)
+                end = pos + 1;
+            break;
+        }
+        if ((c & 0xc0) == 0xc0) {
+            if (pos + 1 >= len)
+                return 0;
+            size_t target = (size_t)(c & 0x3f) << 8 | msg[pos + 1];
+            if (target >= limit)
+                return 0;
+            if (!end)
+                end = pos + 2;
+            limit = target;
+            pos = target;
+            continue;
+        }
+        if (c & 0xc0)          /* extended label types are obsolete */
+            return 0;
+        if (pos + 1 + c > len || out + 1 + c + 1 > SP_DNS_NAME_MAX || labels >= SP_DNS_LABELS_MAX)
+            return 0;
+        q->label_off[labels++] = (uint8_t)out;
+        memcpy(q->question + out, msg + pos, 1 + (size_t)c);
+        out += 1 + (size_t)c;
+        pos += 1 + (size_t)c;
+    }
+    for (size_t i = 0; i < out; i += 8) {   /* both buffers are padded to 8 bytes */
+        uint64_t v;
+        memcpy(&v, q->question + i, 8);
+        v = lower8(v);
+        memcpy(q->name_lower + i, &v, 8);
+    }
+    q->name_len = (uint8_t)out;
+    q->nlabels = labels;
+    return end;
+}
+
+/* Skips an owner name in a resource record without decompressing it. */
+static size_t skip_name(const uint8_t *msg, size_t len, size_t pos)
+{
+    for (unsigned hops = 0; hops < SP_DNS_NAME_MAX; hops++) {
+        if (pos >= len)
+            return 0;
+        uint8_t c = msg[pos];
+        if (c == 0)
+            return pos + 1;
+        if ((c & 0xc0) == 0xc0)
+            return pos + 2 <= len ? pos + 2 : 0;
+        if (c & 0xc0)
+            return 0;
+        pos += 1 + (size_t)c;
+    }
+    return 0;
+}
+
+/* Walks the answer, authority and additional records that follow the question.
+ * Well-formed records in the first two are ignored; the additional section may
+ * hold at most one OPT, and nothing may follow the last record. */
+static enum sp_dns_verdict parse_records(const uint8_t *msg, size_t len, size_t pos,
+                                         unsigned skipped, unsigned additional,
+                                         struct sp_dns_query *q)
+{
+    for (unsigned i = 0; i < skipped + additional; i++) {
+        pos = skip_name(msg, len, pos);
+        if (!pos || pos + 10 > len)
+            return SP_DNS_FORMERR;
+        uint16_t type = sp_get16(msg + pos);
+        uint16_t rdlen = sp_get16(msg + pos + 8);
+        size_t rdata = pos + 10;
+        if (rdata + rdlen > len)
+            return SP_DNS_FORMERR;
+        if (type == TYPE_OPT) {
+            if (i < skipped || q->edns) {
+                q->edns = false;
+                return SP_DNS_FORMERR;
+            }
+            q->edns_size = sp_get16(msg + pos + 2);
+            q->edns_version = msg[pos + 5];
+            q->edns_do = (msg[pos + 6] & 0x80) != 0;
+            for (size_t o = rdata; o < rdata + rdlen;) {   /* options: code, length, data */
+                if (o + 4 > rdata + rdlen || o + 4 + sp_get16(msg + o + 2) > rdata + rdlen) {
+                    q->edns = false;
+                    return SP_DNS_FORMERR;
+                }
+                o += 4 + (size_t)sp_get16(msg + o + 2);
+            }
+            q->edns = true;
+        }
+        pos = rdata + rdlen;
+    }
+    return pos == len ? SP_DNS_LOOKUP : SP_DNS_FORMERR;
+}
+
+enum sp_dns_verdict sp_dns_parse(const uint8_t *msg, size_t len, struct sp_dns_query *q)
+{
+    q->has_question = false;
+    q->edns = false;
+    q->edns_do = false;
+    q->edns_version = 0;
+    q->edns_size = 0;
+    if (len < SP_DNS_HEADER_LEN || (msg[2] & QR))
+        return SP_DNS_DROP;
+    q->opcode = (msg[2] >> 3) & 0x0f;
+    uint16_t qdcount = sp_get16(msg + 4);
+    uint16_t ancount = sp_get16(msg + 6);
+    uint16_t nscount = sp_get16(msg + 8);
+    uint16_t arcount = sp_get16(msg + 10);
+
+    if (qdcount > 1)
+        return SP_DNS_DROP;        /* as Knot DNS: no answer to a question we cannot echo */
+    if (qdcount == 0) {
+        parse_records(msg, len, SP_DNS_HEADER_LEN, (unsigned)ancount + nscount, arcount, q);
+        return SP_DNS_FORMERR;     /* with an OPT when a valid one came */
+    }
+    size_t pos = parse_qname(msg, len, SP_DNS_HEADER_LEN, q);
+    if (!pos || pos + 4 > len)
+        return SP_DNS_FORMERR;
+    memcpy(q->question + q->name_len, msg + pos, 4);
+    q->qtype = sp_get16(msg + pos);
+    q->qclass = sp_get16(msg + pos + 2);
+    q->question_len = (uint16_t)(q->name_len + 4);
+    q->has_question = true;
+    pos += 4;
+
+    enum sp_dns_verdict v = parse_records(msg, len, pos, (unsigned)ancount + nscount, arcount, q);
+    if (v != SP_DNS_LOOKUP)
+        return v;
+    if (q->edns && q->edns_version != 0)
+        return SP_DNS_BADVERS;
+    if (q->opcode == OPCODE_NOTIFY || q->opcode == OPCODE_UPDATE)
+        return SP_DNS_NOTAUTH;    /* known operations this server permits to nobody */
+    if (q->opcode != 0 || q->qtype == 0)
+        return SP_DNS_NOTIMP;
+    if (q->qtype == TYPE_IXFR || q->qtype == TYPE_AXFR)
+        return SP_DNS_TRANSFER;
+    if (q->qclass != CLASS_IN && q->qclass != CLASS_CH && q->qclass != CLASS_ANY)
+        return SP_DNS_REFUSED;
+    return SP_DNS_LOOKUP;
+}
+
+size_t sp_dns_udp_limit(const struct sp_dns_query *q, const struct sp_dns_config *cfg)
+{
+    if (!q->edns || q->edns_size <= SP_DNS_UDP_MIN)
+        return SP_DNS_UDP_MIN;
+    return q->edns_size < cfg->max_udp ? q->edns_size : cfg->max_udp;
+}
+
+const struct sp_response *sp_dns_lookup(const struct sp_table *t, const struct sp_dns_query *q)
+{
+    const struct sp_response *r;
+    uint16_t qclass = q->qclass == CLASS_ANY ? CLASS_IN : q->qclass;
+    r = sp_table_find(t, sp_dns_tag(SP_DNS_EXACT, qclass, q->qtype), q->name_lower, q->name_len);
+    if (r)
+        return r;
+    r = sp_table_find(t, sp_dns_tag(SP_DNS_OTHER, qclass, 0), q->name_lower, q->name_len);
+    if (r)
+        return r;
+    /* Closest encloser first: every ancestor, ending with the root label. */
+    for (unsigned i = 1; i <= q->nlabels; i++) {
+        size_t off = i < q->nlabels ? q->label_off[i] : (size_t)q->name_len - 1;
+        const uint8_t *suffix = q->name_lower + off;
+        size_t n = q->name_len - off;
+        r = sp_table_find(t, sp_dns_tag(SP_DNS_BELOW, qclass, q->qtype), suffix, n);
+        if (r)
+            return r;
+        r = sp_table_find(t, sp_dns_tag(SP_DNS_BELOW_OTHER, qclass, 0), suffix, n);
+        if (r)
+            return r;
+    }
+    return NULL;
+}
+
+/* The response OPT: our payload size, the client's DO bit, the upper bits of an
+ * extended rcode, and Extended DNS Error 20 on REFUSED (as Knot does). */
+#define EDE_LEN 6u
+#define RCODE_REFUSED_NO_ZONE 0x1005   /* REFUSED with EDE 20; internal only */
+
+static size_t opt_len(uint16_t rcode)
+{
+    return SP_DNS_OPT_LEN + (rcode == RCODE_REFUSED_NO_ZONE ? EDE_LEN : 0u);
+}
+
+static size_t write_opt(uint8_t *p, const struct sp_dns_query *q, const struct sp_dns_config *cfg,
+                        uint16_t rcode)
+{
+    p[0] = 0;
+    sp_put16(p + 1, TYPE_OPT);
+    sp_put16(p + 3, cfg->max_udp);
+    p[5] = rcode == RCODE_REFUSED_NO_ZONE ? 0 : (uint8_t)(rcode >> 4);
+    p[6] = 0;
+    p[7] = q->edns_do ? 0x80 : 0;
+    p[8] = 0;
+    sp_put16(p + 9, 0);
+    if (rcode == RCODE_REFUSED_NO_ZONE) {
+        sp_put16(p + 9, EDE_LEN);
+        sp_put16(p + 11, OPT_EDE);
+        sp_put16(p + 13, 2);
+        sp_put16(p + 15, EDE_NOT_AUTHORITATIVE);
+    }
+    return opt_len(rcode);
+}
+
+/* An answer made on the spot: header, the question when it parsed, OPT when the
+ * query had one. Carries no data, whatever the table holds. */
+static size_t write_error(const uint8_t *msg, const struct sp_dns_query *q,
+                          const struct sp_dns_config *cfg, uint16_t rcode, uint8_t *out, size_t cap)
+{
+    size_t qlen = q->has_question ? q->question_len : 0;
+    size_t need = SP_DNS_HEADER_LEN + qlen + (q->edns ? opt_len(rcode) : 0);
+    if (need > cap)
+        return 0;
+    memcpy(out, msg, 2);
+    out[2] = (uint8_t)(QR | (msg[2] & 0x78) | (msg[2] & RD));
+    out[3] = (uint8_t)((msg[3] & CD) | (rcode & 0x0f));
+    sp_put16(out + 4, q->has_question ? 1 : 0);
+    sp_put16(out + 6, 0);
+    sp_put16(out + 8, 0);
+    sp_put16(out + 10, q->edns ? 1 : 0);
+    memcpy(out + SP_DNS_HEADER_LEN, q->question, qlen);
+    if (q->edns)
+        write_opt(out + SP_DNS_HEADER_LEN + qlen, q, cfg, rcode);
+    return need;
+}
+
+/* The response does not fit: header and question only, TC set, so the client
+ * retries over TCP. */
+static size_t write_truncated(const struct sp_table *t, const struct sp_response *r,
+                              const uint8_t *msg, const struct sp_dns_query *q,
+                              const struct sp_dns_config *cfg, uint8_t *out, size_t cap)
+{
+    size_t need = SP_DNS_HEADER_LEN + q->question_len + (q->edns ? SP_DNS_OPT_LEN : 0);
+    if (need > cap)
+        return 0;
+    memcpy(out, sp_response_bytes(t, r), SP_DNS_HEADER_LEN);
+    memcpy(out, msg, 2);
+    out[2] = (uint8_t)((out[2] & ~RD) | (msg[2] & RD) | TC);
+    out[3] = (uint8_t)((out[3] & ~CD) | (msg[3] & CD));
+    sp_put16(out + 6, 0);
+    sp_put16(out + 8, 0);
+    sp_put16(out + 10, q->edns ? 1 : 0);
+    memcpy(out + SP_DNS_HEADER_LEN, q->question, q->question_len);
+    if (q->edns)
+        write_opt(out + SP_DNS_HEADER_LEN + q->question_len, q, cfg, 0);
+    return need;
+}
+
+static inline size_t count_rcode(struct sp_dns_counters *c, uint16_t rcode, size_t n)
+{
+    if (n)
+        c->rcode[rcode < 16 ? rcode : 16]++;
+    else
+        c->dropped++;
+    return n;
+}
+
+size_t sp_dns_full_len(const struct sp_response *r, const struct sp_dns_query *q,
+                       const struct sp_dns_config *cfg, size_t cap)
+{
+    size_t limit = sp_dns_udp_limit(q, cfg);
+    if (limit > cap)
+        limit = cap;
+    size_t n = r->len + q->question_len + (q->edns ? SP_DNS_OPT_LEN : 0);
+    return n <= limit ? n : 0;
+}
+
+size_t sp_dns_answer(const struct sp_table *t, const struct sp_dns_config *cfg,
+                     const uint8_t *msg, size_t len, bool tcp, uint8_t *out, size_t cap,
+                     struct sp_dns_query *q, struct sp_dns_counters *c)
+{
+    enum sp_dns_verdict v = sp_dns_parse(msg, len, q);
+    const struct sp_response *r = v == SP_DNS_LOOKUP ? sp_dns_lookup(t, q) : NULL;
+    return sp_dns_answer_parsed(t, cfg, msg, len, tcp, out, cap, q, v, r, c);
+}
+
+size_t sp_dns_answer_parsed(const struct sp_table *t, const struct sp_dns_config *cfg,
+                            const uint8_t *msg, size_t len, bool tcp, uint8_t *out, size_t cap,
+                            struct sp_dns_query *q, enum sp_dns_verdict verdict,
+                            const struct sp_response *r, struct sp_dns_counters *c)
+{
+    c->queries++;
+    switch (verdict) {
+    case SP_DNS_LOOKUP:
+    case SP_DNS_SLIP:
+        break;
+    case SP_DNS_DROP:
+        c->dropped++;
+        return 0;
+    case SP_DNS_FORMERR:
+        return count_rcode(c, SP_RCODE_FORMERR, write_error(msg, q, cfg, SP_RCODE_FORMERR, out, cap));
+    case SP_DNS_NOTIMP:
+        return count_rcode(c, SP_RCODE_NOTIMP, write_error(msg, q, cfg, SP_RCODE_NOTIMP, out, cap));
+    case SP_DNS_NOTAUTH:
+        return count_rcode(c, SP_RCODE_NOTAUTH, write_error(msg, q, cfg, SP_RCODE_NOTAUTH, out, cap));
+    case SP_DNS_TRANSFER: {
+        /* No zone transfers: AXFR is not a UDP operation at all; the rest are
+         * transfers nobody is allowed to make. */
+        uint16_t rcode = q->qtype == TYPE_AXFR && !tcp ? SP_RCODE_NOTIMP : SP_RCODE_NOTAUTH;
+        return count_rcode(c, rcode, write_error(msg, q, cfg, rcode, out, cap));
+    }
+    case SP_DNS_BADVERS:
+        return count_rcode(c, SP_RCODE_BADVERS, write_error(msg, q, cfg, SP_RCODE_BADVERS, out, cap));
+    case SP_DNS_REFUSED:
+        return count_rcode(c, SP_RCODE_REFUSED, write_error(msg, q, cfg, SP_RCODE_REFUSED, out, cap));
+    }
+
+    if (!r) {
+        uint16_t why = q->qclass == CLASS_CH ? SP_RCODE_REFUSED : RCODE_REFUSED_NO_ZONE;
+        return count_rcode(c, SP_RCODE_REFUSED, write_error(msg, q, cfg, why, out, cap));
+    }
+
+    size_t limit = tcp ? 65535 : sp_dns_udp_limit(q, cfg);
+    if (limit > cap)
+        limit = cap;
+    size_t opt = q->edns ? SP_DNS_OPT_LEN : 0;
+    uint16_t rcode = SP_DNS_USER_RCODE(r->user);
+    if (verdict == SP_DNS_SLIP)
+        return count_rcode(c, rcode, write_truncated(t, r, msg, q, cfg, out, limit));
+    size_t stored = r->len;
+    if (stored + q->question_len + opt > limit) {
+        /* Optional additional records go first; then the whole answer, with TC. */
+        stored = SP_DNS_USER_DROPPABLE(r->user);
+        if (!stored || stored + q->question_len + opt > limit) {
+            c->truncated++;
+            return count_rcode(c, rcode, write_truncated(t, r, msg, q, cfg, out, limit));
+        }
+    }
+
+    struct sp_request req = {
+        .field = {msg, q->question},
+        .field_len = {(uint16_t)len, q->question_len},
+    };
+    size_t n = sp_response_render_prefix(t, r, &req, stored, out, limit - opt);
+    if (n && stored != r->len)
+        sp_put16(out + 10, 0);
+    if (n && opt) {
+        write_opt(out + n, q, cfg, 0);
+        sp_put16(out + 10, (uint16_t)(sp_get16(out + 10) + 1));
+        n += opt;
+    }
+    return count_rcode(c, rcode, n);
+}

@@ -1,0 +1,296 @@
+/* Pre-copy mode: a set-associative cache of ready-made reply frames. See precopy.h. */
+#include "stormpy/app/dns/precopy.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "stormpy/app/dns/dns.h"
+#include "stormpy/proto/csum.h"
+
+enum { SLOT_EMPTY = 0, SLOT_IDLE, SLOT_BUSY };
+
+struct slot {
+    uint64_t key0, key1;     /* the tag: response pointer; epoch and layout */
+    uint8_t *data;
+    uint64_t id;
+    uint32_t cap;
+    uint32_t len;            /* the whole frame */
+    /* What the DNS layer adds to the table's rendering (the OPT record and the ARCOUNT
+     * that counts it), as a partial sum: the same for every query with this tag. */
+    uint32_t extra_sum;
+    uint8_t state;
+};
+
+struct sp_precopy {
+    unsigned nframes;
+    unsigned set_mask;
+    uint32_t epoch;
+    uint64_t generation;
+    const struct sp_table *table;
+    unsigned busy;
+    struct sp_precopy_counters counters;
+    uint8_t *hand;           /* per set: where the search for a victim starts */
+    struct slot slots[];
+};
+
+struct sp_precopy *sp_precopy_new(unsigned frames)
+{
+    if (frames < SP_PRECOPY_WAYS || frames > SP_PRECOPY_MAX_FRAMES)
+        return NULL;
+    unsigned sets = 1;
+    while (sets * 2 * SP_PRECOPY_WAYS <= frames)
+        sets *= 2;
+    unsigned n = sets * SP_PRECOPY_WAYS;
+    struct sp_precopy *p = calloc(1, sizeof(*p) + (size_t)n * sizeof(struct slot));
+    if (!p)
+        return NULL;
+    p->hand = calloc(sets, 1);
+    if (!p->hand) {
+        free(p);
+        return NULL;
+    }
+    p->nframes = n;
+    p->set_mask = sets - 1;
+    return p;
+}
+
+void sp_precopy_free(struct sp_precopy *p)
+{
+    if (p) {
+        free(p->hand);
+        free(p);
+    }
+}
+
+unsigned sp_precopy_frames(const struct sp_precopy *p)
+{
+    return p->nframes;
+}
+
+void sp_precopy_set_frame(struct sp_precopy *p, unsigned i, uint8_t *data, uint32_t cap,
+                          uint64_t id)
+{
+    if (i >= p->nframes)
+        return;
+    p->slots[i].data = data;
+    p->slots[i].cap = cap;
+    p->slots[i].id = id;
+    p->slots[i].state = SLOT_EMPTY;
+}
+
+uint8_t *sp_precopy_lend_heap(struct sp_precopy *p)
+{
+    uint8_t *mem = malloc((size_t)p->nframes * SP_FRAME_MAX);
+    if (!mem)
+        return NULL;
+    for (unsigned i = 0; i < p->nframes; i++)
+        sp_precopy_set_frame(p, i, mem + (size_t)i * SP_FRAME_MAX, SP_FRAME_MAX, i);
+    return mem;
+}
+
+void sp_precopy_begin(struct sp_precopy *p, const struct sp_table *t, uint64_t generation)
+{
+    if (t == p->table && generation == p->generation)
+        return;
+    p->table = t;
+    p->generation = generation;
+    p->epoch++;
+    /* Idle copies go now; the epoch in the tag covers those still in flight. */
+    for (unsigned i = 0; i < p->nframes; i++)
+        if (p->slots[i].state == SLOT_IDLE)
+            p->slots[i].state = SLOT_EMPTY;
+}
+
+void sp_precopy_complete(struct sp_precopy *p, uint32_t index)
+{
+    if (index >= p->nframes || p->slots[index].state != SLOT_BUSY)
+        return;
+    struct slot *s = &p->slots[index];
+    s->state = (uint32_t)(s->key1 >> 32) == p->epoch ? SLOT_IDLE : SLOT_EMPTY;
+    p->busy--;
+}
+
+const struct sp_precopy_counters *sp_precopy_get_counters(const struct sp_precopy *p)
+{
+    return &p->counters;
+}
+
+unsigned sp_precopy_in_flight(const struct sp_precopy *p)
+{
+    return p->busy;
+}
+
+static inline unsigned set_of(const struct sp_precopy *p, uint64_t key0, uint64_t key1)
+{
+    uint64_t h = (key0 ^ (key1 * 0x9e3779b97f4a7c15ull)) * 0xff51afd7ed558ccdull;
+    return (unsigned)(h ^ (h >> 29) ^ (h >> 47)) & p->set_mask;
+}
+
+/* The INSERT patch's length for this request (0 when the response has none). */
+static size_t insert_len(const struct sp_table *t, const struct sp_response *r,
+                         const struct sp_request *req)
+{
+    const struct sp_patch *pt = sp_response_patches(t, r);
+    for (uint16_t i = 0; i < r->npatch; i++)
+        if (pt[i].op == SP_PATCH_INSERT)
+            return req->field_len[pt[i].field];
+    return 0;
+}
+
+/* False when a patch would read past its request field: sp_response_render() then
+ * fails, and the memcpy path must be the one to find out and count it. */
+static bool patches_fit(const struct sp_table *t, const struct sp_response *r,
+                        const struct sp_request *req)
+{
+    const struct sp_patch *pt = sp_response_patches(t, r);
+    for (uint16_t i = 0; i < r->npatch; i++) {
+        uint16_t flen = req->field_len[pt[i].field];
+        if ((pt[i].op == SP_PATCH_COPY && (size_t)pt[i].src + pt[i].len > flen) ||
+            (pt[i].op == SP_PATCH_COPY_BITS && pt[i].src >= flen))
+            return false;
+    }
+    return true;
+}
+
+/* The per-request bytes of the payload, in place: what sp_response_render() takes
+ * from the request. Everything else in the copy is already right. */
+static void rewrite_payload(const struct sp_table *t, const struct sp_response *r,
+                            const struct sp_request *req, size_t ins_len, uint8_t *out)
+{
+    const struct sp_patch *pt = sp_response_patches(t, r);
+    for (uint16_t i = 0; i < r->npatch; i++) {
+        const uint8_t *src = req->field[pt[i].field];
+        size_t at = pt[i].dst < r->insert_at ? pt[i].dst : pt[i].dst + ins_len;
+        switch (pt[i].op) {
+        case SP_PATCH_INSERT:
+            memcpy(out + r->insert_at, src, ins_len);
+            break;
+        case SP_PATCH_COPY:
+            memcpy(out + at, src + pt[i].src, pt[i].len);
+            break;
+        case SP_PATCH_COPY_BITS:
+            out[at] = (uint8_t)((out[at] & ~pt[i].mask) | (src[pt[i].src] & pt[i].mask));
+            break;
+        default:
+            break;
+        }
+    }
+}
+
+/* An idle copy with the tag, or NULL and in *victim a way to fill (NULL: none is
+ * free of flight and large enough). */
+static struct slot *lookup(struct sp_precopy *p, uint64_t key0, uint64_t key1, size_t flen,
+                           struct slot **victim)
+{
+    unsigned set = set_of(p, key0, key1);
+    struct slot *ways = &p->slots[(size_t)set * SP_PRECOPY_WAYS];
+    struct slot *empty = NULL;
+    for (unsigned i = 0; i < SP_PRECOPY_WAYS; i++) {
+        struct slot *s = &ways[i];
+        if (s->state == SLOT_IDLE && s->key0 == key0 && s->key1 == key1)
+            return s;
+        if (!empty && s->state == SLOT_EMPTY && s->cap >= flen)
+            empty = s;
+    }
+    *victim = empty;
+    if (empty)
+        return NULL;
+    /* Round robin over the idle ways: cheap, and no way stays hot for ever. */
+    unsigned h = p->hand[set];
+    for (unsigned k = 0; k < SP_PRECOPY_WAYS; k++) {
+        unsigned i = (h + k) % SP_PRECOPY_WAYS;
+        if (ways[i].state == SLOT_IDLE && ways[i].cap >= flen) {
+            p->hand[set] = (uint8_t)((i + 1) % SP_PRECOPY_WAYS);
+            *victim = &ways[i];
+            break;
+        }
+    }
+    return NULL;
+}
+
+static size_t send_slot(struct sp_precopy *p, struct slot *s, struct sp_frame *out)
+{
+    s->state = SLOT_BUSY;
+    p->busy++;
+    out->data = s->data;
+    out->len = s->len;
+    out->cap = s->cap;
+    out->id = s->id;
+    out->pool = (int32_t)(s - p->slots);
+    return s->len;
+}
+
+size_t sp_precopy_answer(struct sp_precopy *p, const struct sp_table *t,
+                         const struct sp_frame_config *cfg, const uint8_t *rx, size_t len,
+                         const struct sp_frame *tx, struct sp_frame *out,
+                         struct sp_frame_scratch *scratch, struct sp_frame_counters *c)
+{
+    struct sp_frame_query fq;
+    size_t n;
+    if (sp_frame_parse(cfg, rx, len, tx->data, tx->cap, &fq, &n, c) != SP_FRAME_QUERY) {
+        if (n) {
+            *out = *tx;
+            out->len = (uint32_t)n;
+        }
+        return n;
+    }
+    size_t dns_cap = sp_frame_dns_cap(cfg, &fq, tx->cap);
+    if (!dns_cap)
+        return 0;
+    struct sp_dns_query *q = &scratch->query;
+    const uint8_t *msg = rx + fq.l2 + fq.u.payload_off;
+    size_t mlen = fq.u.payload_len;
+    enum sp_dns_verdict v = sp_dns_parse(msg, mlen, q);
+    const struct sp_response *r = v == SP_DNS_LOOKUP ? sp_dns_lookup(t, q) : NULL;
+    if (scratch->rrl && !sp_frame_rrl(scratch, fq.u.family, fq.u.src, &v, r, c))
+        return 0;
+    size_t full = r && v == SP_DNS_LOOKUP ? sp_dns_full_len(r, q, &cfg->dns, dns_cap) : 0;
+    struct sp_request req = {
+        .field = {msg, q->question},
+        .field_len = {(uint16_t)mlen, q->question_len},
+    };
+    if (full && patches_fit(t, r, &req)) {
+        size_t ins = insert_len(t, r, &req);
+        size_t flen = fq.headers + full;
+        uint64_t key0 = (uint64_t)(uintptr_t)r;
+        uint64_t key1 = (uint64_t)p->epoch << 32 | (uint64_t)(ins & 0xffff) << 16 |
+                        (uint64_t)fq.l2 << 8 | (uint64_t)(fq.u.family == 6) << 2 |
+                        (uint64_t)q->edns << 1 | (uint64_t)q->edns_do;
+        struct slot *victim = NULL;
+        struct slot *s = lookup(p, key0, key1, flen, &victim);
+        if (s) {
+            uint8_t *payload = s->data + fq.headers;
+            rewrite_payload(t, r, &req, ins, payload);
+            uint32_t sum = sp_csum_add(sp_response_sum(t, r, &req), s->extra_sum);
+            sp_frame_write_headers(cfg, rx, &fq, s->data, full, sum);
+            uint16_t rcode = SP_DNS_USER_RCODE(r->user);
+            c->dns.queries++;
+            c->dns.rcode[rcode < 16 ? rcode : 16]++;
+            p->counters.hits++;
+            return send_slot(p, s, out);
+        }
+        if (victim) {
+            n = sp_frame_reply(t, cfg, rx, &fq, v, r, victim->data, victim->cap, q, c);
+            if (!n) {                 /* counted by the DNS layer, as in memcpy mode */
+                victim->state = SLOT_EMPTY;
+                return 0;
+            }
+            victim->key0 = n == flen ? key0 : 0;   /* not the frame foreseen: never a hit */
+            victim->key1 = key1;
+            victim->len = (uint32_t)n;
+            /* Summed once per fill, so that no hit ever sums the payload again. */
+            uint32_t whole = sp_csum_partial(victim->data + fq.headers, full, 0);
+            victim->extra_sum = sp_csum_sub(whole, sp_response_sum(t, r, &req));
+            p->counters.fills++;
+            return send_slot(p, victim, out);
+        }
+        p->counters.fallbacks++;
+    }
+    n = sp_frame_reply(t, cfg, rx, &fq, v, r, tx->data, tx->cap, q, c);
+    if (n) {
+        *out = *tx;
+        out->len = (uint32_t)n;
+        out->pool = -1;
+    }
+    return n;
+}

@@ -1,0 +1,69 @@
+/* Response rate limiting. See rrl.h. */
+#include "stormpy/app/dns/rrl.h"
+
+#include <string.h>
+
+size_t sp_rrl_size(uint64_t buckets)
+{
+    return sizeof(struct sp_rrl) + buckets * sizeof(struct sp_rrl_bucket);
+}
+
+struct sp_rrl *sp_rrl_init(void *mem, uint64_t buckets, const struct sp_rrl_config *cfg)
+{
+    if (!buckets || (buckets & (buckets - 1)) || cfg->v4_prefix > 32 || cfg->v6_prefix > 128 ||
+        cfg->nallow > SP_RRL_ALLOW_MAX)
+        return NULL;
+    for (uint32_t i = 0; i < cfg->nallow; i++)
+        if ((cfg->allow[i].family != 4 && cfg->allow[i].family != 6) ||
+            cfg->allow[i].len > (cfg->allow[i].family == 4 ? 32 : 128))
+            return NULL;
+    struct sp_rrl *r = mem;
+    r->cfg = *cfg;
+    r->mask = buckets - 1;
+    return r;
+}
+
+static int prefix_match(const uint8_t *a, const uint8_t *b, unsigned bits)
+{
+    unsigned whole = bits / 8, rest = bits % 8;
+    if (memcmp(a, b, whole) != 0)
+        return 0;
+    return !rest || ((a[whole] ^ b[whole]) & (uint8_t)(0xff << (8 - rest))) == 0;
+}
+
+static uint64_t mix(uint64_t h, uint64_t v)
+{
+    h = (h ^ v) * 0x9e3779b97f4a7c15ULL;
+    return h ^ (h >> 31);
+}
+
+enum sp_rrl_action sp_rrl_check(struct sp_rrl *r, uint8_t family, const uint8_t *src,
+                                uint64_t kind, uint32_t now_s)
+{
+    const struct sp_rrl_config *cfg = &r->cfg;
+    for (uint32_t i = 0; i < cfg->nallow; i++)
+        if (cfg->allow[i].family == family && prefix_match(src, cfg->allow[i].addr, cfg->allow[i].len))
+            return SP_RRL_SEND;
+    /* the source's prefix, the rest zeroed, names the bucket with the kind */
+    unsigned bits = family == 4 ? cfg->v4_prefix : cfg->v6_prefix;
+    uint8_t prefix[16] = {0};
+    memcpy(prefix, src, (bits + 7) / 8);
+    if (bits % 8)
+        prefix[bits / 8] &= (uint8_t)(0xff << (8 - bits % 8));
+    uint64_t lo, hi;
+    memcpy(&lo, prefix, 8);
+    memcpy(&hi, prefix + 8, 8);
+    uint64_t h = mix(mix(mix(family, lo), hi), kind);
+    uint64_t key = h | 1;                     /* never 0, the key of an empty bucket */
+    struct sp_rrl_bucket *b = &r->bucket[(h >> 1) & r->mask];
+    if (__atomic_load_n(&b->key, __ATOMIC_RELAXED) != key ||
+        __atomic_load_n(&b->second, __ATOMIC_RELAXED) != now_s) {
+        __atomic_store_n(&b->key, key, __ATOMIC_RELAXED);
+        __atomic_store_n(&b->second, now_s, __ATOMIC_RELAXED);
+        __atomic_store_n(&b->count, 0, __ATOMIC_RELAXED);
+    }
+    uint32_t n = __atomic_add_fetch(&b->count, 1, __ATOMIC_RELAXED);
+    if (n <= cfg->rate)
+        return SP_RRL_SEND;
+    return cfg->slip && (n - cfg->rate) % cfg->slip == 0 ? SP_RRL_SLIP : SP_RRL_DROP;
+}

@@ -1,0 +1,166 @@
+/* Ethernet frame in, reply frame out. See frame.h. */
+#include "stormpy/engine/frame.h"
+
+#include <string.h>
+
+#include "stormpy/proto/csum.h"
+#include "stormpy/proto/eth.h"
+#include "stormpy/proto/ownstack.h"
+#include "stormpy/proto/udpip.h"
+
+/* Sources a reply must never go to: reflecting to them would amplify or flood. */
+static bool bad_source(const struct sp_udpip *u, const uint8_t *eth_src)
+{
+    if ((eth_src[0] & 1) || u->sport == 0)
+        return true;
+    if (u->family == 4) {
+        uint8_t a = u->src[0];
+        return a == 0 || a >= 224 || (a == 127) ||
+               (u->dst[0] >= 224);   /* multicast, broadcast, "this network", loopback */
+    }
+    static const uint8_t unspecified[16];
+    return u->src[0] == 0xff || u->dst[0] == 0xff || memcmp(u->src, unspecified, 16) == 0;
+}
+
+/* A reply never exceeds the interface MTU (plus its link header). */
+static inline size_t mtu_cap(const struct sp_frame_config *cfg, size_t l2, size_t cap)
+{
+    return cfg->mtu && cap > l2 + cfg->mtu ? l2 + cfg->mtu : cap;
+}
+
+static bool addressed_to_us(const struct sp_frame_config *cfg, const uint8_t *rx,
+                            const struct sp_udpip *u)
+{
+    if (memcmp(rx, cfg->mac, 6) != 0)
+        return false;
+    if (u->family == 4) {
+        for (unsigned i = 0; i < cfg->nv4; i++)
+            if (memcmp(u->dst, cfg->v4[i], 4) == 0)
+                return true;
+        return false;
+    }
+    for (unsigned i = 0; i < cfg->nv6; i++)
+        if (memcmp(u->dst, cfg->v6[i], 16) == 0)
+            return true;
+    return false;
+}
+
+enum sp_frame_kind sp_frame_parse(const struct sp_frame_config *cfg, const uint8_t *rx,
+                                  size_t len, uint8_t *tx, size_t cap, struct sp_frame_query *fq,
+                                  size_t *stack, struct sp_frame_counters *c)
+{
+    *stack = 0;
+    c->frames++;
+    uint16_t type;
+    size_t l2 = sp_eth_parse(rx, len, &type);
+    if (!l2) {
+        c->malformed++;
+        return SP_FRAME_DROPPED;
+    }
+    struct sp_udpip *u = &fq->u;
+    if ((type != SP_ETHERTYPE_IPV4 && type != SP_ETHERTYPE_IPV6) ||
+        !sp_udpip_parse(rx + l2, len - l2, u) || u->family != (type == SP_ETHERTYPE_IPV4 ? 4 : 6) ||
+        u->dport != cfg->port) {
+        /* ARP, ICMP, other ports, fragments, damage: the kernel's, unless we own the port */
+        if (cfg->own_stack) {
+            size_t n = sp_ownstack_answer(cfg, rx, len, l2, type, tx, mtu_cap(cfg, l2, cap));
+            if (n) {
+                c->stack_replies++;
+                *stack = n;
+                return SP_FRAME_NOT_OURS;
+            }
+        }
+        c->not_ours++;
+        return SP_FRAME_NOT_OURS;
+    }
+    if (cfg->check_dst && !addressed_to_us(cfg, rx, u)) {
+        c->not_ours++;
+        return SP_FRAME_NOT_OURS;
+    }
+    if (!sp_udpip_checksums_ok(rx + l2, u)) {    /* what the kernel would drop */
+        c->malformed++;
+        return SP_FRAME_DROPPED;
+    }
+    if (bad_source(u, rx + 6)) {
+        c->bad_source++;
+        return SP_FRAME_DROPPED;
+    }
+    fq->l2 = l2;
+    fq->headers = l2 + sp_udpip_header_len(u->family);
+    return SP_FRAME_QUERY;
+}
+
+size_t sp_frame_dns_cap(const struct sp_frame_config *cfg, const struct sp_frame_query *fq,
+                        size_t cap)
+{
+    cap = mtu_cap(cfg, fq->l2, cap);
+    return cap > fq->headers ? cap - fq->headers : 0;
+}
+
+void sp_frame_write_headers(const struct sp_frame_config *cfg, const uint8_t *rx,
+                            const struct sp_frame_query *fq, uint8_t *tx, size_t payload_len,
+                            uint32_t payload_sum)
+{
+    sp_eth_write_reply(tx, rx + 6, rx, rx, fq->l2);   /* back to the sender's MAC */
+    sp_udpip_write_reply(tx + fq->l2, &fq->u, payload_len, payload_sum, cfg->ttl);
+}
+
+size_t sp_frame_reply(const struct sp_table *t, const struct sp_frame_config *cfg,
+                      const uint8_t *rx, const struct sp_frame_query *fq,
+                      enum sp_dns_verdict verdict, const struct sp_response *r, uint8_t *tx,
+                      size_t cap, struct sp_dns_query *q, struct sp_frame_counters *c)
+{
+    size_t dns_cap = sp_frame_dns_cap(cfg, fq, cap);
+    if (!dns_cap)
+        return 0;
+    uint8_t *payload = tx + fq->headers;
+    size_t n = sp_dns_answer_parsed(t, &cfg->dns, rx + fq->l2 + fq->u.payload_off,
+                                    fq->u.payload_len, false, payload, dns_cap, q, verdict, r,
+                                    &c->dns);
+    if (!n)
+        return 0;
+    sp_frame_write_headers(cfg, rx, fq, tx, n, sp_csum_partial(payload, n, 0));
+    return fq->headers + n;
+}
+
+bool sp_frame_rrl(struct sp_frame_scratch *s, uint8_t family, const uint8_t *src,
+                  enum sp_dns_verdict *verdict, const struct sp_response *r,
+                  struct sp_frame_counters *c)
+{
+    if (*verdict == SP_DNS_DROP)
+        return true;                          /* nothing goes out anyway */
+    /* the kind: the same prepackaged response, or the same error */
+    uint64_t kind = r ? (uint64_t)(uintptr_t)r : (uint64_t)*verdict << 1 | 1;
+    switch (sp_rrl_check(s->rrl, family, src, kind, s->now_s)) {
+    case SP_RRL_SEND:
+        return true;
+    case SP_RRL_SLIP:
+        c->rrl_slipped++;
+        if (r)
+            *verdict = SP_DNS_SLIP;           /* an error is already as small as a slip */
+        return true;
+    case SP_RRL_DROP:
+    default:
+        c->rrl_dropped++;
+        return false;
+    }
+}
+
+size_t sp_frame_answer(const struct sp_table *t, const struct sp_frame_config *cfg,
+                       const uint8_t *rx, size_t len, uint8_t *tx, size_t cap,
+                       struct sp_frame_scratch *scratch, struct sp_frame_counters *c)
+{
+    struct sp_frame_query fq;
+    size_t stack;
+    if (sp_frame_parse(cfg, rx, len, tx, cap, &fq, &stack, c) != SP_FRAME_QUERY)
+        return stack;
+    if (!sp_frame_dns_cap(cfg, &fq, cap))
+        return 0;
+    struct sp_dns_query *q = &scratch->query;
+    const uint8_t *msg = rx + fq.l2 + fq.u.payload_off;
+    enum sp_dns_verdict v = sp_dns_parse(msg, fq.u.payload_len, q);
+    const struct sp_response *r = v == SP_DNS_LOOKUP ? sp_dns_lookup(t, q) : NULL;
+    if (scratch->rrl && !sp_frame_rrl(scratch, fq.u.family, fq.u.src, &v, r, c))
+        return 0;
+    return sp_frame_reply(t, cfg, rx, &fq, v, r, tx, cap, q, c);
+}

@@ -1,0 +1,518 @@
+/* Prepackaged-response table: builder, hash index, rendering. See table.h. */
+#include "stormpy/engine/table.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "stormpy/proto/csum.h"
+
+#define NO_INSERT 0xff
+
+struct entry {
+    uint64_t tag;
+    uint32_t key_off;
+    uint32_t key_len;
+    uint32_t response;
+};
+
+/* Open addressing, linear probing; a slot keeps 32 bits of the hash so most
+ * probes are rejected without touching the entry. */
+struct slot {
+    uint32_t hash;
+    uint32_t entry_plus1;   /* 0: empty */
+};
+
+struct sp_table {
+    uint8_t *arena;
+    struct sp_response *responses;
+    struct sp_patch *patches;
+    struct entry *entries;
+    struct slot *slots;
+    uint8_t *insert_field;      /* per response: field spliced in, or NO_INSERT */
+    uint64_t mask;
+    uint64_t nentries, nresponses, npatches, arena_len;
+    uint64_t program_off, program_len;   /* in the arena; len 0: none */
+    bool flat;                  /* one block the caller owns (sp_table_flatten) */
+};
+
+struct sp_table_builder {
+    struct sp_table t;
+    uint64_t cap_arena, cap_responses, cap_patches, cap_entries;
+    uint32_t last_patch_off;
+    uint16_t last_npatch;
+};
+
+static bool grow(void **p, uint64_t *cap, uint64_t need, size_t elem)
+{
+    if (need <= *cap)
+        return true;
+    uint64_t n = *cap ? *cap : 64;
+    while (n < need)
+        n *= 2;
+    void *q = realloc(*p, n * elem);
+    if (!q)
+        return false;
+    *p = q;
+    *cap = n;
+    return true;
+}
+
+static inline uint64_t hash_key(uint64_t tag, const uint8_t *k, size_t n)
+{
+    const uint64_t m = 0x9e3779b97f4a7c15ULL;
+    uint64_t h = (tag ^ (n << 56)) * m;
+    uint64_t v;
+    while (n >= 8) {
+        memcpy(&v, k, 8);
+        h = (h ^ v) * m;
+        h ^= h >> 29;
+        k += 8;
+        n -= 8;
+    }
+    v = 0;
+    memcpy(&v, k, n);
+    h = (h ^ v) * m;
+    h ^= h >> 32;
+    h *= 0xd6e8feb86659fd93ULL;
+    return h ^ (h >> 32);
+}
+
+struct sp_table_builder *sp_table_builder_new(void)
+{
+    return calloc(1, sizeof(struct sp_table_builder));
+}
+
+static void table_release(struct sp_table *t)
+{
+    free(t->arena);
+    free(t->responses);
+    free(t->patches);
+    free(t->entries);
+    free(t->slots);
+    free(t->insert_field);
+}
+
+void sp_table_builder_free(struct sp_table_builder *b)
+{
+    if (!b)
+        return;
+    table_release(&b->t);
+    free(b);
+}
+
+static bool append_arena(struct sp_table_builder *b, const uint8_t *p, uint32_t n, uint32_t *off)
+{
+    if (b->t.arena_len + n > UINT32_MAX)
+        return false;
+    if (!grow((void **)&b->t.arena, &b->cap_arena, b->t.arena_len + n, 1))
+        return false;
+    *off = (uint32_t)b->t.arena_len;
+    if (n)
+        memcpy(b->t.arena + b->t.arena_len, p, n);
+    b->t.arena_len += n;
+    return true;
+}
+
+/* Patches are checked once here so that rendering only checks request lengths. */
+static bool patches_valid(const struct sp_patch *p, uint16_t n, uint32_t len, int *insert)
+{
+    *insert = -1;
+    for (uint16_t i = 0; i < n; i++) {
+        if (p[i].field >= SP_FIELDS)
+            return false;
+        if (p[i].op == SP_PATCH_INSERT) {
+            if (*insert >= 0 || p[i].dst > len)
+                return false;
+            *insert = i;
+        }
+    }
+    uint32_t at = *insert >= 0 ? p[*insert].dst : len;
+    for (uint16_t i = 0; i < n; i++) {
+        uint32_t span;
+        switch (p[i].op) {
+        case SP_PATCH_INSERT:
+            continue;
+        case SP_PATCH_COPY:
+            span = p[i].len;
+            break;
+        case SP_PATCH_COPY_BITS:
+            span = 1;
+            break;
+        default:
+            return false;
+        }
+        if (span == 0 || p[i].dst + span > len)
+            return false;
+        if (p[i].dst < at && p[i].dst + span > at)  /* must not straddle the splice */
+            return false;
+    }
+    /* A COPY_BITS byte stays out of every COPY range, so the incremental checksum
+     * can take the stored byte as the one it replaces. */
+    for (uint16_t i = 0; i < n; i++)
+        for (uint16_t j = 0; j < n; j++)
+            if (p[i].op == SP_PATCH_COPY_BITS && p[j].op == SP_PATCH_COPY &&
+                p[i].dst >= p[j].dst && p[i].dst < p[j].dst + p[j].len)
+                return false;
+    return true;
+}
+
+int64_t sp_table_add_response(struct sp_table_builder *b, const uint8_t *bytes, uint32_t len,
+                              const struct sp_patch *patches, uint16_t npatch, uint32_t user)
+{
+    int insert;
+    if (len > SP_RESPONSE_MAX || !patches_valid(patches, npatch, len, &insert))
+        return -1;
+    struct sp_table *t = &b->t;
+    if (!grow((void **)&t->responses, &b->cap_responses, t->nresponses + 1, sizeof(*t->responses)))
+        return -1;
+    uint64_t cap_ins = b->cap_responses;
+    uint8_t *ins = realloc(t->insert_field, cap_ins);
+    if (!ins)
+        return -1;
+    t->insert_field = ins;
+
+    struct sp_response *r = &t->responses[t->nresponses];
+    memset(r, 0, sizeof(*r));
+    if (!append_arena(b, bytes, len, &r->bytes_off))
+        return -1;
+
+    bool same = b->last_npatch == npatch && npatch &&
+                memcmp(t->patches + b->last_patch_off, patches, npatch * sizeof(*patches)) == 0;
+    if (!same) {
+        if (!grow((void **)&t->patches, &b->cap_patches, t->npatches + npatch, sizeof(*patches)))
+            return -1;
+        if (npatch)
+            memcpy(t->patches + t->npatches, patches, npatch * sizeof(*patches));
+        b->last_patch_off = (uint32_t)t->npatches;
+        b->last_npatch = npatch;
+        t->npatches += npatch;
+    }
+    r->patch_off = npatch ? b->last_patch_off : 0;
+    r->npatch = npatch;
+    r->len = len;
+    r->user = user;
+    r->insert_at = (uint16_t)(insert >= 0 ? patches[insert].dst : len);
+    t->insert_field[t->nresponses] = insert >= 0 ? patches[insert].field : NO_INSERT;
+    r->sum_head = sp_csum_partial(bytes, r->insert_at, 0);
+    r->sum_tail = sp_csum_partial(bytes + r->insert_at, len - r->insert_at, 0);
+    return (int64_t)t->nresponses++;
+}
+
+int sp_table_add_key(struct sp_table_builder *b, uint64_t tag, const uint8_t *key,
+                     uint32_t key_len, uint32_t response)
+{
+    struct sp_table *t = &b->t;
+    if (response >= t->nresponses || key_len > SP_KEY_MAX || t->nentries >= UINT32_MAX - 1)
+        return -1;
+    if (!grow((void **)&t->entries, &b->cap_entries, t->nentries + 1, sizeof(*t->entries)))
+        return -1;
+    struct entry *e = &t->entries[t->nentries];
+    if (!append_arena(b, key, key_len, &e->key_off))
+        return -1;
+    e->tag = tag;
+    e->key_len = key_len;
+    e->response = response;
+    t->nentries++;
+    return 0;
+}
+
+int sp_table_set_program(struct sp_table_builder *b, const void *program, uint32_t len)
+{
+    static const uint8_t zeros[8];
+    uint32_t off;
+    /* 8-byte aligned in the arena, whose start is aligned in both layouts */
+    uint32_t pad = (uint32_t)(-b->t.arena_len & 7u);
+    if (b->t.program_len || !len || !append_arena(b, zeros, pad, &off) ||
+        !append_arena(b, program, len, &off))
+        return -1;
+    b->t.program_off = off;
+    b->t.program_len = len;
+    return 0;
+}
+
+const void *sp_table_program(const struct sp_table *t, size_t *len)
+{
+    *len = t->program_len;
+    return t->program_len ? t->arena + t->program_off : NULL;
+}
+
+const struct sp_response *sp_table_response(const struct sp_table *t, uint32_t index)
+{
+    return index < t->nresponses ? &t->responses[index] : NULL;
+}
+
+static inline bool entry_matches(const struct sp_table *t, const struct entry *e, uint64_t tag,
+                                 const uint8_t *key, size_t key_len)
+{
+    return e->tag == tag && e->key_len == key_len &&
+           memcmp(t->arena + e->key_off, key, key_len) == 0;
+}
+
+struct sp_table *sp_table_builder_finish(struct sp_table_builder *b)
+{
+    struct sp_table *t = &b->t;
+    uint64_t nslots = 16;
+    while (nslots < t->nentries * 2)   /* load factor at most 1/2 */
+        nslots *= 2;
+    t->slots = calloc(nslots, sizeof(*t->slots));
+    if (!t->slots) {
+        sp_table_builder_free(b);
+        return NULL;
+    }
+    t->mask = nslots - 1;
+    for (uint64_t i = 0; i < t->nentries; i++) {
+        const struct entry *e = &t->entries[i];
+        uint64_t h = hash_key(e->tag, t->arena + e->key_off, e->key_len);
+        for (uint64_t s = h & t->mask;; s = (s + 1) & t->mask) {
+            struct slot *sl = &t->slots[s];
+            if (!sl->entry_plus1) {
+                sl->hash = (uint32_t)(h >> 32);
+                sl->entry_plus1 = (uint32_t)i + 1;
+                break;
+            }
+            struct entry *old = &t->entries[sl->entry_plus1 - 1];
+            if (sl->hash == (uint32_t)(h >> 32) &&
+                entry_matches(t, old, e->tag, t->arena + e->key_off, e->key_len)) {
+                old->response = e->response;   /* later definition wins */
+                break;
+            }
+        }
+    }
+    struct sp_table *out = malloc(sizeof(*out));
+    if (!out) {
+        sp_table_builder_free(b);
+        return NULL;
+    }
+    *out = *t;
+    free(b);
+    return out;
+}
+
+void sp_table_free(struct sp_table *t)
+{
+    if (!t || t->flat)
+        return;
+    table_release(t);
+    free(t);
+}
+
+const struct sp_response *sp_table_find(const struct sp_table *t, uint64_t tag,
+                                        const uint8_t *key, size_t key_len)
+{
+    uint64_t h = hash_key(tag, key, key_len);
+    uint32_t h32 = (uint32_t)(h >> 32);
+    for (uint64_t s = h & t->mask;; s = (s + 1) & t->mask) {
+        const struct slot *sl = &t->slots[s];
+        if (!sl->entry_plus1)
+            return NULL;
+        if (sl->hash == h32) {
+            const struct entry *e = &t->entries[sl->entry_plus1 - 1];
+            if (entry_matches(t, e, tag, key, key_len))
+                return &t->responses[e->response];
+        }
+    }
+}
+
+static inline size_t shifted(const struct sp_response *r, uint16_t dst, size_t ins_len)
+{
+    return dst >= r->insert_at ? dst + ins_len : dst;
+}
+
+size_t sp_response_render_prefix(const struct sp_table *t, const struct sp_response *r,
+                                 const struct sp_request *req, size_t stored_len, uint8_t *out,
+                                 size_t cap)
+{
+    const uint8_t *b = t->arena + r->bytes_off;
+    size_t ins_len = 0;
+    const uint8_t *ins = NULL;
+    uint8_t f = t->insert_field[r - t->responses];
+    if (stored_len > r->len)
+        stored_len = r->len;
+    if (f != NO_INSERT && r->insert_at <= stored_len) {
+        ins = req->field[f];
+        ins_len = req->field_len[f];
+    }
+    size_t head = r->insert_at < stored_len ? r->insert_at : stored_len;
+    size_t total = stored_len + ins_len;
+    if (total > cap)
+        return 0;
+    memcpy(out, b, head);
+    if (ins_len)
+        memcpy(out + head, ins, ins_len);
+    memcpy(out + head + ins_len, b + head, stored_len - head);
+
+    const struct sp_patch *p = t->patches + r->patch_off;
+    for (uint16_t i = 0; i < r->npatch; i++) {
+        const uint8_t *src = req->field[p[i].field];
+        uint16_t src_len = req->field_len[p[i].field];
+        size_t at = shifted(r, p[i].dst, ins_len);
+        switch (p[i].op) {
+        case SP_PATCH_COPY:
+            if (p[i].dst + (size_t)p[i].len > stored_len)
+                break;
+            if ((size_t)p[i].src + p[i].len > src_len)
+                return 0;
+            memcpy(out + at, src + p[i].src, p[i].len);
+            break;
+        case SP_PATCH_COPY_BITS:
+            if (p[i].dst >= stored_len)
+                break;
+            if (p[i].src >= src_len)
+                return 0;
+            out[at] = (uint8_t)((out[at] & ~p[i].mask) | (src[p[i].src] & p[i].mask));
+            break;
+        default:
+            break;
+        }
+    }
+    return total;
+}
+
+size_t sp_response_len(const struct sp_table *t, const struct sp_response *r,
+                       const struct sp_request *req)
+{
+    uint8_t f = t->insert_field[r - t->responses];
+    return r->len + (f != NO_INSERT ? req->field_len[f] : 0u);
+}
+
+size_t sp_response_render(const struct sp_table *t, const struct sp_response *r,
+                          const struct sp_request *req, uint8_t *out, size_t cap)
+{
+    return sp_response_render_prefix(t, r, req, r->len, out, cap);
+}
+
+/* Partial sum of a region that lands at offset `at` in the output. */
+static inline uint32_t sum_at(const uint8_t *p, size_t len, size_t at)
+{
+    uint32_t s = sp_csum_partial(p, len, 0);
+    return (at & 1) ? sp_csum_swap(s) : s;
+}
+
+uint32_t sp_response_sum(const struct sp_table *t, const struct sp_response *r,
+                         const struct sp_request *req)
+{
+    const uint8_t *b = t->arena + r->bytes_off;
+    size_t ins_len = 0;
+    uint32_t sum = r->sum_head;
+    uint8_t f = t->insert_field[r - t->responses];
+    if (f != NO_INSERT) {
+        ins_len = req->field_len[f];
+        sum = sp_csum_add(sum, sum_at(req->field[f], ins_len, r->insert_at));
+    }
+    sum = sp_csum_add(sum, (r->insert_at + ins_len) & 1 ? sp_csum_swap(r->sum_tail)
+                                                         : sp_csum_reduce(r->sum_tail));
+    const struct sp_patch *p = t->patches + r->patch_off;
+    for (uint16_t i = 0; i < r->npatch; i++) {
+        const uint8_t *src = req->field[p[i].field];
+        size_t at = shifted(r, p[i].dst, ins_len);
+        if (p[i].op == SP_PATCH_COPY) {
+            if ((size_t)p[i].src + p[i].len > req->field_len[p[i].field])
+                continue;
+            sum = sp_csum_sub(sum, sum_at(b + p[i].dst, p[i].len, at));
+            sum = sp_csum_add(sum, sum_at(src + p[i].src, p[i].len, at));
+        } else if (p[i].op == SP_PATCH_COPY_BITS) {
+            if (p[i].src >= req->field_len[p[i].field])
+                continue;
+            /* Earlier COPY patches never touch a COPY_BITS byte (validated layouts
+             * keep them apart), so the stored byte is the one being replaced. */
+            uint8_t old = b[p[i].dst];
+            uint8_t new = (uint8_t)((old & ~p[i].mask) | (src[p[i].src] & p[i].mask));
+            sum = sp_csum_sub(sum, sum_at(&old, 1, at));
+            sum = sp_csum_add(sum, sum_at(&new, 1, at));
+        }
+    }
+    return sp_csum_reduce(sum);
+}
+
+const uint8_t *sp_response_bytes(const struct sp_table *t, const struct sp_response *r)
+{
+    return t->arena + r->bytes_off;
+}
+
+const struct sp_patch *sp_response_patches(const struct sp_table *t, const struct sp_response *r)
+{
+    return t->patches + r->patch_off;
+}
+
+#define FLAT_ALIGN 64u
+
+static inline size_t flat_round(size_t n)
+{
+    return (n + FLAT_ALIGN - 1) / FLAT_ALIGN * FLAT_ALIGN;
+}
+
+size_t sp_table_flat_size(const struct sp_table *t)
+{
+    return flat_round(sizeof(*t)) + flat_round(t->arena_len) +
+           flat_round(t->nresponses * sizeof(struct sp_response)) +
+           flat_round(t->npatches * sizeof(struct sp_patch)) +
+           flat_round(t->nentries * sizeof(struct entry)) +
+           flat_round((t->mask + 1) * sizeof(struct slot)) + flat_round(t->nresponses);
+}
+
+/* Places n bytes of src at *at and advances it; an empty array gets a valid pointer. */
+static void *flat_put(uint8_t **at, const void *src, size_t n)
+{
+    void *dst = *at;
+    if (n)
+        memcpy(dst, src, n);
+    *at += flat_round(n);
+    return dst;
+}
+
+struct sp_table *sp_table_flatten(const struct sp_table *t, void *mem)
+{
+    uint8_t *at = mem;
+    struct sp_table *out = flat_put(&at, t, sizeof(*t));
+    out->arena = flat_put(&at, t->arena, t->arena_len);
+    out->responses = flat_put(&at, t->responses, t->nresponses * sizeof(struct sp_response));
+    out->patches = flat_put(&at, t->patches, t->npatches * sizeof(struct sp_patch));
+    out->entries = flat_put(&at, t->entries, t->nentries * sizeof(struct entry));
+    out->slots = flat_put(&at, t->slots, (t->mask + 1) * sizeof(struct slot));
+    out->insert_field = flat_put(&at, t->insert_field, t->nresponses);
+    out->flat = true;
+    return out;
+}
+
+struct sp_table *sp_table_flat_rebase(void *mem, size_t len)
+{
+    if (len < sizeof(struct sp_table) || ((uintptr_t)mem % FLAT_ALIGN) != 0)
+        return NULL;
+    struct sp_table *t = mem;
+    if (!t->flat || ((t->mask + 1) & t->mask) != 0 || t->mask >= len || t->nentries >= len ||
+        t->nresponses >= len || t->npatches >= len || t->arena_len >= len ||
+        t->program_off + t->program_len > t->arena_len ||
+        sp_table_flat_size(t) != len)
+        return NULL;
+    /* the same layout sp_table_flatten() wrote, from this block's own base */
+    uint8_t *at = (uint8_t *)mem + flat_round(sizeof(*t));
+    t->arena = at;
+    at += flat_round(t->arena_len);
+    t->responses = (struct sp_response *)at;
+    at += flat_round(t->nresponses * sizeof(struct sp_response));
+    t->patches = (struct sp_patch *)at;
+    at += flat_round(t->npatches * sizeof(struct sp_patch));
+    t->entries = (struct entry *)at;
+    at += flat_round(t->nentries * sizeof(struct entry));
+    t->slots = (struct slot *)at;
+    at += flat_round((t->mask + 1) * sizeof(struct slot));
+    t->insert_field = at;
+    return t;
+}
+
+bool sp_table_is_flat(const struct sp_table *t)
+{
+    return t->flat;
+}
+
+void sp_table_get_info(const struct sp_table *t, struct sp_table_info *info)
+{
+    info->keys = t->nentries;
+    info->responses = t->nresponses;
+    info->patches = t->npatches;
+    info->arena_bytes = t->arena_len;
+    info->slots = t->mask + 1;
+    info->memory_bytes = t->arena_len + t->nresponses * (sizeof(struct sp_response) + 1) +
+                         t->npatches * sizeof(struct sp_patch) +
+                         t->nentries * sizeof(struct entry) + (t->mask + 1) * sizeof(struct slot);
+}

@@ -1,0 +1,149 @@
+/*
+ * DNS on top of the prepackaged-response table.
+ *
+ * sp_dns_parse() checks one query against the received length at every step and
+ * builds the lookup key: the question name lower-cased in wire format, with any
+ * compression pointer in the question decompressed (pointers must point strictly
+ * backwards, so a pointer loop ends in FORMERR, never in a loop). It also reads an
+ * EDNS0 OPT record (payload size, DO bit, version).
+ *
+ * sp_dns_answer() looks the key up and renders the prepackaged response: the ID,
+ * RD and CD come from the query, the question is echoed as the client sent it
+ * (so 0x20 random case comes back intact), an OPT record is appended when the
+ * query had one, and a response that exceeds the client's limit (512 bytes
+ * without EDNS) goes out truncated with TC=1.
+ *
+ * Lookup order, all keys in class qclass (the zone compiler emits them):
+ *   EXACT(name, qtype)        the response for this name and type;
+ *   OTHER(name)               any other type at an existing name (NODATA, CNAME
+ *                             chain, referral below a zone cut);
+ *   then for each ancestor A of name, closest first:
+ *   BELOW(A, qtype)           a wildcard *.A answering qtype;
+ *   BELOW_OTHER(A)            NXDOMAIN, wildcard NODATA or a referral at A.
+ * No key at all means the name is outside every served zone: REFUSED.
+ *
+ * Stored DNS responses are the 12-byte header followed by everything after the
+ * question; the question is spliced in at offset 12 (SP_PATCH_INSERT). Responses
+ * reached through BELOW keys must not contain compression pointers past the
+ * question, since the question length varies with the name asked.
+ */
+#ifndef STORMPY_APP_DNS_DNS_H
+#define STORMPY_APP_DNS_DNS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "stormpy/engine/table.h"
+
+#define SP_DNS_HEADER_LEN 12u
+#define SP_DNS_NAME_MAX 255
+#define SP_DNS_LABELS_MAX 127
+#define SP_DNS_OPT_LEN 11u
+#define SP_DNS_UDP_MIN 512u
+
+enum sp_dns_kind {
+    SP_DNS_EXACT = 1,
+    SP_DNS_OTHER = 2,
+    SP_DNS_BELOW = 3,
+    SP_DNS_BELOW_OTHER = 4,
+};
+
+static inline uint64_t sp_dns_tag(enum sp_dns_kind kind, uint16_t qclass, uint16_t qtype)
+{
+    return ((uint64_t)kind << 32) | ((uint64_t)qclass << 16) | qtype;
+}
+
+/* Request fields handed to the table's patches. */
+enum sp_dns_field {
+    SP_DNS_FIELD_MESSAGE = 0,   /* the query as received */
+    SP_DNS_FIELD_QUESTION = 1,  /* decompressed question: name, type, class */
+};
+
+/* What the parser concluded; values double as counter indices. */
+enum sp_dns_verdict {
+    SP_DNS_LOOKUP = 0,   /* a well-formed standard query: look it up */
+    SP_DNS_DROP,         /* not a query (QR set) or shorter than a header */
+    SP_DNS_FORMERR,
+    SP_DNS_NOTIMP,       /* opcode other than QUERY */
+    SP_DNS_BADVERS,      /* EDNS version other than 0 */
+    SP_DNS_REFUSED,      /* a class this server does not serve */
+    SP_DNS_NOTAUTH,      /* NOTIFY or UPDATE: nobody is allowed */
+    SP_DNS_TRANSFER,     /* AXFR or IXFR: no transfers are served */
+    SP_DNS_SLIP,         /* set by rate limiting: header and question only, TC=1 */
+};
+
+/* The table's per-response word: rcode in the low byte, and in the high 16 bits
+ * the stored length without the additional section when that section may be
+ * dropped to fit a client's limit (0: it may not, as for referral glue). */
+#define SP_DNS_USER_RCODE(u) ((uint16_t)((u) & 0xff))
+#define SP_DNS_USER_DROPPABLE(u) ((size_t)((u) >> 16))
+
+#define SP_RCODE_NOERROR 0
+#define SP_RCODE_FORMERR 1
+#define SP_RCODE_SERVFAIL 2
+#define SP_RCODE_NXDOMAIN 3
+#define SP_RCODE_NOTIMP 4
+#define SP_RCODE_REFUSED 5
+#define SP_RCODE_NOTAUTH 9
+#define SP_RCODE_BADVERS 16
+
+struct sp_dns_query {
+    uint8_t opcode;
+    bool has_question;       /* question parsed: it is echoed in error responses */
+    bool edns;
+    bool edns_do;
+    uint8_t edns_version;
+    uint16_t edns_size;
+    uint16_t qtype;
+    uint16_t qclass;
+    uint8_t name_len;        /* wire length including the root label */
+    uint8_t nlabels;         /* labels before the root */
+    uint16_t question_len;   /* name_len + 4 */
+    uint8_t label_off[SP_DNS_LABELS_MAX + 1];
+    uint8_t name_lower[SP_DNS_NAME_MAX + 1];      /* 256: a multiple of 8 */
+    uint8_t question[SP_DNS_NAME_MAX + 1 + 8];    /* name, type, class; 8-byte padded */
+};
+
+struct sp_dns_config {
+    uint16_t max_udp;        /* largest UDP response this server sends (EDNS) */
+};
+
+/* Counters a worker keeps for itself; index rcode by min(rcode, 16). */
+struct sp_dns_counters {
+    uint64_t queries;
+    uint64_t dropped;
+    uint64_t truncated;
+    uint64_t rcode[17];
+};
+
+enum sp_dns_verdict sp_dns_parse(const uint8_t *msg, size_t len, struct sp_dns_query *q);
+
+/* The response size limit for a parsed query on UDP (on TCP it is 65535). */
+size_t sp_dns_udp_limit(const struct sp_dns_query *q, const struct sp_dns_config *cfg);
+
+/* Answer one query. Returns the response length written to out (at most cap),
+ * or 0 when the query must be dropped. q is scratch space owned by the caller
+ * (a worker keeps one, so nothing is allocated per packet). */
+size_t sp_dns_answer(const struct sp_table *t, const struct sp_dns_config *cfg,
+                     const uint8_t *msg, size_t len, bool tcp, uint8_t *out, size_t cap,
+                     struct sp_dns_query *q, struct sp_dns_counters *c);
+
+/* The table response chosen for a parsed query (NULL: REFUSED). */
+const struct sp_response *sp_dns_lookup(const struct sp_table *t, const struct sp_dns_query *q);
+
+/* sp_dns_answer() after the caller ran sp_dns_parse() (verdict) and, for
+ * SP_DNS_LOOKUP, sp_dns_lookup() (r): precopy mode looks at the choice before it
+ * knows where the answer goes, and must not parse twice. */
+size_t sp_dns_answer_parsed(const struct sp_table *t, const struct sp_dns_config *cfg,
+                            const uint8_t *msg, size_t len, bool tcp, uint8_t *out, size_t cap,
+                            struct sp_dns_query *q, enum sp_dns_verdict verdict,
+                            const struct sp_response *r, struct sp_dns_counters *c);
+
+/* The length of r's whole answer to q over UDP (question echoed, OPT when asked)
+ * when it fits both cap and the client's limit, unshortened; 0 when sp_dns_answer()
+ * would drop the additional section or truncate. */
+size_t sp_dns_full_len(const struct sp_response *r, const struct sp_dns_query *q,
+                       const struct sp_dns_config *cfg, size_t cap);
+
+#endif

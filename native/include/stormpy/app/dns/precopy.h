@@ -1,0 +1,95 @@
+/*
+ * Pre-copy mode (the paper's "pre-copy", against "memcpy"): ready-made reply frames
+ * kept in the backend's own packet memory and sent from there, so a repeated answer
+ * costs a rewrite of its per-client bytes instead of a copy of the whole frame.
+ *
+ * A worker's pool is a set-associative cache of frame buffers (SP_PRECOPY_WAYS per
+ * set, a power-of-two number of sets). The tag of a copy names everything its bytes
+ * depend on apart from the per-client ones: the table (an epoch that changes when
+ * the worker sees a new table), the table response, the L2 layout (VLAN tag or not),
+ * the IP family, the inserted question's length, EDNS and the DO bit. The worker's
+ * configuration (port, TTL, max_udp) is fixed for the pool's life.
+ *
+ * Per query, after the same parse and lookup as memcpy mode:
+ *   hit       an idle copy with the tag: rewrite MACs, VLAN tag, IP addresses, ports
+ *             and the table's patches (DNS ID, RD/CD, the question with the client's
+ *             letter case, overwritten at the same length); the IPv4 header checksum
+ *             is recomputed over its 20 bytes and the UDP checksum composed from
+ *             sp_response_sum() and the sum of what the DNS layer adds (the OPT
+ *             record and its ARCOUNT), kept in the slot: the payload is neither
+ *             copied nor summed again;
+ *   fill      no such copy, but a way that is not in flight: render the whole frame
+ *             into it once, as memcpy mode would, and send it from there;
+ *   fallback  every way of the set is in flight: render into the TX buffer.
+ * Only a whole table response qualifies: truncated answers, answers without their
+ * additional section, answers made on the spot (errors, REFUSED) and own-stack
+ * replies always go the memcpy way and count as none of the three.
+ *
+ * A copy handed to the backend is "in flight" and is never rewritten until the
+ * backend calls sp_precopy_complete() (AF_XDP: its address is back on the completion
+ * ring; the memory backend and AF_PACKET's sendmmsg: once sent). Every reply frame is
+ * byte for byte what sp_frame_answer() writes for the same query.
+ *
+ * One pool per worker thread; nothing here locks or allocates after sp_precopy_new().
+ */
+#ifndef STORMPY_APP_DNS_PRECOPY_H
+#define STORMPY_APP_DNS_PRECOPY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "stormpy/engine/frame.h"
+#include "stormpy/engine/table.h"
+#include "stormpy/io.h"
+
+#define SP_PRECOPY_WAYS 8
+#define SP_PRECOPY_DEFAULT_FRAMES 4096
+#define SP_PRECOPY_MAX_FRAMES (1u << 20)
+
+struct sp_precopy_counters {
+    uint64_t hits;
+    uint64_t fills;
+    uint64_t fallbacks;
+};
+
+struct sp_precopy;
+
+/* A pool of `frames` copies, rounded down to a power-of-two number of sets of
+ * SP_PRECOPY_WAYS. NULL when frames is below SP_PRECOPY_WAYS or above
+ * SP_PRECOPY_MAX_FRAMES, or out of memory. Its frames come from the backend. */
+struct sp_precopy *sp_precopy_new(unsigned frames);
+void sp_precopy_free(struct sp_precopy *p);
+unsigned sp_precopy_frames(const struct sp_precopy *p);
+
+/* The backend lends frame i (0 <= i < sp_precopy_frames): cap bytes at data, which it
+ * knows as id (a UMEM address). A pool is usable once every frame is lent. */
+void sp_precopy_set_frame(struct sp_precopy *p, unsigned i, uint8_t *data, uint32_t cap,
+                          uint64_t id);
+
+/* For a backend that sends from any buffer (the memory backend, AF_PACKET's
+ * sendmmsg): lends every frame, SP_FRAME_MAX bytes each, from one heap block, which
+ * the backend free()s once the pool is done with. NULL when out of memory. */
+uint8_t *sp_precopy_lend_heap(struct sp_precopy *p);
+
+/* Once per batch, with the table of the batch and the generation the worker
+ * announced in sp_table_ref_enter(): a different pair forgets every copy (copies in
+ * flight are forgotten when they complete). The pair, not the pointer alone: a new
+ * table may be allocated where a freed one was. */
+void sp_precopy_begin(struct sp_precopy *p, const struct sp_table *t, uint64_t generation);
+
+/* Answer one received frame. Returns the reply's length, 0 for no reply. The reply
+ * is described in *out: a pool frame (out->pool >= 0, now in flight) or *tx, the TX
+ * buffer from tx_reserve (out->pool < 0), which the caller counts as used. */
+size_t sp_precopy_answer(struct sp_precopy *p, const struct sp_table *t,
+                         const struct sp_frame_config *cfg, const uint8_t *rx, size_t len,
+                         const struct sp_frame *tx, struct sp_frame *out,
+                         struct sp_frame_scratch *scratch, struct sp_frame_counters *c);
+
+/* The backend is done with pool frame `index` (sent, or refused): it may be reused. */
+void sp_precopy_complete(struct sp_precopy *p, uint32_t index);
+
+const struct sp_precopy_counters *sp_precopy_get_counters(const struct sp_precopy *p);
+/* Copies in flight (for tests). */
+unsigned sp_precopy_in_flight(const struct sp_precopy *p);
+
+#endif

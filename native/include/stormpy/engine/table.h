@@ -1,0 +1,149 @@
+/*
+ * The prepackaged-response table: stormpy's protocol-neutral fast path.
+ *
+ * A table maps keys to responses built ahead of time. Each key is a byte string
+ * plus a 64-bit tag that namespaces it (DNS packs lookup kind, class and type in
+ * the tag and puts the lower-cased wire name in the bytes; an HTTP responder would
+ * use the method and the path). Each response is the complete payload to send,
+ * plus a short list of patches that make it the answer to one particular request:
+ *
+ *   SP_PATCH_COPY      copy len bytes from a request field into the response
+ *                      (a DNS ID, a transaction ID at a fixed offset);
+ *   SP_PATCH_COPY_BITS copy the bits in mask of one byte (DNS RD and CD);
+ *   SP_PATCH_INSERT    splice a whole request field into the response (the DNS
+ *                      question, echoed with the client's own letter case).
+ *
+ * Requests are described by up to SP_FIELDS byte ranges ("fields"): field 0 is the
+ * received payload, the others are views a protocol parser prepared (for DNS,
+ * field 1 is the decompressed question). Offsets in patches refer to the stored
+ * response; a response has at most one INSERT and bytes after it shift by the
+ * inserted length.
+ *
+ * A built table is immutable: workers read it without locks, and a reload builds a
+ * new table and swaps a pointer (see table_ref.h). Nothing here allocates after
+ * sp_table_builder_finish().
+ */
+#ifndef STORMPY_ENGINE_TABLE_H
+#define STORMPY_ENGINE_TABLE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define SP_FIELDS 4
+#define SP_KEY_MAX 1024
+#define SP_RESPONSE_MAX 65535
+
+enum sp_patch_op {
+    SP_PATCH_COPY = 1,
+    SP_PATCH_COPY_BITS = 2,
+    SP_PATCH_INSERT = 3,
+};
+
+struct sp_patch {
+    uint8_t op;
+    uint8_t field;  /* request field the bytes come from */
+    uint8_t mask;   /* COPY_BITS only */
+    uint8_t pad;
+    uint16_t dst;   /* offset in the stored response */
+    uint16_t src;   /* offset in the field (COPY, COPY_BITS) */
+    uint16_t len;   /* COPY only; INSERT takes the whole field */
+};
+
+struct sp_request {
+    const uint8_t *field[SP_FIELDS];
+    uint16_t field_len[SP_FIELDS];
+};
+
+struct sp_response {
+    uint32_t bytes_off;   /* into the table's byte arena */
+    uint32_t len;         /* stored length, before any INSERT */
+    uint32_t patch_off;   /* into the table's patch array */
+    uint16_t npatch;
+    uint16_t insert_at;   /* offset of the INSERT, or len when there is none */
+    uint32_t sum_head;    /* partial checksum of bytes[0, insert_at) */
+    uint32_t sum_tail;    /* partial checksum of bytes[insert_at, len) */
+    uint32_t user;        /* opaque to the table; DNS keeps the rcode here */
+};
+
+struct sp_table;          /* opaque, immutable once built */
+struct sp_table_builder;  /* opaque */
+
+/* Builder: collect responses and keys, then finish into an immutable table.
+ * Identical patch lists are stored once. Returns NULL on allocation failure. */
+struct sp_table_builder *sp_table_builder_new(void);
+void sp_table_builder_free(struct sp_table_builder *b);
+
+/* Add a response; returns its index, or -1 (bad patch list or out of memory).
+ * Patches are validated here, so rendering needs no checks beyond field lengths. */
+int64_t sp_table_add_response(struct sp_table_builder *b, const uint8_t *bytes, uint32_t len,
+                              const struct sp_patch *patches, uint16_t npatch, uint32_t user);
+
+/* Map (tag, key) to a response index. A key added twice keeps the last response.
+ * Returns 0, or -1 for a bad index, an oversized key or out of memory. */
+int sp_table_add_key(struct sp_table_builder *b, uint64_t tag, const uint8_t *key,
+                     uint32_t key_len, uint32_t response);
+
+/* Attach a program: bytes the table keeps for the protocol layer that reads it and
+ * never interprets (a custom responder's rule list, rules.h). Keeping it in the
+ * table means one swap replaces rules and responses together. At most one; it is
+ * 8-byte aligned in the table. 0, or -1 (a second program, empty, out of memory). */
+int sp_table_set_program(struct sp_table_builder *b, const void *program, uint32_t len);
+
+/* Build the hash index. The builder is consumed (freed) in every case. */
+struct sp_table *sp_table_builder_finish(struct sp_table_builder *b);
+/* Frees a table built by sp_table_builder_finish(); a flat table is left alone. */
+void sp_table_free(struct sp_table *t);
+
+/* A table as one self-contained block, for memory the caller manages (the region
+ * shared with worker processes, see shm.h). flat_size is the block's length;
+ * mem must be 64-byte aligned. The copy is freed with its memory, never with
+ * sp_table_free(). */
+size_t sp_table_flat_size(const struct sp_table *t);
+struct sp_table *sp_table_flatten(const struct sp_table *t, void *mem);
+bool sp_table_is_flat(const struct sp_table *t);
+/* A flat table's bytes copied elsewhere (a file this build wrote, for tests and
+ * fuzzing): points it at its new place. Checks the sizes, not the contents, so
+ * it is no way to load tables from strangers. NULL when the sizes disagree. */
+struct sp_table *sp_table_flat_rebase(void *mem, size_t len);
+
+/* The table's program and its length, or NULL when it has none. */
+const void *sp_table_program(const struct sp_table *t, size_t *len);
+/* Response number `index` as sp_table_add_response() returned it; NULL past the end. */
+const struct sp_response *sp_table_response(const struct sp_table *t, uint32_t index);
+
+/* Look up a key given as one byte string; NULL when absent. */
+const struct sp_response *sp_table_find(const struct sp_table *t, uint64_t tag,
+                                        const uint8_t *key, size_t key_len);
+
+/* Render a response for one request into out. Returns the length written, or 0
+ * when it does not fit in cap or a patch reads past a request field. */
+size_t sp_response_render(const struct sp_table *t, const struct sp_response *r,
+                          const struct sp_request *req, uint8_t *out, size_t cap);
+
+/* The length sp_response_render() writes for this request (0 is a valid, empty
+ * response: render's 0 alone cannot tell it from a failure). */
+size_t sp_response_len(const struct sp_table *t, const struct sp_response *r,
+                       const struct sp_request *req);
+
+/* Render only the first stored_len stored bytes (patches beyond them are
+ * skipped): a response whose tail is optional, such as DNS additional records. */
+size_t sp_response_render_prefix(const struct sp_table *t, const struct sp_response *r,
+                                 const struct sp_request *req, size_t stored_len, uint8_t *out,
+                                 size_t cap);
+
+/* Partial checksum of what sp_response_render() wrote, computed from the stored
+ * sums and the patched bytes only (RFC 1624), never from the whole payload. */
+uint32_t sp_response_sum(const struct sp_table *t, const struct sp_response *r,
+                         const struct sp_request *req);
+
+/* Stored bytes of a response (for tests and tools). */
+const uint8_t *sp_response_bytes(const struct sp_table *t, const struct sp_response *r);
+const struct sp_patch *sp_response_patches(const struct sp_table *t, const struct sp_response *r);
+
+struct sp_table_info {
+    uint64_t keys, responses, patches, arena_bytes, slots, memory_bytes;
+};
+void sp_table_get_info(const struct sp_table *t, struct sp_table_info *info);
+
+#endif

@@ -1,0 +1,57 @@
+/*
+ * A published table that workers read while a reloader replaces it
+ * (quiescent-state reclamation).
+ *
+ * A worker calls sp_table_ref_enter() once per batch and uses the returned table
+ * for the whole batch, so no batch ever mixes two tables; it calls
+ * sp_table_ref_leave() when the batch is done, before it may block. The reloader
+ * calls sp_table_ref_swap() and then sp_table_ref_wait() until no worker can
+ * still hold the old table; only then is the old table freed. Each worker writes
+ * only its own cache line.
+ */
+#ifndef STORMPY_ENGINE_TABLE_REF_H
+#define STORMPY_ENGINE_TABLE_REF_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "stormpy/engine/table.h"
+
+#define SP_MAX_WORKERS 256
+#define SP_OFFLINE UINT64_MAX
+
+struct sp_worker_slot {
+    uint64_t seen;        /* accessed only through __atomic builtins */
+    char pad[64 - sizeof(uint64_t)];
+};
+
+struct sp_table_ref {
+    struct sp_table *current;   /* the fields here are accessed only atomically */
+    uint64_t generation;
+    int nworkers;
+    struct sp_worker_slot slot[SP_MAX_WORKERS];
+};
+
+void sp_table_ref_init(struct sp_table_ref *ref, struct sp_table *t);
+
+static inline const struct sp_table *sp_table_ref_enter(struct sp_table_ref *ref, int worker)
+{
+    uint64_t gen = __atomic_load_n(&ref->generation, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&ref->slot[worker].seen, gen, __ATOMIC_SEQ_CST);
+    return __atomic_load_n(&ref->current, __ATOMIC_SEQ_CST);
+}
+
+static inline void sp_table_ref_leave(struct sp_table_ref *ref, int worker)
+{
+    __atomic_store_n(&ref->slot[worker].seen, SP_OFFLINE, __ATOMIC_RELEASE);
+}
+
+/* Registers workers 0..n-1 (all offline). */
+void sp_table_ref_set_workers(struct sp_table_ref *ref, int n);
+/* Publishes t and returns the table it replaced. */
+struct sp_table *sp_table_ref_swap(struct sp_table_ref *ref, struct sp_table *t);
+/* Waits until no worker can hold a table published before the last swap;
+ * false on timeout (the old table must then not be freed yet). */
+bool sp_table_ref_wait(struct sp_table_ref *ref, int timeout_ms);
+
+#endif

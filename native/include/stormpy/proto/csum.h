@@ -1,0 +1,66 @@
+/*
+ * Internet checksum helpers (RFC 1071) and incremental updates (RFC 1624).
+ *
+ * Prepackaged responses carry the one's-complement sum of their stored bytes.
+ * Per request only a few fields change (addresses, ports, the DNS ID, the echoed
+ * question), so the IP and UDP checksums are adjusted from the stored sums instead
+ * of being recomputed over the payload.
+ *
+ * Sums are kept unfolded in 32 bits as "partial" sums of big-endian 16-bit words;
+ * sp_csum_fold() turns a partial sum into the 16-bit checksum field value.
+ */
+#ifndef STORMPY_PROTO_CSUM_H
+#define STORMPY_PROTO_CSUM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Partial sum of len bytes, as if they started at an even offset. */
+uint32_t sp_csum_partial(const void *data, size_t len, uint32_t sum);
+
+/* Fold a partial sum to 16 bits and complement it: the value for the header field
+ * (host byte order). */
+static inline uint16_t sp_csum_fold(uint32_t sum)
+{
+    sum = (sum & 0xffff) + (sum >> 16);
+    sum = (sum & 0xffff) + (sum >> 16);
+    return (uint16_t)~sum;
+}
+
+/* Reduce a partial sum to 16 bits without complementing. */
+static inline uint32_t sp_csum_reduce(uint32_t sum)
+{
+    sum = (sum & 0xffff) + (sum >> 16);
+    return (sum & 0xffff) + (sum >> 16);
+}
+
+/* Add two partial sums without losing carries. */
+static inline uint32_t sp_csum_add(uint32_t a, uint32_t b)
+{
+    return sp_csum_reduce(a) + sp_csum_reduce(b);
+}
+
+/* One's-complement subtraction: sum of a block minus the sum of a sub-block. */
+static inline uint32_t sp_csum_sub(uint32_t a, uint32_t b)
+{
+    return sp_csum_reduce(a) + (uint16_t)~sp_csum_reduce(b);
+}
+
+/* The sum of a block moved by an odd number of bytes is the byte-swapped sum. */
+static inline uint32_t sp_csum_swap(uint32_t sum)
+{
+    uint32_t s = sp_csum_reduce(sum);
+    return ((s & 0xff) << 8) | (s >> 8);
+}
+
+/* RFC 1624 eqn. 3: new checksum field after one 16-bit word of the covered data
+ * changed from old_word to new_word (all host order). */
+static inline uint16_t sp_csum_update16(uint16_t check, uint16_t old_word, uint16_t new_word)
+{
+    uint32_t sum = (uint16_t)~check;
+    sum += (uint16_t)~old_word;
+    sum += new_word;
+    return sp_csum_fold(sum);
+}
+
+#endif

@@ -1,0 +1,51 @@
+/*
+ * IPv4/IPv6 + UDP headers for backends that own the whole frame (rings, the
+ * memory backend). Parse/write pair: sp_udpip_parse() validates a received
+ * IP packet and finds the UDP payload; sp_udpip_write_reply() writes the reply
+ * headers (addresses and ports swapped) with the UDP checksum composed from the
+ * payload's partial sum, which the response table keeps up to date incrementally.
+ */
+#ifndef STORMPY_PROTO_UDPIP_H
+#define STORMPY_PROTO_UDPIP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define SP_IPV4_HEADER_LEN 20
+#define SP_IPV6_HEADER_LEN 40
+#define SP_UDP_HEADER_LEN 8
+
+struct sp_udpip {
+    uint8_t family;          /* 4 or 6 */
+    uint8_t src[16], dst[16];
+    uint16_t sport, dport;
+    size_t payload_off;      /* from the start of the IP header */
+    size_t payload_len;
+};
+
+/* Parses an IP packet (no link header). False when truncated, not UDP, a
+ * fragment, or lengths disagree with len. IPv4 options are skipped. */
+bool sp_udpip_parse(const uint8_t *ip, size_t len, struct sp_udpip *u);
+
+/* True when the IPv4 header checksum and the UDP checksum of a packet that
+ * sp_udpip_parse() accepted are right. An IPv4 UDP checksum of 0 means "none";
+ * over IPv6 it is not allowed (RFC 8200 section 8.1). The kernel drops such
+ * packets; a ring backend must too, since nothing checked them before. A
+ * field holding just the pseudo-header sum (CHECKSUM_PARTIAL, sent from this
+ * host through a veth) is accepted, as the kernel accepts it. */
+bool sp_udpip_checksums_ok(const uint8_t *ip, const struct sp_udpip *u);
+
+/* Header length of a reply for this family. */
+static inline size_t sp_udpip_header_len(uint8_t family)
+{
+    return (family == 4 ? SP_IPV4_HEADER_LEN : SP_IPV6_HEADER_LEN) + SP_UDP_HEADER_LEN;
+}
+
+/* Writes reply headers to `out` for a payload of payload_len bytes whose partial
+ * checksum is payload_sum, replying to the request described by req. Returns the
+ * header length. */
+size_t sp_udpip_write_reply(uint8_t *out, const struct sp_udpip *req, size_t payload_len,
+                            uint32_t payload_sum, uint8_t ttl);
+
+#endif

@@ -1,0 +1,50 @@
+/* What the AF_XDP program (xdp_program.c) shares with its per-queue sockets
+ * (xdp_socket.c): the program's state, which a socket registers itself in, and the
+ * backend's error reporting. Private to the backend; the API is
+ * stormpy/io/xdp_program.h and stormpy/io/xdp_socket.h. */
+#ifndef STORMPY_IO_XDP_INTERNAL_H
+#define STORMPY_IO_XDP_INTERNAL_H
+
+#include <errno.h>
+#include <net/if.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <bpf/libbpf.h>
+#include <xdp/libxdp.h>
+
+#include "stormpy/io/xdp_program.h"
+
+struct sp_xdp_prog {
+    char ifname[IF_NAMESIZE];
+    int ifindex;
+    unsigned queues;          /* receive queues, 0 when unknown */
+    uint32_t map_entries;
+    struct bpf_object *obj;
+    int prog_fd, map_fd;
+    int link_fd;              /* -1: attached through netlink */
+    uint32_t xdp_flags;       /* XDP_FLAGS_DRV_MODE or XDP_FLAGS_SKB_MODE */
+};
+
+void sp_xdp_set_err(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static inline int sp_xdp_is_perm(int e)
+{
+    return e == EPERM || e == EACCES;
+}
+
+#define SP_XDP_PERM_MSG "AF_XDP: needs CAP_NET_ADMIN/CAP_NET_RAW/CAP_BPF (run as root)"
+
+/* libbpf and libxdp print warnings to stderr by default. Between begin and end the
+ * first warning is kept in sp_xdp_lib_msg instead (it names the cause; later ones
+ * repeat it). The print functions are process-wide: one thread at a time. */
+struct sp_xdp_quiet {
+    libbpf_print_fn_t bpf;
+    libxdp_print_fn_t xdp;
+};
+extern char sp_xdp_lib_msg[200];
+struct sp_xdp_quiet sp_xdp_quiet_begin(void);
+void sp_xdp_quiet_end(struct sp_xdp_quiet q);
+
+#endif
