@@ -7,7 +7,6 @@ batches; serve() runs it with serve-dns's options.
 __version__ = "0.1.0"
 
 from stormpy._core import Packet
-from stormpy.app import serve
-from stormpy.responder import Responder, Template
+from stormpy.responder import Responder, Template, serve
 
 __all__ = ["Packet", "Responder", "Template", "serve", "__version__"]

@@ -2,60 +2,11 @@
 from __future__ import annotations
 
 import argparse
-import logging
-import os
 import sys
 
-from stormpy import __version__
-from stormpy import argtypes
+from stormpy import __version__, argtypes
+from stormpy.config import DEFAULT_CONTROL, add_serving_arguments
 from stormpy.errors import StormpyError
-
-# Root serves from /run like other daemons; anyone else from their own runtime dir.
-DEFAULT_CONTROL = ("/run/stormpy.sock" if os.geteuid() == 0 else
-                   os.path.join(os.environ.get("XDG_RUNTIME_DIR") or "/tmp", f"stormpy-{os.getuid()}.sock"))
-
-
-def add_serving_arguments(s: argparse.ArgumentParser, default_port: int) -> None:
-    """The options every server takes (serve-dns, and custom responders' serve())."""
-    s.add_argument("--listen", action="append", default=[], metavar="ADDR:PORT",
-                   help="address to serve on, repeatable; [::1]:5353 for IPv6 (default 127.0.0.1:5353 for serve-dns)")
-    s.add_argument("--workers", type=argtypes.positive, default=0, metavar="N",
-                   help="UDP workers per address (default: one per CPU)")
-    s.add_argument("--batch", type=argtypes.positive, default=32, metavar="N",
-                   help="datagrams received and sent per system call (default 32, at most 256)")
-    s.add_argument("--user", metavar="NAME",
-                   help="once the rings and sockets are set up, run as this user, keeping only "
-                   "the capabilities needed to reopen a queue (none on sockets)")
-    rings = s.add_argument_group("serving on an interface's rings instead of sockets")
-    rings.add_argument("--iface", metavar="IFACE",
-                       help="answer UDP on this interface's rings, one worker per RX queue")
-    rings.add_argument("--backend", choices=("socket", "xdp", "packet", "netmap"), default=None,
-                       help="socket (the default without --iface); xdp (AF_XDP: the default with "
-                       "--iface where it can run); packet (AF_PACKET, the fallback); netmap "
-                       "(built with NETMAP_INCLUDE, and /dev/netmap present)")
-    rings.add_argument("--xdp-mode", choices=("auto", "native", "generic"), default="auto",
-                       help="attach the XDP program in the driver (native) or generic mode (default: native, else generic)")
-    rings.add_argument("--copy-mode", choices=("auto", "copy", "zerocopy"), default="auto",
-                       help="AF_XDP zero-copy or copy (default: zero-copy where the driver can)")
-    rings.add_argument("--mode", choices=("memcpy", "precopy"), default="memcpy",
-                       help="render every reply into a TX buffer (memcpy), or send repeated "
-                            "answers from ready-made copies in the backend's memory (precopy)")
-    rings.add_argument("--port", type=argtypes.port, default=default_port, metavar="N",
-                       help=f"UDP port served with --iface (default {default_port})")
-    rings.add_argument("--queues", type=argtypes.positive, default=0, metavar="N",
-                       help="workers on the interface (default: its RX queue count)")
-    rings.add_argument("--cpus", type=argtypes.cpu_list, default=[], metavar="LIST",
-                       help="pin worker i to the i-th CPU of LIST, e.g. 0,1 or 0-3 (sockets too)")
-    rings.add_argument("--tx-flush-us", type=argtypes.flush_us, default=0, metavar="US",
-                       help="under load, kick TX at most every US microseconds (the paper's dt, "
-                       "e.g. 80); an idle ring flushes at once (default 0: every batch)")
-    rings.add_argument("--poll", choices=("block", "busy"), default="block",
-                       help="wait for frames in poll() or spin on the ring (default block)")
-    s.add_argument("--control", default=None, metavar="PATH",
-                   help=f"Unix socket for `stormpy stats` (default {DEFAULT_CONTROL}; '' for none)")
-    s.add_argument("-v", "--verbose", action="count", default=0,
-                   help="print counters every 10 s (-vv: every second)")
-
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="stormpy", description="Prepackaged-response packet "
@@ -129,16 +80,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _check_zone(args) -> int:
-    from stormpy.dnscompile import compile_zones
-    from stormpy.zone import load_zone
+    from stormpy.dns.compiler import compile_zones
+    from stormpy.dns.zone import load_zones
 
-    if args.origin and len(args.origin) != len(args.zones):
-        raise StormpyError("give one --origin per zone file, in the same order, or none")
-    zones = []
-    for path, origin in zip(args.zones, args.origin or [None] * len(args.zones)):
-        zone = load_zone(path, origin)
-        zones.append(zone)
-        print(f"{path}: zone {zone.origin.to_text()} loaded, {zone.record_count} records")
+    zones = load_zones(args.zones, args.origin)
+    for zone in zones:
+        print(f"{zone.path}: zone {zone.origin.to_text()} loaded, {zone.record_count} records")
     _, stats = compile_zones(zones)
     print(f"compiled {stats.zones} zone(s): {stats.records} records, {stats.names} names, "
           f"{stats.keys} lookup keys, {stats.responses} prepackaged responses, "
@@ -148,25 +95,11 @@ def _check_zone(args) -> int:
 
 def _stats(args) -> int:
     import json
-    import socket as socketlib
 
+    from stormpy.control import read_snapshot
     from stormpy.server import format_worker
 
-    try:
-        with socketlib.socket(socketlib.AF_UNIX, socketlib.SOCK_STREAM) as s:
-            s.settimeout(5)
-            s.connect(args.control)
-            data = b""
-            while not data.endswith(b"\n"):
-                chunk = s.recv(65536)
-                if not chunk:
-                    break
-                data += chunk
-    except (FileNotFoundError, ConnectionRefusedError):
-        raise StormpyError(f"no server is listening on {args.control} (see serve-dns --control)") from None
-    except OSError as e:
-        raise StormpyError(f"{args.control}: {e.strerror or e}") from None
-    snap = json.loads(data)
+    snap = read_snapshot(args.control)
     if args.json:
         print(json.dumps(snap, indent=2))
         return 0
@@ -180,15 +113,12 @@ def _stats(args) -> int:
 
 def _replay(args) -> int:
     from stormpy import _core
+    from stormpy.dns.compiler import compile_zones
+    from stormpy.dns.zone import load_zones
     from stormpy.pcap import read_frames, write_frames
     from stormpy.server import format_counters
-    from stormpy.dnscompile import compile_zones
-    from stormpy.zone import load_zone
 
-    if args.origin and len(args.origin) != len(args.zones):
-        raise StormpyError("give one --origin per zone file, in the same order, or none")
-    zones = [load_zone(p, o) for p, o in zip(args.zones, args.origin or [None] * len(args.zones))]
-    table, _ = compile_zones(zones)
+    table, _ = compile_zones(load_zones(args.zones, args.origin))
     frames = read_frames(args.pcap)
     ref = _core.TableRef(table, 1)
     replies, c = _core.run_memory_worker(ref, frames, port=args.port, batch=args.batch,
@@ -214,38 +144,11 @@ def _backends(args) -> int:
     return 0
 
 
-def serving_config(args, default_listen: tuple[str, int], **extra):
-    """A DnsConfig from add_serving_arguments()'s options; StormpyError on a bad mix."""
-    from stormpy.server import DnsConfig, parse_listen
-
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s stormpy: %(message)s",
-                        datefmt="%H:%M:%S", stream=sys.stderr)
-    backend = args.backend
-    if backend is None:
-        from stormpy.backends import why_unusable
-        backend = ("xdp" if why_unusable("xdp") is None else "packet") if args.iface else "socket"
-    if backend != "socket" and not args.iface:
-        raise StormpyError(f"--backend {backend} needs --iface")
-    if args.iface and backend == "socket":
-        raise StormpyError("--iface serves on rings: use --backend packet, or --listen for sockets")
-    if args.mode != "memcpy" and not args.iface:
-        raise StormpyError(f"--mode {args.mode} is for frame backends: it needs --iface")
-    if args.iface and args.listen:
-        raise StormpyError("--listen is for the socket backend; with --iface use --port")
-    return DnsConfig(listen=[parse_listen(x, default_listen[1]) for x in args.listen] or
-                     [default_listen], workers=args.workers, batch=args.batch,
-                     stats_interval={0: 0.0, 1: 10.0}.get(args.verbose, 1.0),
-                     iface=args.iface, backend=backend, queues=args.queues, port=args.port,
-                     cpus=args.cpus, busy_poll=args.poll == "busy", xdp_mode=args.xdp_mode,
-                     copy_mode=args.copy_mode, tx_flush_us=args.tx_flush_us, mode=args.mode,
-                     control=DEFAULT_CONTROL if args.control is None else (args.control or None),
-                     control_required=bool(args.control), user=args.user, **extra)
-
-
 def _serve_dns(args) -> int:
-    from stormpy.server import serve_dns
+    from stormpy.config import serving_config
+    from stormpy.dns.server import DnsConfig, serve_dns
 
-    cfg = serving_config(args, ("127.0.0.1", 5353), zones=args.zones, origins=args.origin,
+    cfg = serving_config(args, ("127.0.0.1", 5353), DnsConfig, zones=args.zones, origins=args.origin,
                          max_udp=args.max_udp, chaos_version=args.chaos_version,
                          chaos_identity=args.chaos_identity, rrl_rate=args.rrl_rate,
                          rrl_slip=args.rrl_slip, rrl_ipv4_prefix=args.rrl_ipv4_prefix,

@@ -1,5 +1,5 @@
-"""pcap files in and out of the memory backend: replay a capture through the real
-fast path, and write the replies as a capture (for labs, tests and benchmarks).
+"""pcap files in and out of the memory backend: the frames of a capture to replay through
+the real fast path, and the replies written as a capture (for labs, tests and benchmarks).
 
 scapy reads and writes the files (pcap and pcapng); the frames themselves go to C
 untouched."""
@@ -50,9 +50,3 @@ def write_frames(path: str, frames: list[bytes]) -> None:
     except OSError as e:
         raise StormpyError(f"{path}: {e.strerror or e}") from None
 
-
-def replay(ref, frames: list[bytes], **kw):
-    """Run frames through one worker on the memory backend: (replies, counters)."""
-    from stormpy import _core
-
-    return _core.run_memory_worker(ref, frames, **kw)

@@ -5,9 +5,9 @@ import dns.rcode
 import dns.rdatatype
 import pytest
 
-from stormpy.dnscompile import compile_zones
+from stormpy.dns.compiler import compile_zones
 from stormpy.errors import ZoneError
-from stormpy.zone import load_zone
+from stormpy.dns.zone import load_zone
 
 HEAD = "$ORIGIN p.test.\n$TTL 300\n@ SOA ns h 1 2 3 4 60\n@ NS ns\nns A 192.0.2.1\n"
 

@@ -7,7 +7,7 @@ from scapy.layers.inet import IP, UDP
 from scapy.layers.inet6 import IPv6
 
 from stormpy import _core
-from stormpy.dnscompile import DNS_PATCHES
+from stormpy.dns.compiler import DNS_PATCHES
 
 
 def table_with_one_response(payload):

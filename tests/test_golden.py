@@ -7,8 +7,8 @@ import socket
 import pytest
 
 from conftest import EXAMPLE_ZONE
-from stormpy.dnscompile import compile_zones
-from stormpy.zone import load_zone
+from stormpy.dns.compiler import compile_zones
+from stormpy.dns.zone import load_zone
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 

@@ -142,7 +142,7 @@ def test_interface_identity_reads_mac_and_addresses():
     """What netmap serving answers ARP/ping/NDP for: the kernel's own view of the port."""
     import ipaddress
     with VethPair() as pair:
-        script = ("import json; from stormpy.server import interface_identity as f; "
+        script = ("import json; from stormpy.interfaces import interface_identity as f; "
                   "o = f('veth0'); print(json.dumps({k: o[k].hex() for k in ('mac', 'ipv4', 'ipv6')}))")
         r = pair.run(pair.server, sys.executable, "-c", script)
         assert r.returncode == 0, r.stderr

@@ -14,8 +14,8 @@ from scapy.layers.l2 import Ether
 
 from conftest import EXAMPLE_ZONE
 from stormpy import _core
-from stormpy.dnscompile import compile_zones
-from stormpy.zone import load_zone
+from stormpy.dns.compiler import compile_zones
+from stormpy.dns.zone import load_zone
 from test_cli import assert_one_line_error, stormpy
 
 CLIENT_MAC, SERVER_MAC = "02:00:00:00:00:02", "02:00:00:00:00:01"

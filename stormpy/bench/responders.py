@@ -1,4 +1,4 @@
-"""Custom responders (stormpy/responder.py): the C fast-path rules against the DNS fast
+"""Custom responders (stormpy/responder/): the C fast-path rules against the DNS fast
 path, the Python slow path, and scapy's AnsweringMachine, in one run, no kernel I/O, no
 root.
 

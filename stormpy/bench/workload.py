@@ -211,8 +211,8 @@ class CompiledWorkload:
     """A compiled zone of `names` names and its recorded queries, as payloads and frames."""
 
     def __init__(self, names: int, queries: int, seed: int, tmpdir: str):
-        from stormpy.dnscompile import compile_zones
-        from stormpy.zone import load_zone
+        from stormpy.dns.compiler import compile_zones
+        from stormpy.dns.zone import load_zone
         self.names, self.count, self.seed = names, queries, seed
         self.zone = os.path.join(tmpdir, f"bench-{names}.zone")
         write_fastpath_zone(self.zone, names, seed)

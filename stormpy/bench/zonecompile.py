@@ -33,8 +33,8 @@ from stormpy.bench.workload import ZONE_ORIGIN, write_compile_zone
 
 COMPILE_CHILD = """
 import json, sys, time
-from stormpy.dnscompile import compile_zones
-from stormpy.zone import load_zone
+from stormpy.dns.compiler import compile_zones
+from stormpy.dns.zone import load_zone
 t0 = time.perf_counter()
 zone = load_zone(sys.argv[1])
 t1 = time.perf_counter()

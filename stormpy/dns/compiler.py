@@ -21,7 +21,7 @@ import dns.rrset
 
 from stormpy import _core
 from stormpy.errors import ZoneError
-from stormpy.zone import Zone
+from stormpy.dns.zone import Zone
 
 IN = dns.rdataclass.IN
 CH = dns.rdataclass.CH

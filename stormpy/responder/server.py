@@ -1,6 +1,6 @@
 """Serving a custom responder: `stormpy.serve(responder)`.
 
-The responder runs in the same server as serve-dns (stormpy.server): one C worker
+The responder runs in the server serve-dns runs in (stormpy.server): one C worker
 process per socket or NIC queue, forked with the table in shared memory, restarted
 if it dies, with the same options (--iface, --backend, --cpus, --batch, --poll, ...).
 Each worker answers from the responder's rules and calls its handler, in that
@@ -15,19 +15,19 @@ import asyncio
 import logging
 import sys
 
+from stormpy.config import ServerConfig, add_serving_arguments, serving_config
 from stormpy.errors import StormpyError
-from stormpy.responder import Responder
-from stormpy.server import DnsServer
+from stormpy.responder.api import Responder
+from stormpy.server import Server
 
 log = logging.getLogger("stormpy")
 
 
-class ResponderServer(DnsServer):
-    """DnsServer with a responder's table, workers and control tasks."""
+class ResponderServer(Server):
+    """The server with a responder's table, workers and control tasks."""
 
-    def __init__(self, responder: Responder, cfg):
+    def __init__(self, responder: Responder, cfg: ServerConfig):
         self.responder = responder
-        self.serves_tcp = False
         self.steer_all = responder.all_frames
         super().__init__(cfg)
 
@@ -83,7 +83,6 @@ class ResponderServer(DnsServer):
 
 
 def build_parser(responder: Responder, prog: str | None) -> argparse.ArgumentParser:
-    from stormpy.cli import add_serving_arguments
     p = argparse.ArgumentParser(prog=prog, description=f"Serve {responder.name} with stormpy.")
     add_serving_arguments(p, default_port=responder.port)
     p.add_argument("--max-reply", type=int, default=1472, metavar="BYTES",
@@ -99,7 +98,6 @@ def serve(responder: Responder, argv: list[str] | None = None, *, prog: str | No
     """Serve responder until SIGTERM or SIGINT, with the command line's options
     (argv, default sys.argv[1:]); `defaults` sets option defaults (batch=1,
     poll="busy", ...). Returns the exit status; user errors are one line."""
-    from stormpy.cli import serving_config
     parser = build_parser(responder, prog)
     parser.set_defaults(**defaults)
     args = parser.parse_args(argv)
@@ -113,8 +111,7 @@ def serve(responder: Responder, argv: list[str] | None = None, *, prog: str | No
             raise StormpyError("--max-reply: between 512 and 65507 bytes")
         if args.mode != "memcpy":
             raise StormpyError("--mode precopy is for serve-dns; a responder renders each reply")
-        cfg = serving_config(args, ("127.0.0.1", responder.port), zones=[],
-                             max_udp=args.max_reply)
+        cfg = serving_config(args, ("127.0.0.1", responder.port), max_udp=args.max_reply)
         server = ResponderServer(responder, cfg)
         asyncio.run(server.serve())
     except StormpyError as e:

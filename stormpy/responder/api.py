@@ -293,9 +293,9 @@ class Responder:
     def compile(self):
         """The table: (stormpy._core.Table, stats). Raises StormpyError, one line."""
         if self._zones:
-            from stormpy.dnscompile import compile_zones
-            from stormpy.zone import load_zone
-            zones = [load_zone(p, o) for p, o in zip(self._zones, self._origins)]
+            from stormpy.dns.compiler import compile_zones
+            from stormpy.dns.zone import load_zones
+            zones = load_zones(self._zones, self._origins)
             self._check_dynamic(zones)
 
             def extend(builder):

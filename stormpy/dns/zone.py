@@ -119,6 +119,15 @@ def load_zone(path: str, origin: str | None = None) -> Zone:
     return Zone(path=path, origin=z.origin, zone=z)
 
 
+def load_zones(paths: list[str], origins: list[str] | None = None) -> list[Zone]:
+    """Load each master file, `origins` giving each one's origin in the same order (or
+    none at all). Raises ZoneError, one line."""
+    if origins and len(origins) != len(paths):
+        raise ZoneError(f"{len(origins)} --origin for {len(paths)} zone files: give one "
+                        f"--origin per zone file, in the same order, or none")
+    return [load_zone(path, origin) for path, origin in zip(paths, origins or [None] * len(paths))]
+
+
 def z_origin_text(name: dns.name.Name) -> str:
     return name.to_text()
 

@@ -1,0 +1,156 @@
+"""A server's configuration: the serving options every server takes on the command line
+(add_serving_arguments), checked and turned into a ServerConfig (serving_config)."""
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import logging
+import os
+import socket
+import sys
+from dataclasses import dataclass, field
+
+from stormpy import argtypes
+from stormpy.errors import StormpyError
+
+# Root serves from /run like other daemons; anyone else from their own runtime dir.
+DEFAULT_CONTROL = ("/run/stormpy.sock" if os.geteuid() == 0 else
+                   os.path.join(os.environ.get("XDG_RUNTIME_DIR") or "/tmp", f"stormpy-{os.getuid()}.sock"))
+
+
+@dataclass
+class ServerConfig:
+    """What every server takes: where and how its workers serve (the command line's
+    serving options). An application's config adds its own fields."""
+    listen: list[tuple[str, int]] = field(default_factory=lambda: [("127.0.0.1", 5353)])
+    workers: int = 0
+    batch: int = 32
+    max_udp: int = 1232
+    stats_interval: float = 0.0
+    control: str | None = None       # Unix socket answering `stormpy stats`
+    control_required: bool = False   # False: the default path, given up with a warning if taken
+    iface: str | None = None         # serve on this interface's rings instead of sockets
+    backend: str = "socket"          # socket | packet
+    queues: int = 0                  # frame workers (default: the device's RX queues)
+    port: int = 53                   # the UDP/TCP port served with --iface
+    cpus: list[int] = field(default_factory=list)
+    busy_poll: bool = False
+    xdp_mode: str = "auto"           # auto | native | generic
+    tx_flush_us: int = 0             # 0: kick TX every batch
+    copy_mode: str = "auto"          # auto | copy | zerocopy
+    user: str | None = None          # run as this user once rings and sockets are set up
+    mode: str = "memcpy"             # memcpy | precopy (frame backends only)
+    rrl_rate: int = 0                # response rate limiting: answers/s per prefix (0: off)
+    rrl_slip: int = 2                # every Nth limited answer goes out truncated (0: none)
+    rrl_ipv4_prefix: int = 24
+    rrl_ipv6_prefix: int = 56
+    rrl_allow: list[str] = field(default_factory=list)   # prefixes never limited
+
+
+def parse_listen(text: str, default_port: int = 53) -> tuple[str, int]:
+    """ADDR:PORT, [V6ADDR]:PORT, or a bare ADDR (default_port)."""
+    host, port = text, str(default_port)
+    if text.startswith("["):
+        host, sep, rest = text[1:].partition("]")
+        if not sep or (rest and not rest.startswith(":")):
+            raise StormpyError(f"--listen {text}: expected [ADDRESS]:PORT")
+        port = rest[1:] or str(default_port)
+    elif text.count(":") == 1:
+        host, port = text.split(":")
+    try:
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        socket.inet_pton(family, host)
+        number = int(port)
+        if not 0 < number < 65536:
+            raise ValueError
+    except (OSError, ValueError):
+        raise StormpyError(f"--listen {text}: expected ADDRESS:PORT with a numeric address "
+                           f"and a port from 1 to 65535") from None
+    if host in ("0.0.0.0", "::"):
+        raise StormpyError(f"--listen {text}: give each address to serve on; a wildcard socket "
+                           f"may answer from another address than the one asked")
+    return host, number
+
+
+def parse_allow(texts: list[str]) -> list[tuple[int, bytes, int]]:
+    """--rrl-allow prefixes as (family, packed network, length)."""
+    if len(texts) > 16:
+        raise StormpyError(f"{len(texts)} --rrl-allow prefixes: at most 16")
+    out = []
+    for text in texts:
+        try:
+            net = ipaddress.ip_network(text, strict=False)
+        except ValueError:
+            raise StormpyError(f"--rrl-allow {text}: expected a prefix like 192.0.2.0/24 "
+                               f"or 2001:db8::/48") from None
+        out.append((net.version, net.network_address.packed, net.prefixlen))
+    return out
+
+
+def add_serving_arguments(s: argparse.ArgumentParser, default_port: int) -> None:
+    """The options every server takes (serve-dns, and custom responders' serve())."""
+    s.add_argument("--listen", action="append", default=[], metavar="ADDR:PORT",
+                   help="address to serve on, repeatable; [::1]:5353 for IPv6 (default 127.0.0.1:5353 for serve-dns)")
+    s.add_argument("--workers", type=argtypes.positive, default=0, metavar="N",
+                   help="UDP workers per address (default: one per CPU)")
+    s.add_argument("--batch", type=argtypes.positive, default=32, metavar="N",
+                   help="datagrams received and sent per system call (default 32, at most 256)")
+    s.add_argument("--user", metavar="NAME",
+                   help="once the rings and sockets are set up, run as this user, keeping only "
+                   "the capabilities needed to reopen a queue (none on sockets)")
+    rings = s.add_argument_group("serving on an interface's rings instead of sockets")
+    rings.add_argument("--iface", metavar="IFACE",
+                       help="answer UDP on this interface's rings, one worker per RX queue")
+    rings.add_argument("--backend", choices=("socket", "xdp", "packet", "netmap"), default=None,
+                       help="socket (the default without --iface); xdp (AF_XDP: the default with "
+                       "--iface where it can run); packet (AF_PACKET, the fallback); netmap "
+                       "(built with NETMAP_INCLUDE, and /dev/netmap present)")
+    rings.add_argument("--xdp-mode", choices=("auto", "native", "generic"), default="auto",
+                       help="attach the XDP program in the driver (native) or generic mode (default: native, else generic)")
+    rings.add_argument("--copy-mode", choices=("auto", "copy", "zerocopy"), default="auto",
+                       help="AF_XDP zero-copy or copy (default: zero-copy where the driver can)")
+    rings.add_argument("--mode", choices=("memcpy", "precopy"), default="memcpy",
+                       help="render every reply into a TX buffer (memcpy), or send repeated "
+                            "answers from ready-made copies in the backend's memory (precopy)")
+    rings.add_argument("--port", type=argtypes.port, default=default_port, metavar="N",
+                       help=f"UDP port served with --iface (default {default_port})")
+    rings.add_argument("--queues", type=argtypes.positive, default=0, metavar="N",
+                       help="workers on the interface (default: its RX queue count)")
+    rings.add_argument("--cpus", type=argtypes.cpu_list, default=[], metavar="LIST",
+                       help="pin worker i to the i-th CPU of LIST, e.g. 0,1 or 0-3 (sockets too)")
+    rings.add_argument("--tx-flush-us", type=argtypes.flush_us, default=0, metavar="US",
+                       help="under load, kick TX at most every US microseconds (the paper's dt, "
+                       "e.g. 80); an idle ring flushes at once (default 0: every batch)")
+    rings.add_argument("--poll", choices=("block", "busy"), default="block",
+                       help="wait for frames in poll() or spin on the ring (default block)")
+    s.add_argument("--control", default=None, metavar="PATH",
+                   help=f"Unix socket for `stormpy stats` (default {DEFAULT_CONTROL}; '' for none)")
+    s.add_argument("-v", "--verbose", action="count", default=0,
+                   help="print counters every 10 s (-vv: every second)")
+
+
+def serving_config(args, default_listen: tuple[str, int], config=ServerConfig, **extra):
+    """A `config` (ServerConfig or an application's subclass) from
+    add_serving_arguments()'s options and `extra` fields; StormpyError on a bad mix."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s stormpy: %(message)s",
+                        datefmt="%H:%M:%S", stream=sys.stderr)
+    backend = args.backend
+    if backend is None:
+        from stormpy.backends import why_unusable
+        backend = ("xdp" if why_unusable("xdp") is None else "packet") if args.iface else "socket"
+    if backend != "socket" and not args.iface:
+        raise StormpyError(f"--backend {backend} needs --iface")
+    if args.iface and backend == "socket":
+        raise StormpyError("--iface serves on rings: use --backend packet, or --listen for sockets")
+    if args.mode != "memcpy" and not args.iface:
+        raise StormpyError(f"--mode {args.mode} is for frame backends: it needs --iface")
+    if args.iface and args.listen:
+        raise StormpyError("--listen is for the socket backend; with --iface use --port")
+    return config(listen=[parse_listen(x, default_listen[1]) for x in args.listen] or
+                     [default_listen], workers=args.workers, batch=args.batch,
+                     stats_interval={0: 0.0, 1: 10.0}.get(args.verbose, 1.0),
+                     iface=args.iface, backend=backend, queues=args.queues, port=args.port,
+                     cpus=args.cpus, busy_poll=args.poll == "busy", xdp_mode=args.xdp_mode,
+                     copy_mode=args.copy_mode, tx_flush_us=args.tx_flush_us, mode=args.mode,
+                     control=DEFAULT_CONTROL if args.control is None else (args.control or None),
+                     control_required=bool(args.control), user=args.user, **extra)

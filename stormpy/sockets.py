@@ -1,0 +1,108 @@
+"""The kernel sockets a server opens: UDP sockets shared by workers (SO_REUSEPORT), TCP
+listeners, and the sinks that keep the kernel quiet for ports answered on rings. Every
+bind failure is one line that says why."""
+from __future__ import annotations
+
+import logging
+import socket
+import struct
+
+from stormpy.errors import StormpyError
+
+log = logging.getLogger("stormpy")
+
+
+def bind_error(proto: str, host: str, port: int, err: OSError) -> StormpyError:
+    reason = err.strerror or str(err)
+    hint = ""
+    if err.errno == 13:
+        hint = " (ports below 1024 need root or CAP_NET_BIND_SERVICE)"
+    elif err.errno == 98:
+        hint = " (another server is using it)"
+    elif err.errno == 99:
+        hint = " (no interface has this address)"
+    return StormpyError(f"cannot listen on {proto} {host}:{port}: {reason}{hint}")
+
+
+def family_of(host: str) -> int:
+    return socket.AF_INET6 if ":" in host else socket.AF_INET
+
+
+SO_BUSY_POLL = 46
+BUSY_POLL_US = 50        # the kernel spins this long for a datagram before sleeping
+
+
+def open_udp_sockets(host: str, port: int, count: int,
+                     busy_poll: bool = False) -> list[socket.socket]:
+    """count sockets sharing host:port through SO_REUSEPORT. A plain bind first
+    makes sure no other process holds the port, reuseport or not. busy_poll asks
+    the kernel to spin for datagrams (SO_BUSY_POLL), where it lets us."""
+    family = family_of(host)
+    try:
+        with socket.socket(family, socket.SOCK_DGRAM) as probe:
+            if family == socket.AF_INET6:
+                probe.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            probe.bind((host, port))
+    except OSError as e:
+        raise bind_error("udp", host, port, e) from None
+    socks = []
+    try:
+        for _ in range(count):
+            s = socket.socket(family, socket.SOCK_DGRAM)
+            socks.append(s)
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, struct.pack("ll", 0, 100_000))
+            if busy_poll:
+                try:
+                    s.setsockopt(socket.SOL_SOCKET, SO_BUSY_POLL, BUSY_POLL_US)
+                except OSError as e:
+                    if not socks[:-1]:
+                        log.warning("no busy polling on sockets (SO_BUSY_POLL: %s)", e.strerror)
+            if family == socket.AF_INET6:
+                s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            s.bind((host, port))
+    except OSError as e:
+        for s in socks:
+            s.close()
+        raise bind_error("udp", host, port, e) from None
+    return socks
+
+
+def open_tcp_socket(host: str, port: int) -> socket.socket:
+    family = family_of(host)
+    s = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if family == socket.AF_INET6:
+            s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+        s.bind((host, port))
+        s.listen(128)
+    except OSError as e:
+        s.close()
+        raise bind_error("tcp", host, port, e) from None
+    s.setblocking(False)
+    return s
+
+
+def open_sinks(port: int) -> list[socket.socket]:
+    """UDP sockets on the served port that are never read: the kernel still sees every
+    frame a ring backend answers, and without a socket it would send ICMP port
+    unreachable for each query."""
+    sinks = []
+    for family, host in ((socket.AF_INET, "0.0.0.0"), (socket.AF_INET6, "::")):
+        s = socket.socket(family, socket.SOCK_DGRAM)
+        try:
+            if family == socket.AF_INET6:
+                s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1)
+            s.bind((host, port))
+        except OSError as e:
+            s.close()
+            for x in sinks:
+                x.close()
+            if e.errno == 98:
+                raise StormpyError(f"UDP port {port} is in use on this host: that server would "
+                                   f"answer the same queries; stop it or choose --port") from None
+            raise bind_error("udp", host, port, e) from None
+        sinks.append(s)
+    return sinks
