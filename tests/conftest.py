@@ -4,7 +4,7 @@ import shutil
 
 import pytest
 
-from knot import knot_server, stormpy_server  # noqa: F401  (fixtures)
+from support.servers import knot_server, stormpy_server  # noqa: F401  (fixtures)
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXAMPLE_ZONE = os.path.join(REPO, "zones", "example.zone")

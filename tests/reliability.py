@@ -39,7 +39,7 @@ REPO = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 import dns.message  # noqa: E402
 
-from netns import SERVER_V4, NsServer, VethPair  # noqa: E402
+from support.netns import SERVER_V4, NsServer, VethPair  # noqa: E402
 
 ZONE = os.path.join(REPO, "zones", "example.zone")
 QUERIES = ["www.example.com A", "h1.example.com A", "h2.example.com AAAA", "example.com MX",

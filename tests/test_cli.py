@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from conftest import EXAMPLE_ZONE, REPO
-from knot import free_port
+from support.process import free_port
 
 
 def stormpy(*args, timeout=60):

@@ -36,9 +36,10 @@ import dns.rcode  # noqa: E402
 import dns.rdatatype  # noqa: E402
 import dns.rrset  # noqa: E402
 
-import dnsdiff  # noqa: E402
-from knot import (KnotServer, knot_check_zone, knot_server, knotd_path,  # noqa: E402,F401
-                  stormpy_server, tcp_query, udp_query)
+from support import dnsdiff  # noqa: E402
+from support.client import tcp_query, udp_query  # noqa: E402
+from support.servers import (KnotServer, knot_check_zone, knot_server, knotd_path,  # noqa: E402,F401
+                             stormpy_server)
 
 SEED = int(os.environ.get("DNSDIFF_SEED", dnsdiff.DEFAULT_SEED))
 CASES = dnsdiff.generate_queries(SEED)

@@ -14,7 +14,7 @@ import pytest
 from scapy.layers.dns import DNS, DNSQR, DNSRROPT, DNSRR
 
 from conftest import EXAMPLE_ZONE
-from dnsclient import tcp_many, udp
+from support.client import tcp_many, udp
 
 ZONES = [("example.com.", EXAMPLE_ZONE)]
 GOOD = bytes(DNS(id=0x4242, rd=1, qd=DNSQR(qname="www.example.com", qtype="A")))

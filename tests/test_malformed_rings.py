@@ -9,20 +9,18 @@ import sys
 import pytest
 
 from conftest import EXAMPLE_ZONE
-from netns import CLIENT_V4, CLIENT_V6, SERVER_V4, SERVER_V6, NsServer, VethPair, why_no_netns
-from stormpy import _core
+from support.backends import RINGS
+from support.netns import CLIENT_V4, CLIENT_V6, SERVER_V4, SERVER_V6, NsServer, VethPair, why_no_netns
 from test_malformed import corpus, judge
 
 REASON = why_no_netns()
 if REASON:
     print(f"\nSKIP test_malformed_rings: {REASON}")
-NO_XDP = "AF_XDP is not compiled in (libxdp-dev, libbpf-dev or clang missing at build time)"
-XDP = pytest.param("xdp", marks=pytest.mark.skipif("xdp" not in _core.COMPILED_BACKENDS, reason=NO_XDP))
 pytestmark = pytest.mark.skipif(REASON is not None, reason=REASON or "")
 SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ns_malformed.py")
 
 
-@pytest.mark.parametrize("backend", ["packet", XDP])
+@pytest.mark.parametrize("backend", RINGS)
 def test_malformed_frames_over_the_rings(backend):
     with VethPair() as pair, NsServer(pair, [EXAMPLE_ZONE, "--iface", "veth0", "--backend", backend]) as srv:
         mac = pair.run(pair.server, "cat", "/sys/class/net/veth0/address").stdout.strip()

@@ -10,7 +10,7 @@ import dns.message
 import pytest
 
 from conftest import EXAMPLE_ZONE
-from dnsclient import udp
+from support.client import udp
 from test_cli import assert_one_line_error, stormpy
 from test_supervisor import snapshot, wait_for_replacement
 

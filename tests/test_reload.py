@@ -6,8 +6,8 @@ import time
 import dns.message
 import dns.rdatatype
 
-from dnsclient import udp
-from knot import StormpyServer
+from support.client import udp
+from support.servers import StormpyServer
 
 
 def www_address(addr):

@@ -13,19 +13,9 @@ import dns.message
 import dns.rdatatype
 import pytest
 
-from netns import why_no_netns
-from responders import CLIENT_V4, Site, example, stop
-from stormpy import _core
+from support.backends import EVERY_BACKEND, RINGS
+from support.responders import CLIENT_V4, Site, example, stop
 
-NO_NETNS = why_no_netns()
-NO_XDP = "AF_XDP is not compiled in (libxdp-dev, libbpf-dev or clang missing at build time)"
-for reason in {NO_NETNS, None if "xdp" in _core.COMPILED_BACKENDS else NO_XDP} - {None}:
-    print(f"\nSKIP ring cases of test_responders: {reason}")
-RINGS = [pytest.param("packet", marks=pytest.mark.skipif(NO_NETNS is not None, reason=NO_NETNS or "")),
-         pytest.param("xdp", marks=pytest.mark.skipif(
-             NO_NETNS is not None or "xdp" not in _core.COMPILED_BACKENDS,
-             reason=NO_NETNS or NO_XDP))]
-EVERY_BACKEND = ["socket"] + RINGS
 
 
 @pytest.mark.parametrize("script, counter", [("udp_echo.py", "rule_answers"),

@@ -8,19 +8,15 @@ import sys
 import pytest
 
 from conftest import EXAMPLE_ZONE
-from netns import CLIENT_V4, SERVER_V4, SERVER_V6, NsServer, VethPair, why_no_netns
-from stormpy import _core
+from support.backends import NO_XDP, RINGS
+from support.netns import CLIENT_V4, SERVER_V4, SERVER_V6, NsServer, VethPair, why_no_netns
 
 REASON = why_no_netns()
 if REASON:
     print(f"\nSKIP test_rings: {REASON}")
 pytestmark = pytest.mark.skipif(REASON is not None, reason=REASON or "")
 
-NO_XDP = "AF_XDP is not compiled in (libxdp-dev, libbpf-dev or clang missing at build time)"
-if "xdp" not in _core.COMPILED_BACKENDS:
-    print(f"\nSKIP xdp cases: {NO_XDP}")
-XDP = pytest.param("xdp", marks=pytest.mark.skipif("xdp" not in _core.COMPILED_BACKENDS, reason=NO_XDP))
-BACKENDS = ["packet", XDP]
+BACKENDS = RINGS
 MODES = ["memcpy", "precopy"]
 QUESTIONS = [["www.example.com", "A"], ["WwW.eXample.com", "AAAA"], ["ftp.example.com", "A"],
              ["nothere.example.com", "A"], ["x.apps.example.com", "A"], ["example.org", "A"]]
@@ -116,7 +112,7 @@ def xdp_attached(pair):
     return "xdp" in pair.run(pair.server, "ip", "link", "show", "dev", "veth0").stdout
 
 
-@pytest.mark.skipif("xdp" not in _core.COMPILED_BACKENDS, reason=NO_XDP)
+@pytest.mark.skipif(NO_XDP is not None, reason=NO_XDP or "")
 def test_no_xdp_program_outlives_the_server():
     import signal
     with VethPair() as pair:

@@ -8,7 +8,7 @@ import dns.rdatatype
 import pytest
 
 from conftest import EXAMPLE_ZONE
-from dnsclient import tcp_many, udp
+from support.client import tcp_many, udp
 
 ZONES = [("example.com.", EXAMPLE_ZONE)]
 
@@ -87,7 +87,7 @@ def test_ipv6_listen(stormpy_server, tmp_path):
             s.bind(("::1", 0))
     except OSError as e:
         pytest.skip(f"no IPv6 loopback on this machine: {e}")
-    from knot import free_port
+    from support.process import free_port
     port = free_port()
     srv = stormpy_server(ZONES, ["--listen", f"[::1]:{port}"], workers=1)
     r = udp(dns.message.make_query("www.example.com", "AAAA"), ("::1", port))

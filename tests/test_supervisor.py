@@ -13,7 +13,7 @@ import dns.message
 import dns.rcode
 
 from conftest import EXAMPLE_ZONE, REPO
-from dnsclient import udp
+from support.client import udp
 
 ZONES = [("example.com.", EXAMPLE_ZONE)]
 

@@ -6,9 +6,9 @@ import sys
 
 import pytest
 
-import dnsdiff
-from knot import udp_query
-from netns import REPO, SERVER_V4, NsServer, VethPair, why_no_netns
+from support import dnsdiff
+from support.client import udp_query
+from support.netns import REPO, SERVER_V4, NsServer, VethPair, why_no_netns
 from stormpy import _core
 from test_differential import SEED
 
@@ -27,8 +27,8 @@ def test_differential_on_af_xdp(knot_server):
         "--iface", "veth0", "--backend", "xdp", "--port", "53",
         "--chaos-version", dnsdiff.CHAOS_VERSION, "--chaos-identity", dnsdiff.CHAOS_IDENTITY]
     with VethPair() as pair, NsServer(pair, args):
-        r = pair.run(pair.client, sys.executable, os.path.join(REPO, "tests", "nsdiff_ask.py"),
-                     SERVER_V4, "53", str(SEED), timeout=300)
+        r = pair.run(pair.client, sys.executable, os.path.join(REPO, "tests", "ns_client.py"),
+                     "diff", SERVER_V4, "53", str(SEED), timeout=300)
         assert r.returncode == 0, r.stderr
         answers = json.loads(r.stdout)
     assert len(answers) == len(cases)

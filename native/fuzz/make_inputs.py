@@ -17,8 +17,8 @@ from scapy.layers.l2 import ARP, Dot1Q, Ether
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, REPO)
-from stormpy.dnscompile import compile_zones  # noqa: E402
-from stormpy.zone import load_zone  # noqa: E402
+from stormpy.dns.compiler import compile_zones  # noqa: E402
+from stormpy.dns.zone import load_zone  # noqa: E402
 
 ZONES = [("example.com.", "example.com.zone"), ("example.net.", "example.net.zone"),
          ("gen.example.", "gen.example.zone")]

@@ -12,7 +12,7 @@ import time
 from stormpy.bench import netns as bench_netns
 from stormpy.bench.netns import CLIENT_V4, CLIENT_V6, SERVER_V4, SERVER_V6  # noqa: F401
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def why_no_netns():
@@ -51,11 +51,11 @@ class VethPair(bench_netns.VethPair):
 
     def query(self, questions, server=SERVER_V4, port=53, tcp=False, timeout=2.0):
         """Ask from the client namespace; [{rcode, answer: [...]} or None] per question."""
-        script = os.path.join(REPO, "tests", "nsquery.py")
-        r = self.run(self.client, sys.executable, script, server, str(port), "tcp" if tcp else "udp",
+        script = os.path.join(REPO, "tests", "ns_client.py")
+        r = self.run(self.client, sys.executable, script, "dns", server, str(port), "tcp" if tcp else "udp",
                      str(timeout), json.dumps(questions), timeout=30 + timeout * len(questions))
         if r.returncode != 0:
-            raise RuntimeError(f"nsquery failed: {r.stderr.strip()}")
+            raise RuntimeError(f"ns_client failed: {r.stderr.strip()}")
         return json.loads(r.stdout)
 
 

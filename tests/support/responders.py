@@ -9,10 +9,10 @@ import subprocess
 import sys
 import time
 
-from netns import CLIENT_V4, SERVER_V4, VethPair  # noqa: F401
+from support.netns import CLIENT_V4, SERVER_V4, VethPair  # noqa: F401
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CLIENT = os.path.join(REPO, "tests", "nsudp.py")
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+CLIENT = os.path.join(REPO, "tests", "ns_client.py")
 
 
 def example(name):
@@ -65,14 +65,14 @@ class Site:
         raise RuntimeError(f"{script} did not answer within 20 s")
 
     def client(self, kind, port, items, timeout=1.0, host=None, ns="client"):
-        """Run nsudp.py from the client namespace (or the server's, ns='server')."""
+        """Run ns_client.py from the client namespace (or the server's, ns='server')."""
         host = host or self.address
         ns_name = None if self.pair is None else getattr(self.pair, ns)
         cmd = self._in(ns_name, [sys.executable, CLIENT, kind, host, str(port), str(timeout),
                                  json.dumps(items)])
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=30 + timeout * len(items))
         if r.returncode != 0:
-            raise RuntimeError(f"nsudp failed: {r.stderr.strip()}")
+            raise RuntimeError(f"ns_client failed: {r.stderr.strip()}")
         return r.stdout
 
     def udp(self, port, payloads, timeout=1.0):
