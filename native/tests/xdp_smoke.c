@@ -205,7 +205,7 @@ int main(int argc, char **argv)
         w[i].batch = 64;
         w[i].cfg.port = (uint16_t)port;
         w[i].cfg.ttl = 64;
-        w[i].cfg.dns.max_udp = 1232;
+        w[i].dns.cfg.max_udp = 1232;
     }
     if (status == 0) {
         struct sp_xdp_stats st;
