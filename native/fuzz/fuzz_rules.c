@@ -262,7 +262,7 @@ static void frames(const struct sp_frame_config *cfg, const uint8_t *rx, size_t 
     }
 }
 
-static void datagrams(const struct sp_frame_config *cfg, const uint8_t *rx, size_t len)
+static void datagrams(const uint8_t *rx, size_t len)
 {
     static struct sp_dns_worker dns = {.cfg = {.max_udp = 1232}};
     for (unsigned c = 0; c < NCAPS; c++) {
@@ -301,7 +301,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     uint32_t h = hash(data, size);
     struct sp_frame_config cfg = {.port = PORT, .ttl = 64};
     frames(&cfg, rx, size, h);                    /* a socket-like view: no identity */
-    datagrams(&cfg, rx, size);
+    datagrams(rx, size);
     raw(&cfg, rx, size);
 
     memcpy(cfg.mac, MAC, 6);                      /* an owned interface with an MTU */
