@@ -61,3 +61,17 @@ size_t sp_dns_frame_answer(const struct sp_table *t, struct sp_dns_worker *d,
         return 0;
     return sp_dns_frame_reply(t, d, cfg, rx, &fq, v, r, tx, cap);
 }
+
+size_t sp_dns_datagram_answer(const struct sp_table *t, struct sp_dns_worker *d,
+                              const struct sp_frame *rx, uint8_t *tx, size_t cap,
+                              struct sp_frame_counters *c)
+{
+    c->frames++;
+    struct sp_dns_query *q = &d->query;
+    enum sp_dns_verdict v = sp_dns_parse(rx->data, rx->len, q);
+    const struct sp_response *r = v == SP_DNS_LOOKUP ? sp_dns_lookup(t, q) : NULL;
+    if (d->rrl && !sp_dns_rate_limit(d, rx->src_family, rx->src, &v, r))
+        return 0;
+    return sp_dns_answer_parsed(t, &d->cfg, rx->data, rx->len, false, tx, cap, q, v, r,
+                                &d->counters);
+}

@@ -6,36 +6,11 @@
 #include "stormpy/app/dns/answer.h"
 #include "stormpy/engine/clock.h"
 
-/* UDP payloads: the socket backend, where the kernel keeps the headers. */
-static void answer_datagrams(struct sp_dns_worker *d, const struct sp_table *t,
-                             struct sp_batch *b)
-{
-    const struct sp_frame *rx = b->rx;
-    struct sp_frame *tx = b->tx;
-    unsigned used = 0, n = b->n;
-    for (unsigned i = 0; i < n; i++) {
-        if (used == b->reserved) {
-            b->unserved = n - i;
-            break;
-        }
-        b->counters->frames++;
-        struct sp_dns_query *q = &d->query;
-        enum sp_dns_verdict v = sp_dns_parse(rx[i].data, rx[i].len, q);
-        const struct sp_response *r = v == SP_DNS_LOOKUP ? sp_dns_lookup(t, q) : NULL;
-        if (d->rrl && !sp_dns_rate_limit(d, rx[i].src_family, rx[i].src, &v, r))
-            continue;
-        size_t len = sp_dns_answer_parsed(t, &d->cfg, rx[i].data, rx[i].len, false,
-                                          tx[used].data, tx[used].cap, q, v, r, &d->counters);
-        if (len) {
-            tx[used].len = (uint32_t)len;
-            tx[used++].id = rx[i].id;      /* the reply goes to this request's peer */
-        }
-    }
-    b->sent = b->used = used;
-}
-
-/* memcpy mode: every reply rendered into a TX buffer. */
-static void answer_memcpy(struct sp_dns_worker *d, const struct sp_table *t, struct sp_batch *b)
+/* memcpy mode, and datagrams from a socket: every reply rendered into a TX buffer.
+ * Inlined with datagrams a constant, so that neither loop tests it per frame. */
+static inline __attribute__((always_inline)) void
+answer_to_tx(struct sp_dns_worker *d, const struct sp_table *t, struct sp_batch *b,
+             bool datagrams)
 {
     const struct sp_frame_config *cfg = b->cfg;
     struct sp_frame_counters *c = b->counters;
@@ -43,14 +18,18 @@ static void answer_memcpy(struct sp_dns_worker *d, const struct sp_table *t, str
     struct sp_frame *tx = b->tx;
     unsigned used = 0, n = b->n;
     for (unsigned i = 0; i < n; i++) {
-        if (used == b->reserved) {
-            b->unserved = n - i;
+        if (sp_batch_full(b, i, used))
             break;
+        size_t len = datagrams
+            ? sp_dns_datagram_answer(t, d, &rx[i], tx[used].data, tx[used].cap, c)
+            : sp_dns_frame_answer(t, d, cfg, rx[i].data, rx[i].len, tx[used].data,
+                                  tx[used].cap, c);
+        if (len) {
+            tx[used].len = (uint32_t)len;
+            if (datagrams)
+                tx[used].id = rx[i].id;      /* the reply goes to this request's peer */
+            used++;
         }
-        size_t len = sp_dns_frame_answer(t, d, cfg, rx[i].data, rx[i].len, tx[used].data,
-                                         tx[used].cap, c);
-        if (len)
-            tx[used++].len = (uint32_t)len;
     }
     b->sent = b->used = used;
 }
@@ -67,10 +46,8 @@ static void answer_precopy(struct sp_dns_worker *d, const struct sp_table *t, st
     unsigned sent = 0, taken = 0, n = b->n;
     sp_precopy_begin(p, t, b->generation);
     for (unsigned i = 0; i < n; i++) {
-        if (sent == b->reserved) {
-            b->unserved = n - i;
+        if (sp_batch_full(b, i, sent))
             break;
-        }
         size_t len = sp_precopy_answer(p, t, d, b->cfg, rx[i].data, rx[i].len, &tx[taken],
                                        &out[sent], b->counters);
         if (!len)
@@ -94,9 +71,9 @@ void sp_dns_worker_batch(struct sp_dns_worker *d, const struct sp_table *t, stru
         b->out = b->spare;
         answer_precopy(d, t, b);
     } else if (b->datagrams) {
-        answer_datagrams(d, t, b);
+        answer_to_tx(d, t, b, true);
     } else {
-        answer_memcpy(d, t, b);
+        answer_to_tx(d, t, b, false);
     }
 }
 

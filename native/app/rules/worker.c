@@ -16,10 +16,8 @@ void sp_rules_worker_batch(struct sp_rules_worker *w, struct sp_dns_worker *d,
     struct sp_frame *rx = b->rx, *tx = b->tx;
     struct sp_slow_packet *slow = b->slow;
     for (unsigned i = 0; i < n; i++) {
-        if (used + k == b->reserved) {     /* each frame for the slow path keeps a buffer */
-            b->unserved = n - i;
+        if (sp_batch_full(b, i, used + k))   /* a frame for the slow path keeps a buffer */
             break;
-        }
         bool to_slow, replied;
         size_t len = datagrams
             ? sp_responder_datagram(t, rules, rx[i].data, rx[i].len, tx[used].data,

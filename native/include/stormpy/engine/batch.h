@@ -55,4 +55,15 @@ struct sp_batch {
     unsigned unserved;       /* frames left unanswered for want of a TX buffer */
 };
 
+/* For an application's loop over rx, before frame i: whether the replies so far
+ * (taken) fill the reserved TX buffers. Then frames i to n go unserved: a reply
+ * might need a buffer, and none is left. */
+static inline bool sp_batch_full(struct sp_batch *b, unsigned i, unsigned taken)
+{
+    if (taken < b->reserved)
+        return false;
+    b->unserved = b->n - i;
+    return true;
+}
+
 #endif

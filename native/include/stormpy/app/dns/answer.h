@@ -1,7 +1,8 @@
 /*
  * One DNS query answered on the frame path (engine/frame.h): the whole reply frame
  * written from the received one, with the DNS answer from the table, response rate
- * limiting, and the worker's DNS counters (worker.h).
+ * limiting, and the worker's DNS counters (worker.h). Or one datagram from a socket,
+ * where the kernel keeps the headers.
  *
  * sp_dns_frame_answer() is exactly
  *   sp_frame_parse -> sp_frame_payload_cap -> sp_dns_parse/sp_dns_lookup
@@ -20,11 +21,18 @@
 #include "stormpy/app/dns/worker.h"
 #include "stormpy/engine/frame.h"
 #include "stormpy/engine/table.h"
+#include "stormpy/io.h"
 
 /* Returns the reply frame's length written to tx (at most cap), or 0 for no reply. */
 size_t sp_dns_frame_answer(const struct sp_table *t, struct sp_dns_worker *d,
                            const struct sp_frame_config *cfg, const uint8_t *rx, size_t len,
                            uint8_t *tx, size_t cap, struct sp_frame_counters *c);
+
+/* The reply to a datagram (its payload alone), written to tx; its length, or 0 for
+ * no reply. Counted as a frame in c. */
+size_t sp_dns_datagram_answer(const struct sp_table *t, struct sp_dns_worker *d,
+                              const struct sp_frame *rx, uint8_t *tx, size_t cap,
+                              struct sp_frame_counters *c);
 
 /* The whole reply frame for a parsed query (d->query), written to tx; its length or 0. */
 size_t sp_dns_frame_reply(const struct sp_table *t, struct sp_dns_worker *d,
