@@ -5,9 +5,10 @@
  * a switch (never an indirect call per frame), between entering and leaving the
  * table, and then submits the replies itself.
  *
- * Replies go to tx[0, used); an application that sends from buffers of its own (DNS
- * precopy) lists the replies in out[0, sent) instead, with out pointing at an array
- * of its choice. tx[used, reserved) goes back to the backend.
+ * Replies go to tx[0, used), and out is tx. An application that also sends from
+ * buffers of its own (DNS precopy) lists every reply in spare[0, sent) and sets out
+ * to spare; used then counts the TX buffers among them. tx[used, reserved) goes back
+ * to the backend.
  *
  * Frames the application cannot answer may go to a slow path: a handler of the
  * worker's process (Python's), called once per batch after the worker has left the
