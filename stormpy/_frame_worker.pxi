@@ -29,23 +29,22 @@ cdef _set_identity(sp_frame_config *cfg, dict ident):
 cdef dict _frame_counters(const sp_frame_worker *w):
     c = w.counters
     io = w.io_counters
+    dns = w.dns.counters
+    pc = w.dns.precopy_counters
+    rc = w.rules.counters
     return dict(rx=io.rx_frames, tx=io.tx_frames, tx_bytes=io.tx_bytes,
                 tx_ring_full=io.tx_ring_full, kicks=io.kicks, rx_truncated=io.rx_truncated,
                 tx_errors=io.tx_errors, batches=w.batches,
                 batch_hist=[w.batch_hist[i] for i in range(SP_HIST_BUCKETS)],
                 not_ours=c.not_ours, bad_source=c.bad_source, malformed=c.malformed,
-                stack_replies=c.stack_replies, rrl_dropped=c.rrl_dropped,
-                rrl_slipped=c.rrl_slipped, queries=c.dns.queries, dropped=c.dns.dropped,
-                truncated=c.dns.truncated, rcode=[c.dns.rcode[i] for i in range(17)],
-                precopy_hits=w.precopy_counters.hits, precopy_fills=w.precopy_counters.fills,
-                precopy_fallbacks=w.precopy_counters.fallbacks,
-                rule_answers=w.responder_counters.rule_answers,
-                rule_unsent=w.responder_counters.rule_unsent,
-                unanswered=w.responder_counters.unanswered,
-                slow_path=w.responder_counters.slow_path,
-                slow_replies=w.responder_counters.slow_replies,
-                handler_errors=w.responder_counters.handler_errors,
-                bad_replies=w.responder_counters.bad_replies)
+                stack_replies=c.stack_replies, rrl_dropped=w.dns.rrl_dropped,
+                rrl_slipped=w.dns.rrl_slipped, queries=dns.queries, dropped=dns.dropped,
+                truncated=dns.truncated, rcode=[dns.rcode[i] for i in range(17)],
+                precopy_hits=pc.hits, precopy_fills=pc.fills, precopy_fallbacks=pc.fallbacks,
+                rule_answers=rc.rule_answers, rule_unsent=rc.rule_unsent,
+                unanswered=rc.unanswered, slow_path=rc.slow_path,
+                slow_replies=rc.slow_replies, handler_errors=rc.handler_errors,
+                bad_replies=rc.bad_replies)
 
 
 cdef class FrameWorker:
@@ -161,8 +160,8 @@ cdef class FrameWorker:
             raise BackendError(err.decode(errors="replace"))
         memset(&cfg, 0, sizeof(cfg))
         cfg.io, cfg.ref, cfg.index, cfg.batch = io, ref.ref, index, batch
-        cfg.port, cfg.ttl, cfg.max_udp = port, ttl, max_udp
-        cfg.rrl, cfg.precopy_frames = ref.rrl, precopy_frames
+        cfg.port, cfg.ttl, cfg.app = port, ttl, SP_APP_DNS
+        cfg.dns.max_udp, cfg.dns.rrl, cfg.dns.precopy_frames = max_udp, ref.rrl, precopy_frames
         why[0] = 0
         if sp_frame_worker_init(w, &cfg, why, sizeof(why)) != 0:
             raise BackendError(why.decode(errors="replace"))
@@ -180,9 +179,10 @@ cdef class FrameWorker:
         a socket."""
         if self.w is NULL:
             raise ValueError("worker closed")
-        if self.w.precopy is not NULL:
+        if self.w.dns.precopy is not NULL:
             raise ValueError("a responder runs in memcpy mode")
-        self.w.responder, self.w.responder_all = 1, all_frames
+        self.w.app = SP_APP_RULES
+        sp_rules_worker_init(&self.w.rules, all_frames)
         if handler is not None:
             self.slow = SlowPath(handler, local_address)
             self.slow.attach(self.w)

@@ -162,11 +162,11 @@ cdef class SlowPath:
                         continue
                     used += self.write(item, &tx[used])
         except Exception:
-            self.w.responder_counters.handler_errors += 1
+            self.w.rules.counters.handler_errors += 1
             self.log_error()
         finally:
             self.calling = False
-        self.w.responder_counters.slow_replies += used
+        self.w.rules.counters.slow_replies += used
         return used
 
     cdef unsigned write(self, item, sp_frame *tx):
@@ -177,11 +177,11 @@ cdef class SlowPath:
         reply = item
         if type(item) is tuple and len(<tuple>item) == 2:
             if not isinstance(item[0], Packet):
-                self.w.responder_counters.bad_replies += 1
+                self.w.rules.counters.bad_replies += 1
                 return 0
             pkt = item[0]
             if pkt.owner is not self or pkt.batch != self.batch:    # kept from an earlier batch
-                self.w.responder_counters.bad_replies += 1
+                self.w.rules.counters.bad_replies += 1
                 return 0
             reply = item[1]
         else:
@@ -189,7 +189,7 @@ cdef class SlowPath:
         try:
             PyObject_GetBuffer(reply, &view, PyBUF_SIMPLE)
         except TypeError:
-            self.w.responder_counters.bad_replies += 1
+            self.w.rules.counters.bad_replies += 1
             return 0
         try:
             if pkt is not None:
@@ -201,7 +201,7 @@ cdef class SlowPath:
         finally:
             PyBuffer_Release(&view)
         if n == 0:
-            self.w.responder_counters.bad_replies += 1
+            self.w.rules.counters.bad_replies += 1
             return 0
         return 1
 

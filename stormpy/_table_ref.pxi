@@ -69,7 +69,7 @@ cdef class TableRef:
                 PyMem_Free(mem)
             raise ValueError("bad rate-limiting settings (prefix lengths, or buckets not a power of two)")
         for i in range(self.control_slot):
-            self.workers[i].scratch.rrl = self.rrl
+            self.workers[i].dns.rrl = self.rrl
 
     cdef sp_table *_place(self, Table table) except NULL:
         """The table to publish: in the shared region when there is one."""

@@ -18,7 +18,7 @@
  *  - The XSKMAP is looked up before the redirect: a queue without a socket (a worker
  *    not started yet, or already stopped) passes its packets to the kernel instead of
  *    dropping them. bpf_redirect_map() gets XDP_PASS as its fallback too.
- *  - One VLAN tag (802.1Q or 802.1ad), like sp_frame_answer(); IPv4 options are
+ *  - One VLAN tag (802.1Q or 802.1ad), like sp_frame_parse(); IPv4 options are
  *    allowed (the header length is read from IHL), fragments are not (only the first
  *    fragment has a UDP header, and the fast path answers whole datagrams only).
  */

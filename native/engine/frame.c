@@ -3,7 +3,6 @@
 
 #include <string.h>
 
-#include "stormpy/proto/csum.h"
 #include "stormpy/proto/eth.h"
 #include "stormpy/proto/ownstack.h"
 #include "stormpy/proto/udpip.h"
@@ -90,8 +89,8 @@ enum sp_frame_kind sp_frame_parse(const struct sp_frame_config *cfg, const uint8
     return SP_FRAME_QUERY;
 }
 
-size_t sp_frame_dns_cap(const struct sp_frame_config *cfg, const struct sp_frame_query *fq,
-                        size_t cap)
+size_t sp_frame_payload_cap(const struct sp_frame_config *cfg, const struct sp_frame_query *fq,
+                            size_t cap)
 {
     cap = mtu_cap(cfg, fq->l2, cap);
     return cap > fq->headers ? cap - fq->headers : 0;
@@ -103,64 +102,4 @@ void sp_frame_write_headers(const struct sp_frame_config *cfg, const uint8_t *rx
 {
     sp_eth_write_reply(tx, rx + 6, rx, rx, fq->l2);   /* back to the sender's MAC */
     sp_udpip_write_reply(tx + fq->l2, &fq->u, payload_len, payload_sum, cfg->ttl);
-}
-
-size_t sp_frame_reply(const struct sp_table *t, const struct sp_frame_config *cfg,
-                      const uint8_t *rx, const struct sp_frame_query *fq,
-                      enum sp_dns_verdict verdict, const struct sp_response *r, uint8_t *tx,
-                      size_t cap, struct sp_dns_query *q, struct sp_frame_counters *c)
-{
-    size_t dns_cap = sp_frame_dns_cap(cfg, fq, cap);
-    if (!dns_cap)
-        return 0;
-    uint8_t *payload = tx + fq->headers;
-    size_t n = sp_dns_answer_parsed(t, &cfg->dns, rx + fq->l2 + fq->u.payload_off,
-                                    fq->u.payload_len, false, payload, dns_cap, q, verdict, r,
-                                    &c->dns);
-    if (!n)
-        return 0;
-    sp_frame_write_headers(cfg, rx, fq, tx, n, sp_csum_partial(payload, n, 0));
-    return fq->headers + n;
-}
-
-bool sp_frame_rrl(struct sp_frame_scratch *s, uint8_t family, const uint8_t *src,
-                  enum sp_dns_verdict *verdict, const struct sp_response *r,
-                  struct sp_frame_counters *c)
-{
-    if (*verdict == SP_DNS_DROP)
-        return true;                          /* nothing goes out anyway */
-    /* the kind: the same prepackaged response, or the same error */
-    uint64_t kind = r ? (uint64_t)(uintptr_t)r : (uint64_t)*verdict << 1 | 1;
-    switch (sp_rrl_check(s->rrl, family, src, kind, s->now_s)) {
-    case SP_RRL_SEND:
-        return true;
-    case SP_RRL_SLIP:
-        c->rrl_slipped++;
-        if (r)
-            *verdict = SP_DNS_SLIP;           /* an error is already as small as a slip */
-        return true;
-    case SP_RRL_DROP:
-    default:
-        c->rrl_dropped++;
-        return false;
-    }
-}
-
-size_t sp_frame_answer(const struct sp_table *t, const struct sp_frame_config *cfg,
-                       const uint8_t *rx, size_t len, uint8_t *tx, size_t cap,
-                       struct sp_frame_scratch *scratch, struct sp_frame_counters *c)
-{
-    struct sp_frame_query fq;
-    size_t stack;
-    if (sp_frame_parse(cfg, rx, len, tx, cap, &fq, &stack, c) != SP_FRAME_QUERY)
-        return stack;
-    if (!sp_frame_dns_cap(cfg, &fq, cap))
-        return 0;
-    struct sp_dns_query *q = &scratch->query;
-    const uint8_t *msg = rx + fq.l2 + fq.u.payload_off;
-    enum sp_dns_verdict v = sp_dns_parse(msg, fq.u.payload_len, q);
-    const struct sp_response *r = v == SP_DNS_LOOKUP ? sp_dns_lookup(t, q) : NULL;
-    if (scratch->rrl && !sp_frame_rrl(scratch, fq.u.family, fq.u.src, &v, r, c))
-        return 0;
-    return sp_frame_reply(t, cfg, rx, &fq, v, r, tx, cap, q, c);
 }

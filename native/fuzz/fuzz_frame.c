@@ -3,6 +3,7 @@
 #include <stdint.h>
 
 #include "fuzz_common.h"
+#include "stormpy/app/dns/answer.h"
 #include "stormpy/engine/frame.h"
 
 static const uint8_t MAC[6] = {2, 0, 0, 0, 0, 1};
@@ -10,14 +11,14 @@ static const uint8_t MAC[6] = {2, 0, 0, 0, 0, 1};
 static void answer(const struct sp_frame_config *cfg, const uint8_t *rx, size_t len,
                    struct sp_rrl *rrl)
 {
-    static struct sp_frame_scratch scratch;
-    scratch.rrl = rrl;
-    scratch.now_s++;
+    static struct sp_dns_worker dns = {.cfg = {.max_udp = 1232}};
+    dns.rrl = rrl;
+    dns.now_s++;
     struct sp_frame_counters c = {0};
     static const size_t caps[] = {0, 60, 600, SP_FRAME_MAX};
     for (unsigned i = 0; i < sizeof(caps) / sizeof(caps[0]); i++) {
         uint8_t *tx = malloc(caps[i] ? caps[i] : 1);
-        size_t n = sp_frame_answer(fuzz_table(), cfg, rx, len, tx, caps[i], &scratch, &c);
+        size_t n = sp_dns_frame_answer(fuzz_table(), &dns, cfg, rx, len, tx, caps[i], &c);
         if (n > caps[i])
             __builtin_trap();
         if (n && (n < SP_ETH_HEADER_LEN || (tx[0] & 1)))
@@ -31,7 +32,7 @@ static void answer(const struct sp_frame_config *cfg, const uint8_t *rx, size_t 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     uint8_t *rx = fuzz_copy(data, size);
-    struct sp_frame_config cfg = {.port = 53, .ttl = 64, .dns = {.max_udp = 1232}};
+    struct sp_frame_config cfg = {.port = 53, .ttl = 64};
     answer(&cfg, rx, size, NULL);                 /* a socket-like view: no identity */
 
     memcpy(cfg.mac, MAC, 6);                      /* an owned interface: ARP, ping, NDP */

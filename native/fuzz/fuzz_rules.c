@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "fuzz_common.h"
+#include "stormpy/app/dns/worker.h"
 #include "stormpy/app/rules/rules.h"
 #include "stormpy/proto/csum.h"
 #include "stormpy/proto/wire.h"
@@ -208,7 +209,7 @@ static void slow_replies(const struct sp_frame_config *cfg, const uint8_t *rx, s
 
 static void frames(const struct sp_frame_config *cfg, const uint8_t *rx, size_t len, uint32_t h)
 {
-    static struct sp_frame_scratch scratch;
+    static struct sp_dns_worker dns = {.cfg = {.max_udp = 1232}};
     for (unsigned c = 0; c < NCAPS; c++) {
         size_t cap = CAPS[c];
         uint8_t *tx[2] = {malloc(cap ? cap : 1), malloc(cap ? cap : 1)};
@@ -219,7 +220,7 @@ static void frames(const struct sp_frame_config *cfg, const uint8_t *rx, size_t 
         for (int all = 0; all < 2; all++) {
             struct sp_frame_counters fc = {0};
             struct sp_responder_counters rc = {0};
-            n[all] = sp_responder_frame(table, sp_rules_of(table), cfg, all, rx, len, tx[all], cap, &scratch, &fc,
+            n[all] = sp_responder_frame(table, sp_rules_of(table), cfg, all, rx, len, tx[all], cap, &dns, &fc,
                                         &rc, &slow[all], &to_slow[all]);
             stack = fc.stack_replies;
             CHECK(n[all] <= cap);
@@ -248,8 +249,8 @@ static void frames(const struct sp_frame_config *cfg, const uint8_t *rx, size_t 
             struct sp_frame_counters fc = {0};
             struct sp_responder_counters rc = {0};
             bool ds, dr;
-            size_t m = sp_responder_datagram(table, sp_rules_of(table), cfg, rx + fq->l2 + fq->u.payload_off,
-                                             fq->u.payload_len, d, room, &scratch, &fc, &rc, &ds,
+            size_t m = sp_responder_datagram(table, sp_rules_of(table), rx + fq->l2 + fq->u.payload_off,
+                                             fq->u.payload_len, d, room, &dns, &fc, &rc, &ds,
                                              &dr);
             CHECK(m == room && !ds && dr && memcmp(d, tx[0] + fq->headers, m) == 0);
             free(d);
@@ -261,16 +262,16 @@ static void frames(const struct sp_frame_config *cfg, const uint8_t *rx, size_t 
     }
 }
 
-static void datagrams(const struct sp_frame_config *cfg, const uint8_t *rx, size_t len)
+static void datagrams(const uint8_t *rx, size_t len)
 {
-    static struct sp_frame_scratch scratch;
+    static struct sp_dns_worker dns = {.cfg = {.max_udp = 1232}};
     for (unsigned c = 0; c < NCAPS; c++) {
         size_t cap = CAPS[c];
         uint8_t *tx = malloc(cap ? cap : 1);
         struct sp_frame_counters fc = {0};
         struct sp_responder_counters rc = {0};
         bool to_slow, replied;
-        size_t n = sp_responder_datagram(table, sp_rules_of(table), cfg, rx, len, tx, cap, &scratch, &fc, &rc, &to_slow,
+        size_t n = sp_responder_datagram(table, sp_rules_of(table), rx, len, tx, cap, &dns, &fc, &rc, &to_slow,
                                          &replied);
         CHECK(n <= cap && !(replied && to_slow) && (n == 0 || replied));
         CHECK(rc.rule_answers == replied);
@@ -298,9 +299,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     uint8_t *rx = fuzz_copy(data, size);
     uint32_t h = hash(data, size);
-    struct sp_frame_config cfg = {.port = PORT, .ttl = 64, .dns = {.max_udp = 1232}};
+    struct sp_frame_config cfg = {.port = PORT, .ttl = 64};
     frames(&cfg, rx, size, h);                    /* a socket-like view: no identity */
-    datagrams(&cfg, rx, size);
+    datagrams(rx, size);
     raw(&cfg, rx, size);
 
     memcpy(cfg.mac, MAC, 6);                      /* an owned interface with an MTU */

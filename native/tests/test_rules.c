@@ -10,6 +10,7 @@
 
 #include "check.h"
 #include "stormpy/app/dns/dns.h"
+#include "stormpy/app/dns/worker.h"
 #include "stormpy/app/rules/rules.h"
 #include "stormpy/engine/frame.h"
 #include "stormpy/proto/csum.h"
@@ -511,7 +512,6 @@ static struct sp_frame_config config(void)
     memset(&cfg, 0, sizeof(cfg));
     cfg.port = PORT;
     cfg.ttl = 64;
-    cfg.dns.max_udp = 1232;
     memcpy(cfg.mac, SERVER_MAC, 6);
     return cfg;
 }
@@ -610,11 +610,11 @@ struct run {
 static struct run frame(const struct sp_table *t, const struct sp_frame_config *cfg, bool all,
                         const uint8_t *rx, size_t len, uint8_t *tx, size_t cap)
 {
-    static struct sp_frame_scratch scratch;
+    static struct sp_dns_worker dns = {.cfg = {.max_udp = 1232}};
     struct run r;
     memset(&r, 0, sizeof(r));
     r.to_slow = !all;                 /* overwritten either way */
-    r.n = sp_responder_frame(t, sp_rules_of(t), cfg, all, rx, len, tx, cap, &scratch, &r.c, &r.rc, &r.slow,
+    r.n = sp_responder_frame(t, sp_rules_of(t), cfg, all, rx, len, tx, cap, &dns, &r.c, &r.rc, &r.slow,
                              &r.to_slow);
     return r;
 }
@@ -736,29 +736,27 @@ static void test_frames(void)
 static void test_datagrams(void)
 {
     struct sp_table *t = kv_table();
-    struct sp_frame_config cfg = config();
-    struct sp_frame_scratch scratch;
+    struct sp_dns_worker dns = {.cfg = {.max_udp = 1232}};
     struct sp_frame_counters c;
     struct sp_responder_counters rc;
-    memset(&scratch, 0, sizeof(scratch));
     memset(&c, 0, sizeof(c));
     memset(&rc, 0, sizeof(rc));
     uint8_t tx[CAP];
     bool to_slow = true, replied;
-    size_t n = sp_responder_datagram(t, sp_rules_of(t), &cfg, (const uint8_t *)"GET key\r\n", 9, tx, CAP, &scratch,
+    size_t n = sp_responder_datagram(t, sp_rules_of(t), (const uint8_t *)"GET key\r\n", 9, tx, CAP, &dns,
                                      &c, &rc, &to_slow, &replied);
     CHECK(RENDERED(tx, n, "VALUE key\r\n"));
     CHECK(!to_slow && replied);
     CHECK_EQ(rc.rule_answers, 1);
     CHECK_EQ(c.frames, 1);
-    n = sp_responder_datagram(t, sp_rules_of(t), &cfg, (const uint8_t *)"xyz", 3, tx, CAP, &scratch, &c, &rc,
+    n = sp_responder_datagram(t, sp_rules_of(t), (const uint8_t *)"xyz", 3, tx, CAP, &dns, &c, &rc,
                               &to_slow, &replied);
     CHECK(n == 0 && to_slow);
-    n = sp_responder_datagram(t, sp_rules_of(t), &cfg, (const uint8_t *)"GET key\r\n", 9, tx, 10, &scratch, &c,
+    n = sp_responder_datagram(t, sp_rules_of(t), (const uint8_t *)"GET key\r\n", 9, tx, 10, &dns, &c,
                               &rc, &to_slow, &replied);
     CHECK(n == 0 && !to_slow);
     CHECK_EQ(rc.rule_unsent, 1);
-    n = sp_responder_datagram(t, sp_rules_of(t), &cfg, (const uint8_t *)"GET key\r\n", 9, tx, 11, &scratch, &c,
+    n = sp_responder_datagram(t, sp_rules_of(t), (const uint8_t *)"GET key\r\n", 9, tx, 11, &dns, &c,
                               &rc, &to_slow, &replied);
     CHECK_EQ(n, 11);
     CHECK_EQ(rc.rule_answers, 2);
@@ -806,10 +804,9 @@ static void test_dns_mode(void)
             CHECK_EQ(sp_get16(tx + 42), 0xbeef);
             CHECK_EQ(r.n, 42 + sizeof(a) + qlen - 12);
         }
-        struct sp_frame_scratch scratch;
-        memset(&scratch, 0, sizeof(scratch));
+        struct sp_dns_worker dns = {.cfg = {.max_udp = 1232}};
         bool to_slow, replied;
-        size_t n = sp_responder_datagram(t, sp_rules_of(t), &cfg, q, qlen, tx, CAP, &scratch, &r.c, &r.rc,
+        size_t n = sp_responder_datagram(t, sp_rules_of(t), q, qlen, tx, CAP, &dns, &r.c, &r.rc,
                                          &to_slow, &replied);
         CHECK_EQ(to_slow, name == 1);
         CHECK_EQ(n != 0, name == 0);

@@ -194,18 +194,16 @@ int main(int argc, char **argv)
     sp_table_ref_set_workers(&ref, nq);
 
     for (int i = 0; i < nq; i++) {
-        w[i].io = sp_xdp_io_open(prog, q[i], &cfg, err, sizeof(err));
-        if (!w[i].io) {
+        struct sp_frame_worker_config wc = {
+            .io = sp_xdp_io_open(prog, q[i], &cfg, err, sizeof(err)), .ref = &ref, .index = i,
+            .batch = 64, .port = (uint16_t)port, .ttl = 64, .app = SP_APP_DNS,
+            .dns = {.max_udp = 1232},
+        };
+        if (!wc.io || sp_frame_worker_init(&w[i], &wc, err, sizeof(err)) != 0) {
             fprintf(stderr, "xdp_smoke: %s\n", err);
             status = 1;
             break;
         }
-        w[i].ref = &ref;
-        w[i].index = i;
-        w[i].batch = 64;
-        w[i].cfg.port = (uint16_t)port;
-        w[i].cfg.ttl = 64;
-        w[i].cfg.dns.max_udp = 1232;
     }
     if (status == 0) {
         struct sp_xdp_stats st;
@@ -237,6 +235,7 @@ int main(int argc, char **argv)
     for (int i = 0; i < nq && w[i].io; i++) {
         const struct sp_io_counters *c = &w[i].io->counters;
         const struct sp_frame_counters *f = &w[i].counters;
+        const struct sp_dns_counters *dns = &w[i].dns.counters;
         struct sp_xdp_stats st;
         int kst = sp_xdp_io_stats(w[i].io, &st);
         printf("queue %u: rx %llu tx %llu (%llu bytes) tx_ring_full %llu kicks %llu batches %llu\n",
@@ -247,9 +246,9 @@ int main(int argc, char **argv)
                "noerror %llu nxdomain %llu refused %llu dropped %llu\n",
                q[i], (unsigned long long)f->frames, (unsigned long long)f->not_ours,
                (unsigned long long)f->bad_source, (unsigned long long)f->malformed,
-               (unsigned long long)f->dns.queries, (unsigned long long)f->dns.rcode[0],
-               (unsigned long long)f->dns.rcode[3], (unsigned long long)f->dns.rcode[5],
-               (unsigned long long)f->dns.dropped);
+               (unsigned long long)dns->queries, (unsigned long long)dns->rcode[0],
+               (unsigned long long)dns->rcode[3], (unsigned long long)dns->rcode[5],
+               (unsigned long long)dns->dropped);
         printf("queue %u: bad_desc %llu rx_wakeups %llu kick_errors %llu", q[i],
                (unsigned long long)st.bad_desc, (unsigned long long)st.rx_wakeups,
                (unsigned long long)st.tx_kick_errors);
@@ -261,7 +260,7 @@ int main(int argc, char **argv)
                    (unsigned long long)st.rx_fill_ring_empty_descs,
                    (unsigned long long)st.tx_ring_empty_descs);
         printf("\n");
-        w[i].io->ops->close(w[i].io);
+        sp_frame_worker_close(&w[i]);
     }
     sp_xdp_prog_detach(prog);
     sp_table_free(t);

@@ -132,7 +132,6 @@ cdef extern from "stormpy/engine/frame.h" nogil:
     struct sp_frame_config:
         uint16_t port
         uint8_t ttl
-        sp_dns_config dns
         uint16_t mtu
         int check_dst
         uint8_t nv4, nv6
@@ -149,11 +148,6 @@ cdef extern from "stormpy/engine/frame.h" nogil:
         uint64_t bad_source
         uint64_t malformed
         uint64_t stack_replies
-        uint64_t rrl_dropped
-        uint64_t rrl_slipped
-        sp_dns_counters dns
-    struct sp_frame_scratch:
-        sp_rrl *rrl
     struct sp_frame_query:
         size_t l2
         size_t headers
@@ -218,6 +212,15 @@ cdef extern from "stormpy/app/dns/precopy.h" nogil:
         pass
     const sp_precopy_counters *sp_precopy_get_counters(const sp_precopy *p)
 
+cdef extern from "stormpy/engine/batch.h" nogil:
+    struct sp_slow_packet:
+        const sp_frame *frame
+        sp_frame_query fq
+        uint16_t dport
+        uint8_t udp
+    ctypedef unsigned (*sp_slow_path_fn)(void *ctx, const sp_slow_packet *p, unsigned n,
+                                         sp_frame *tx, unsigned ntx) noexcept
+
 cdef extern from "stormpy/app/rules/rules.h" nogil:
     enum:
         SP_RULES_MAGIC
@@ -254,20 +257,33 @@ cdef extern from "stormpy/app/rules/rules.h" nogil:
         uint64_t slow_replies
         uint64_t handler_errors
         uint64_t bad_replies
-    struct sp_slow_packet:
-        const sp_frame *frame
-        sp_frame_query fq
-        uint16_t dport
-        uint8_t udp
     size_t sp_responder_reply(const sp_frame_config *cfg, bint datagrams, const sp_slow_packet *p,
                               const uint8_t *payload, size_t len, sp_frame *tx)
     size_t sp_responder_raw(const sp_frame_config *cfg, bint datagrams, const uint8_t *frame,
                             size_t len, sp_frame *tx)
 
-ctypedef unsigned (*sp_slow_path_fn)(void *ctx, const sp_slow_packet *p, unsigned n,
-                                      sp_frame *tx, unsigned ntx) noexcept
+cdef extern from "stormpy/app/dns/worker.h" nogil:
+    struct sp_dns_worker:
+        sp_rrl *rrl
+        sp_dns_counters counters
+        uint64_t rrl_dropped
+        uint64_t rrl_slipped
+        sp_precopy *precopy
+        sp_precopy_counters precopy_counters
+    struct sp_dns_worker_config:
+        uint16_t max_udp
+        sp_rrl *rrl
+        unsigned precopy_frames
+
+cdef extern from "stormpy/app/rules/worker.h" nogil:
+    struct sp_rules_worker:
+        sp_responder_counters counters
+    void sp_rules_worker_init(sp_rules_worker *w, bint all)
 
 cdef extern from "stormpy/engine/worker.h" nogil:
+    enum sp_app:
+        SP_APP_DNS
+        SP_APP_RULES
     struct sp_frame_worker:
         sp_io *io
         sp_table_ref *ref
@@ -279,15 +295,12 @@ cdef extern from "stormpy/engine/worker.h" nogil:
         uint64_t batch_hist[10]
         sp_io_counters io_counters
         sp_frame_counters counters
-        sp_frame_scratch scratch
         int stop
-        sp_precopy *precopy
-        sp_precopy_counters precopy_counters
-        int responder
-        int responder_all
+        int app
         sp_slow_path_fn slow_path
         void *slow_ctx
-        sp_responder_counters responder_counters
+        sp_dns_worker dns
+        sp_rules_worker rules
     struct sp_frame_worker_config:
         sp_io *io
         sp_table_ref *ref
@@ -296,9 +309,9 @@ cdef extern from "stormpy/engine/worker.h" nogil:
         uint64_t tx_flush_ns
         uint16_t port
         uint8_t ttl
-        uint16_t max_udp
-        sp_rrl *rrl
-        unsigned precopy_frames
+        int app
+        int all_frames
+        sp_dns_worker_config dns
     int sp_frame_worker_init(sp_frame_worker *w, const sp_frame_worker_config *cfg, char *err,
                              size_t errlen)
     void sp_frame_worker_rearm(sp_frame_worker *w)

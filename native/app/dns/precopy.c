@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "stormpy/app/dns/answer.h"
 #include "stormpy/app/dns/dns.h"
 #include "stormpy/proto/csum.h"
 
@@ -220,10 +221,10 @@ static size_t send_slot(struct sp_precopy *p, struct slot *s, struct sp_frame *o
     return s->len;
 }
 
-size_t sp_precopy_answer(struct sp_precopy *p, const struct sp_table *t,
+size_t sp_precopy_answer(struct sp_precopy *p, const struct sp_table *t, struct sp_dns_worker *d,
                          const struct sp_frame_config *cfg, const uint8_t *rx, size_t len,
                          const struct sp_frame *tx, struct sp_frame *out,
-                         struct sp_frame_scratch *scratch, struct sp_frame_counters *c)
+                         struct sp_frame_counters *c)
 {
     struct sp_frame_query fq;
     size_t n;
@@ -234,17 +235,17 @@ size_t sp_precopy_answer(struct sp_precopy *p, const struct sp_table *t,
         }
         return n;
     }
-    size_t dns_cap = sp_frame_dns_cap(cfg, &fq, tx->cap);
+    size_t dns_cap = sp_frame_payload_cap(cfg, &fq, tx->cap);
     if (!dns_cap)
         return 0;
-    struct sp_dns_query *q = &scratch->query;
+    struct sp_dns_query *q = &d->query;
     const uint8_t *msg = rx + fq.l2 + fq.u.payload_off;
     size_t mlen = fq.u.payload_len;
     enum sp_dns_verdict v = sp_dns_parse(msg, mlen, q);
     const struct sp_response *r = v == SP_DNS_LOOKUP ? sp_dns_lookup(t, q) : NULL;
-    if (scratch->rrl && !sp_frame_rrl(scratch, fq.u.family, fq.u.src, &v, r, c))
+    if (d->rrl && !sp_dns_rate_limit(d, fq.u.family, fq.u.src, &v, r))
         return 0;
-    size_t full = r && v == SP_DNS_LOOKUP ? sp_dns_full_len(r, q, &cfg->dns, dns_cap) : 0;
+    size_t full = r && v == SP_DNS_LOOKUP ? sp_dns_full_len(r, q, &d->cfg, dns_cap) : 0;
     struct sp_request req = {
         .field = {msg, q->question},
         .field_len = {(uint16_t)mlen, q->question_len},
@@ -264,13 +265,13 @@ size_t sp_precopy_answer(struct sp_precopy *p, const struct sp_table *t,
             uint32_t sum = sp_csum_add(sp_response_sum(t, r, &req), s->extra_sum);
             sp_frame_write_headers(cfg, rx, &fq, s->data, full, sum);
             uint16_t rcode = SP_DNS_USER_RCODE(r->user);
-            c->dns.queries++;
-            c->dns.rcode[rcode < 16 ? rcode : 16]++;
+            d->counters.queries++;
+            d->counters.rcode[rcode < 16 ? rcode : 16]++;
             p->counters.hits++;
             return send_slot(p, s, out);
         }
         if (victim) {
-            n = sp_frame_reply(t, cfg, rx, &fq, v, r, victim->data, victim->cap, q, c);
+            n = sp_dns_frame_reply(t, d, cfg, rx, &fq, v, r, victim->data, victim->cap);
             if (!n) {                 /* counted by the DNS layer, as in memcpy mode */
                 victim->state = SLOT_EMPTY;
                 return 0;
@@ -286,7 +287,7 @@ size_t sp_precopy_answer(struct sp_precopy *p, const struct sp_table *t,
         }
         p->counters.fallbacks++;
     }
-    n = sp_frame_reply(t, cfg, rx, &fq, v, r, tx->data, tx->cap, q, c);
+    n = sp_dns_frame_reply(t, d, cfg, rx, &fq, v, r, tx->data, tx->cap);
     if (n) {
         *out = *tx;
         out->len = (uint32_t)n;

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "stormpy/app/dns/answer.h"
 #include "stormpy/app/dns/dns.h"
 #include "stormpy/proto/csum.h"
 
@@ -131,7 +132,7 @@ static size_t render_rule(const struct sp_table *t, const struct sp_rules *rules
 
 size_t sp_responder_frame(const struct sp_table *t, const struct sp_rules *rules,
                           const struct sp_frame_config *cfg, bool all, const uint8_t *rx,
-                          size_t len, uint8_t *tx, size_t cap, struct sp_frame_scratch *s,
+                          size_t len, uint8_t *tx, size_t cap, struct sp_dns_worker *dns,
                           struct sp_frame_counters *c, struct sp_responder_counters *rc,
                           struct sp_slow_packet *slow, bool *to_slow)
 {
@@ -150,16 +151,16 @@ size_t sp_responder_frame(const struct sp_table *t, const struct sp_rules *rules
     const struct sp_frame_query *fq = &slow->fq;
     const uint8_t *payload = rx + fq->l2 + fq->u.payload_off;
     size_t plen = fq->u.payload_len;
-    size_t room = sp_frame_dns_cap(cfg, fq, cap);
+    size_t room = sp_frame_payload_cap(cfg, fq, cap);
     slow->udp = 1;
     if (!room)
         return 0;
     if (rules && rules->dns) {
         enum sp_dns_verdict v;
         const struct sp_response *r;
-        if ((*to_slow = dns_choice(t, &s->query, payload, plen, &v, &r)))
+        if ((*to_slow = dns_choice(t, &dns->query, payload, plen, &v, &r)))
             return 0;
-        return sp_frame_reply(t, cfg, rx, fq, v, r, tx, cap, &s->query, c);
+        return sp_dns_frame_reply(t, dns, cfg, rx, fq, v, r, tx, cap);
     }
     uint32_t sum = 0;
     bool sent = false;
@@ -172,9 +173,8 @@ size_t sp_responder_frame(const struct sp_table *t, const struct sp_rules *rules
 }
 
 size_t sp_responder_datagram(const struct sp_table *t, const struct sp_rules *rules,
-                             const struct sp_frame_config *cfg, const uint8_t *rx, size_t len,
-                             uint8_t *tx, size_t cap,
-                             struct sp_frame_scratch *s, struct sp_frame_counters *c,
+                             const uint8_t *rx, size_t len, uint8_t *tx, size_t cap,
+                             struct sp_dns_worker *dns, struct sp_frame_counters *c,
                              struct sp_responder_counters *rc, bool *to_slow, bool *replied)
 {
     *to_slow = false;
@@ -183,10 +183,10 @@ size_t sp_responder_datagram(const struct sp_table *t, const struct sp_rules *ru
     if (rules && rules->dns) {
         enum sp_dns_verdict v;
         const struct sp_response *r;
-        if ((*to_slow = dns_choice(t, &s->query, rx, len, &v, &r)))
+        if ((*to_slow = dns_choice(t, &dns->query, rx, len, &v, &r)))
             return 0;
-        size_t n = sp_dns_answer_parsed(t, &cfg->dns, rx, len, false, tx, cap, &s->query, v,
-                                         r, &c->dns);
+        size_t n = sp_dns_answer_parsed(t, &dns->cfg, rx, len, false, tx, cap, &dns->query, v,
+                                         r, &dns->counters);
         *replied = n != 0;
         return n;
     }
@@ -207,7 +207,7 @@ size_t sp_responder_reply(const struct sp_frame_config *cfg, bool datagrams,
         tx->len = (uint32_t)len;
         return len;
     }
-    size_t room = sp_frame_dns_cap(cfg, &p->fq, tx->cap);
+    size_t room = sp_frame_payload_cap(cfg, &p->fq, tx->cap);
     if (!room || len > room)      /* no room: not even the headers fit */
         return 0;
     memcpy(tx->data + p->fq.headers, payload, len);

@@ -1,15 +1,17 @@
 /*
- * Whole Ethernet frames in and out: the fast path for backends that own the frame
- * (AF_XDP, AF_PACKET, netmap, the memory backend).
+ * Whole Ethernet frames in and out, for backends that own the frame (AF_XDP,
+ * AF_PACKET, netmap, the memory backend): the L2-L4 part every application shares.
  *
- * sp_frame_answer() takes one received frame (Ethernet, an optional 802.1Q/802.1ad
- * tag, IPv4 or IPv6, UDP to the served port, a DNS query) and writes the complete
- * reply frame: MAC and IP addresses and ports swapped, the VLAN tag kept, the DNS
- * answer from the table, fresh IP and UDP checksums. Every length read from the
- * frame is checked against the received length. Frames that are not UDP to the
- * served port are "not ours" (a backend passes them to the kernel or ignores them);
- * queries from sources that must never be answered (broadcast or multicast
- * addresses, port 0) are dropped.
+ * sp_frame_parse() takes one received frame (Ethernet, an optional 802.1Q/802.1ad
+ * tag, IPv4 or IPv6, UDP to the served port) and hands the application its payload;
+ * sp_frame_write_headers() then writes the reply's headers in front of the payload
+ * the application wrote: MAC and IP addresses and ports swapped, the VLAN tag kept,
+ * fresh IP and UDP checksums. Every length read from the frame is checked against
+ * the received length. Frames that are not UDP to the served port are "not ours" (a
+ * backend passes them to the kernel or ignores them, unless the own stack answers
+ * them); datagrams from sources that must never be answered (broadcast or multicast
+ * addresses, port 0) are dropped. An application's answer to a whole frame (DNS:
+ * app/dns/answer.h) is parse -> payload_cap -> its payload -> write_headers.
  */
 #ifndef STORMPY_ENGINE_FRAME_H
 #define STORMPY_ENGINE_FRAME_H
@@ -17,21 +19,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "stormpy/app/dns/dns.h"
-#include "stormpy/app/dns/rrl.h"
-#include "stormpy/engine/table.h"
 #include "stormpy/proto/eth.h"
 #include "stormpy/proto/udpip.h"
 
-#define SP_FRAME_MAX 2048    /* the largest reply frame: max_udp is capped below this */
+#define SP_FRAME_MAX 2048    /* the largest reply frame: payloads are capped below this */
 #define SP_FRAME_ADDRS 8     /* addresses per family that check_dst accepts */
 
 struct sp_frame_config {
     uint16_t port;           /* the served UDP port */
     uint8_t ttl;             /* IPv4 TTL / IPv6 hop limit of replies */
-    struct sp_dns_config dns;
-    /* The interface MTU: a reply that would exceed it goes out truncated (TC) instead
-     * of being refused by the device (0: no limit). */
+    /* The interface MTU: the room for a reply's payload stops there, so that the
+     * application makes it fit (DNS: truncated, TC) instead of the device refusing
+     * it (0: no limit). */
     uint16_t mtu;
     /* Answer only frames sent to mac and to one of these addresses: a promiscuous
      * device, a bridge or a router also delivers other hosts' traffic. */
@@ -54,33 +53,9 @@ struct sp_frame_counters {
     uint64_t bad_source;     /* broadcast, multicast or port-0 sources: never answered */
     uint64_t malformed;      /* truncated or inconsistent L2-L4 headers */
     uint64_t stack_replies;  /* ARP, ICMP echo and NDP answered with own_stack */
-    uint64_t rrl_dropped;    /* answers rate limiting held back */
-    uint64_t rrl_slipped;    /* ... and those it sent truncated instead */
-    struct sp_dns_counters dns;
 };
 
-struct sp_frame_scratch {
-    struct sp_dns_query query;
-    struct sp_rrl *rrl;      /* response rate limiting, or NULL (shared by the workers) */
-    uint32_t now_s;          /* the worker's clock for rrl, set once per batch */
-};
-
-/* Response rate limiting for a decided answer (rrl.h): false to drop it; a slip
- * turns *verdict into SP_DNS_SLIP. Counted in c. */
-bool sp_frame_rrl(struct sp_frame_scratch *s, uint8_t family, const uint8_t *src,
-                  enum sp_dns_verdict *verdict, const struct sp_response *r,
-                  struct sp_frame_counters *c);
-
-/* Returns the reply frame's length written to tx (at most cap), or 0 for no reply. */
-size_t sp_frame_answer(const struct sp_table *t, const struct sp_frame_config *cfg,
-                       const uint8_t *rx, size_t len, uint8_t *tx, size_t cap,
-                       struct sp_frame_scratch *scratch, struct sp_frame_counters *c);
-
-/*
- * sp_frame_answer() in steps, for precopy mode (precopy.h), which decides where a
- * reply goes only after it has seen the query. sp_frame_answer() is exactly
- *   sp_frame_parse -> sp_frame_dns_cap -> sp_dns_parse/sp_dns_lookup -> sp_frame_reply.
- */
+/* A frame sp_frame_parse() found to be UDP to the port. */
 struct sp_frame_query {
     size_t l2;               /* Ethernet header, with the VLAN tag if any */
     size_t headers;          /* l2 + IP + UDP headers of the reply */
@@ -99,14 +74,9 @@ enum sp_frame_kind {
 enum sp_frame_kind sp_frame_parse(const struct sp_frame_config *cfg, const uint8_t *rx,
                                   size_t len, uint8_t *tx, size_t cap, struct sp_frame_query *fq,
                                   size_t *stack, struct sp_frame_counters *c);
-/* The room for the DNS payload in a reply frame of cap bytes (MTU applied); 0: none. */
-size_t sp_frame_dns_cap(const struct sp_frame_config *cfg, const struct sp_frame_query *fq,
-                        size_t cap);
-/* The whole reply frame for a parsed query, written to tx; its length or 0. */
-size_t sp_frame_reply(const struct sp_table *t, const struct sp_frame_config *cfg,
-                      const uint8_t *rx, const struct sp_frame_query *fq,
-                      enum sp_dns_verdict verdict, const struct sp_response *r, uint8_t *tx,
-                      size_t cap, struct sp_dns_query *q, struct sp_frame_counters *c);
+/* The room for the payload in a reply frame of cap bytes (MTU applied); 0: none. */
+size_t sp_frame_payload_cap(const struct sp_frame_config *cfg, const struct sp_frame_query *fq,
+                            size_t cap);
 /* The reply's Ethernet, IP and UDP headers in front of a payload already in place. */
 void sp_frame_write_headers(const struct sp_frame_config *cfg, const uint8_t *rx,
                             const struct sp_frame_query *fq, uint8_t *tx, size_t payload_len,

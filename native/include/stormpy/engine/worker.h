@@ -1,6 +1,6 @@
 /*
- * The run-to-completion worker: one per NIC queue or socket. RX batch -> answer
- * each frame from the current table -> TX batch -> one kick, through the
+ * The run-to-completion worker: one per NIC queue or socket. RX batch -> the
+ * application answers it from the current table -> TX batch -> one kick, through the
  * backend's function table (called once per batch). No locks, no allocation, and
  * writes only to its own state.
  *
@@ -8,6 +8,13 @@
  * supervisor reads the counters and sets `stop`, and never touches `io`, which
  * points into the worker process's own memory. A worker started again on the
  * same state (after its process died) continues its counters.
+ *
+ * Applications: the worker serves one, chosen by `app`, and calls its batch function
+ * through a switch once per batch (batch.h). Each application's state is a member of
+ * the worker struct (dns, rules) rather than behind a pointer, because the worker
+ * struct is what lives in the shared region: the supervisor reads the applications'
+ * counters there, and a restarted worker continues them. The engine never reads an
+ * application's fields; it calls the application's init, batch, rearm and close.
  *
  *   sp_frame_worker_init(w, &cfg, err, sizeof(err));   a backend's io, the table, the port
  *   sp_frame_worker_run(w);                            in the worker's thread
@@ -17,12 +24,19 @@
 #ifndef STORMPY_ENGINE_WORKER_H
 #define STORMPY_ENGINE_WORKER_H
 
-#include "stormpy/app/dns/precopy.h"
-#include "stormpy/app/rules/rules.h"
+#include "stormpy/app/dns/worker.h"
+#include "stormpy/app/rules/worker.h"
+#include "stormpy/engine/batch.h"
 #include "stormpy/engine/counters.h"
 #include "stormpy/engine/frame.h"
 #include "stormpy/engine/table_ref.h"
 #include "stormpy/io.h"
+
+/* The application a worker serves. */
+enum sp_app {
+    SP_APP_DNS = 0,          /* serve-dns: app/dns */
+    SP_APP_RULES,            /* a custom responder: app/rules, with a slow path */
+};
 
 struct sp_frame_worker {
     struct sp_io *io;
@@ -38,21 +52,14 @@ struct sp_frame_worker {
     uint64_t batch_hist[SP_HIST_BUCKETS];
     struct sp_io_counters io_counters;   /* the backend's, copied after every batch */
     struct sp_frame_counters counters;
-    struct sp_frame_scratch scratch;
-    struct sp_precopy *precopy;      /* NULL: memcpy mode, chosen once per batch */
-    /* The pool's counters, copied after every batch (and continued by a restart) */
-    struct sp_precopy_counters precopy_counters;
-    /* A custom responder (rules.h) instead of serve-dns: the table's rules answer
-     * first, and frames they leave go to slow_path, called once per batch (never per
-     * frame) after the worker has left the table. It writes replies to tx, at most
-     * ntx, and returns how many. responder_all also hands it frames that are not
-     * UDP to the port. slow_path and slow_ctx belong to the worker's process. */
-    int responder;
-    int responder_all;
-    unsigned (*slow_path)(void *ctx, const struct sp_slow_packet *p, unsigned n,
-                          struct sp_frame *tx, unsigned ntx);
+    int app;                         /* enum sp_app */
+    /* Frames the application leaves go to slow_path, called once per batch (never per
+     * frame) after the worker has left the table (batch.h). slow_path and slow_ctx
+     * belong to the worker's process. */
+    sp_slow_path_fn slow_path;
     void *slow_ctx;
-    struct sp_responder_counters responder_counters;
+    struct sp_dns_worker dns;        /* also a DNS responder's (SP_APP_RULES) */
+    struct sp_rules_worker rules;
 };
 
 /* How sp_frame_worker_init() sets a worker up. */
@@ -64,13 +71,13 @@ struct sp_frame_worker_config {
     uint64_t tx_flush_ns;
     uint16_t port;                   /* the served UDP port */
     uint8_t ttl;
-    uint16_t max_udp;                /* the largest DNS reply over UDP */
-    struct sp_rrl *rrl;              /* response rate limiting, or NULL */
-    unsigned precopy_frames;         /* precopy mode with a pool this large; 0: memcpy mode */
+    int app;                         /* enum sp_app */
+    int all_frames;                  /* SP_APP_RULES: also what is not UDP to the port */
+    struct sp_dns_worker_config dns;
 };
 
 /* Sets w up to run on cfg->io: its configuration is set afresh (no identity, no own
- * stack, no responder: set those after), while its counters and its stop flag stay,
+ * stack, no slow path: set those after), while its counters and its stop flag stay,
  * so a worker made again on the same state (in the same process or a new one, see
  * shm.h) continues them. 0; or -1 with a one-line reason in err, the backend closed
  * (sp_frame_worker_close). sp_frame_worker_close() undoes it. */
@@ -89,7 +96,8 @@ uint64_t sp_frame_worker_run(struct sp_frame_worker *w);
 /* Asks a running worker to return after its current batch (any thread). */
 void sp_frame_worker_stop(struct sp_frame_worker *w);
 
-/* Closes the backend, then frees the pool (the worker struct stays the caller's). */
+/* Closes the backend, then the applications' state (the worker struct stays the
+ * caller's). */
 void sp_frame_worker_close(struct sp_frame_worker *w);
 
 #endif

@@ -28,7 +28,7 @@
  * A copy handed to the backend is "in flight" and is never rewritten until the
  * backend calls sp_precopy_complete() (AF_XDP: its address is back on the completion
  * ring; the memory backend and AF_PACKET's sendmmsg: once sent). Every reply frame is
- * byte for byte what sp_frame_answer() writes for the same query.
+ * byte for byte what sp_dns_frame_answer() (answer.h) writes for the same query.
  *
  * One pool per worker thread; nothing here locks or allocates after sp_precopy_new().
  */
@@ -45,6 +45,8 @@
 #define SP_PRECOPY_WAYS 8
 #define SP_PRECOPY_DEFAULT_FRAMES 4096
 #define SP_PRECOPY_MAX_FRAMES (1u << 20)
+
+struct sp_dns_worker;        /* worker.h: the worker's DNS scratch space and counters */
 
 struct sp_precopy_counters {
     uint64_t hits;
@@ -80,10 +82,10 @@ void sp_precopy_begin(struct sp_precopy *p, const struct sp_table *t, uint64_t g
 /* Answer one received frame. Returns the reply's length, 0 for no reply. The reply
  * is described in *out: a pool frame (out->pool >= 0, now in flight) or *tx, the TX
  * buffer from tx_reserve (out->pool < 0), which the caller counts as used. */
-size_t sp_precopy_answer(struct sp_precopy *p, const struct sp_table *t,
+size_t sp_precopy_answer(struct sp_precopy *p, const struct sp_table *t, struct sp_dns_worker *d,
                          const struct sp_frame_config *cfg, const uint8_t *rx, size_t len,
                          const struct sp_frame *tx, struct sp_frame *out,
-                         struct sp_frame_scratch *scratch, struct sp_frame_counters *c);
+                         struct sp_frame_counters *c);
 
 /* The backend is done with pool frame `index` (sent, or refused): it may be reused. */
 void sp_precopy_complete(struct sp_precopy *p, uint32_t index);

@@ -30,6 +30,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "stormpy/engine/batch.h"
 #include "stormpy/engine/frame.h"
 #include "stormpy/engine/table.h"
 #include "stormpy/io.h"
@@ -43,6 +44,8 @@
 /* A response's user word with this bit set is answered by the slow path (DNS
  * keeps rcodes in the low byte and a length in the high 16 bits). */
 #define SP_RESPONSE_SLOW_PATH 0x8000u
+
+struct sp_dns_worker;        /* app/dns/worker.h: what a DNS responder answers with */
 
 enum sp_rule_field {
     SP_RULE_FIELD_PAYLOAD = 0,
@@ -92,7 +95,7 @@ const struct sp_response *sp_rules_find(const struct sp_table *t, const struct s
                                         const uint8_t *payload, size_t len,
                                         struct sp_request *req);
 
-/* Counters of a responder worker, next to sp_frame_counters. */
+/* Counters of a responder worker (worker.h), next to sp_frame_counters. */
 struct sp_responder_counters {
     uint64_t rule_answers;   /* answered by a rule's template */
     uint64_t rule_unsent;    /* a rule's answer did not fit the frame (or the MTU) */
@@ -103,30 +106,21 @@ struct sp_responder_counters {
     uint64_t bad_replies;    /* replies it returned that could not be sent (type, size) */
 };
 
-/* A frame for the slow path: the received frame and, for UDP, its parsed headers. */
-struct sp_slow_packet {
-    const struct sp_frame *frame;
-    struct sp_frame_query fq;
-    uint16_t dport;          /* datagrams: the socket's port */
-    uint8_t udp;             /* fq is valid: UDP to the served port */
-};
-
 /* One frame of a responder worker, with t's rules (sp_rules_of, once per batch).
  * Returns the reply's length in tx (0: none); *to_slow says the frame goes to the
  * slow path (slow->fq filled). With all set, frames that are not UDP to the port
  * (ARP, ICMP, other ports) go there too. */
 size_t sp_responder_frame(const struct sp_table *t, const struct sp_rules *rules,
                           const struct sp_frame_config *cfg, bool all, const uint8_t *rx,
-                          size_t len, uint8_t *tx, size_t cap, struct sp_frame_scratch *s,
+                          size_t len, uint8_t *tx, size_t cap, struct sp_dns_worker *dns,
                           struct sp_frame_counters *c, struct sp_responder_counters *rc,
                           struct sp_slow_packet *slow, bool *to_slow);
 
 /* The same for a UDP payload from a socket (the kernel keeps the headers). An
  * empty datagram is a reply too, so *replied says whether there is one. */
 size_t sp_responder_datagram(const struct sp_table *t, const struct sp_rules *rules,
-                             const struct sp_frame_config *cfg, const uint8_t *rx, size_t len,
-                             uint8_t *tx, size_t cap,
-                             struct sp_frame_scratch *s, struct sp_frame_counters *c,
+                             const uint8_t *rx, size_t len, uint8_t *tx, size_t cap,
+                             struct sp_dns_worker *dns, struct sp_frame_counters *c,
                              struct sp_responder_counters *rc, bool *to_slow, bool *replied);
 
 /* A slow-path reply: payload sent back over UDP to the packet's sender (addresses

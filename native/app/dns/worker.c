@@ -1,0 +1,122 @@
+/* DNS's batch loops and its part of a worker's life. See worker.h. */
+#include "stormpy/app/dns/worker.h"
+
+#include <stdio.h>
+
+#include "stormpy/app/dns/answer.h"
+#include "stormpy/engine/clock.h"
+
+/* memcpy mode, and datagrams from a socket: every reply rendered into a TX buffer.
+ * Inlined with datagrams a constant, so that neither loop tests it per frame. */
+static inline __attribute__((always_inline)) void
+answer_to_tx(struct sp_dns_worker *d, const struct sp_table *t, struct sp_batch *b,
+             bool datagrams)
+{
+    const struct sp_frame_config *cfg = b->cfg;
+    struct sp_frame_counters *c = b->counters;
+    const struct sp_frame *rx = b->rx;
+    struct sp_frame *tx = b->tx;
+    unsigned used = 0, n = b->n;
+    for (unsigned i = 0; i < n; i++) {
+        if (sp_batch_full(b, i, used))
+            break;
+        size_t len = datagrams
+            ? sp_dns_datagram_answer(t, d, &rx[i], tx[used].data, tx[used].cap, c)
+            : sp_dns_frame_answer(t, d, cfg, rx[i].data, rx[i].len, tx[used].data,
+                                  tx[used].cap, c);
+        if (len) {
+            tx[used].len = (uint32_t)len;
+            if (datagrams)
+                tx[used].id = rx[i].id;      /* the reply goes to this request's peer */
+            used++;
+        }
+    }
+    b->sent = b->used = used;
+}
+
+/* precopy mode: replies from the pool where they can be, else from TX buffers. Every
+ * reply takes a TX ring slot, so there are at most `reserved` of them; they are
+ * listed in out, and `used` counts the TX buffers among them. */
+static void answer_precopy(struct sp_dns_worker *d, const struct sp_table *t, struct sp_batch *b)
+{
+    struct sp_precopy *p = d->precopy;
+    const struct sp_frame *rx = b->rx;
+    const struct sp_frame *tx = b->tx;
+    struct sp_frame *out = b->out;
+    unsigned sent = 0, taken = 0, n = b->n;
+    sp_precopy_begin(p, t, b->generation);
+    for (unsigned i = 0; i < n; i++) {
+        if (sp_batch_full(b, i, sent))
+            break;
+        size_t len = sp_precopy_answer(p, t, d, b->cfg, rx[i].data, rx[i].len, &tx[taken],
+                                       &out[sent], b->counters);
+        if (!len)
+            continue;
+        taken += out[sent].pool < 0;
+        sent++;
+    }
+    b->sent = sent;
+    b->used = taken;
+    const struct sp_precopy_counters *pc = sp_precopy_get_counters(p);
+    d->precopy_counters.hits = d->precopy_base.hits + pc->hits;
+    d->precopy_counters.fills = d->precopy_base.fills + pc->fills;
+    d->precopy_counters.fallbacks = d->precopy_base.fallbacks + pc->fallbacks;
+}
+
+void sp_dns_worker_batch(struct sp_dns_worker *d, const struct sp_table *t, struct sp_batch *b)
+{
+    if (d->rrl)
+        d->now_s = (uint32_t)(sp_now_ns() / 1000000000u);
+    if (d->precopy) {
+        b->out = b->spare;
+        answer_precopy(d, t, b);
+    } else if (b->datagrams) {
+        answer_to_tx(d, t, b, true);
+    } else {
+        answer_to_tx(d, t, b, false);
+    }
+}
+
+/* Precopy mode with a pool of `frames` copies lent by the backend (see precopy.h). */
+static int open_pool(struct sp_dns_worker *d, struct sp_io *io, unsigned frames, char *err,
+                     size_t errlen)
+{
+    if (!io->ops->pool_open) {
+        snprintf(err, errlen, "%s: precopy mode is not supported by this backend "
+                 "(use --mode memcpy)", io->ops->name);
+        return -1;
+    }
+    struct sp_precopy *p = sp_precopy_new(frames);
+    if (!p) {
+        snprintf(err, errlen, "precopy: a pool of %u frames is not possible (%u to %u)", frames,
+                 SP_PRECOPY_WAYS, SP_PRECOPY_MAX_FRAMES);
+        return -1;
+    }
+    if (io->ops->pool_open(io, p, err, errlen) != 0) {
+        sp_precopy_free(p);
+        return -1;
+    }
+    d->precopy = p;
+    d->precopy_base = d->precopy_counters;
+    return 0;
+}
+
+int sp_dns_worker_init(struct sp_dns_worker *d, struct sp_io *io,
+                       const struct sp_dns_worker_config *cfg, char *err, size_t errlen)
+{
+    d->cfg.max_udp = cfg->max_udp;
+    d->rrl = cfg->rrl;
+    d->precopy = NULL;
+    return cfg->precopy_frames ? open_pool(d, io, cfg->precopy_frames, err, errlen) : 0;
+}
+
+void sp_dns_worker_rearm(struct sp_dns_worker *d)
+{
+    d->precopy = NULL;
+}
+
+void sp_dns_worker_close(struct sp_dns_worker *d)
+{
+    sp_precopy_free(d->precopy);
+    d->precopy = NULL;
+}

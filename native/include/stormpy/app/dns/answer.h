@@ -1,0 +1,48 @@
+/*
+ * One DNS query answered on the frame path (engine/frame.h): the whole reply frame
+ * written from the received one, with the DNS answer from the table, response rate
+ * limiting, and the worker's DNS counters (worker.h). Or one datagram from a socket,
+ * where the kernel keeps the headers.
+ *
+ * sp_dns_frame_answer() is exactly
+ *   sp_frame_parse -> sp_frame_payload_cap -> sp_dns_parse/sp_dns_lookup
+ *   -> sp_dns_rate_limit -> sp_dns_frame_reply;
+ * precopy mode (precopy.h), which decides where a reply goes only after it has seen
+ * the query, and the DNS responder (app/rules) take the steps one by one.
+ */
+#ifndef STORMPY_APP_DNS_ANSWER_H
+#define STORMPY_APP_DNS_ANSWER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "stormpy/app/dns/dns.h"
+#include "stormpy/app/dns/worker.h"
+#include "stormpy/engine/frame.h"
+#include "stormpy/engine/table.h"
+#include "stormpy/io.h"
+
+/* Returns the reply frame's length written to tx (at most cap), or 0 for no reply. */
+size_t sp_dns_frame_answer(const struct sp_table *t, struct sp_dns_worker *d,
+                           const struct sp_frame_config *cfg, const uint8_t *rx, size_t len,
+                           uint8_t *tx, size_t cap, struct sp_frame_counters *c);
+
+/* The reply to a datagram (its payload alone), written to tx; its length, or 0 for
+ * no reply. Counted as a frame in c. */
+size_t sp_dns_datagram_answer(const struct sp_table *t, struct sp_dns_worker *d,
+                              const struct sp_frame *rx, uint8_t *tx, size_t cap,
+                              struct sp_frame_counters *c);
+
+/* The whole reply frame for a parsed query (d->query), written to tx; its length or 0. */
+size_t sp_dns_frame_reply(const struct sp_table *t, struct sp_dns_worker *d,
+                          const struct sp_frame_config *cfg, const uint8_t *rx,
+                          const struct sp_frame_query *fq, enum sp_dns_verdict verdict,
+                          const struct sp_response *r, uint8_t *tx, size_t cap);
+
+/* Response rate limiting (rrl.h) for a decided answer to a source: false to drop it;
+ * a slip turns *verdict into SP_DNS_SLIP. Only when d->rrl is set. */
+bool sp_dns_rate_limit(struct sp_dns_worker *d, uint8_t family, const uint8_t *src,
+                       enum sp_dns_verdict *verdict, const struct sp_response *r);
+
+#endif
