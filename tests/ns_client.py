@@ -1,5 +1,5 @@
 """The client side of the namespace tests, run inside a client namespace (or locally) by
-support/netns.py and responders.py; prints its results as JSON:
+support/netns.py and support/responders.py; prints its results as JSON:
 
     ns_client.py dns SERVER PORT udp|tcp TIMEOUT QUESTIONS   [[name, type, payload?], ...]
     ns_client.py udp HOST PORT TIMEOUT PAYLOADS              hex payloads -> hex replies

@@ -15,7 +15,7 @@ reload: the socket backend on loopback under dnsperf at a fixed rate, the zone
 kill: the same load, a worker killed with SIGKILL every 2 s; how long until its
   replacement serves, and the queries lost, against the same load without kills.
 
-Each prints a Markdown table. Namespaces and addresses as in tests/netns.py.
+Each prints a Markdown table. Namespaces and addresses as in tests/support/netns.py.
 """
 from __future__ import annotations
 

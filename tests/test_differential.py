@@ -1,6 +1,6 @@
 """Differential test: stormpy vs Knot DNS 3.2 (reference) on the same zones.
 
-Every generated query (tests/dnsdiff.py) is sent over UDP, and a subset over
+Every generated query (tests/support/dnsdiff/) is sent over UDP, and a subset over
 TCP, to both servers; the responses must not differ (see dnsdiff.compare for
 what is compared).  Failures show the query, the difference list and both
 responses.

@@ -1,5 +1,6 @@
-"""The Knot DNS differential test again, with stormpy answering on AF_XDP across a veth
-pair: every UDP case of tests/dnsdiff.py, compared with Knot on loopback."""
+"""The Knot DNS differential test again, with stormpy answering on each ring backend
+(AF_XDP, AF_PACKET) across a veth pair: every UDP case of tests/support/dnsdiff/,
+compared with Knot on loopback."""
 import json
 import os
 import sys
@@ -8,23 +9,18 @@ import pytest
 
 from support import dnsdiff
 from support.client import udp_query
-from support.netns import REPO, SERVER_V4, NsServer, VethPair, why_no_netns
-from stormpy import _core
+from support.backends import RINGS
+from support.netns import REPO, SERVER_V4, NsServer, VethPair
 from test_differential import SEED
 
-REASON = why_no_netns() or (None if "xdp" in _core.COMPILED_BACKENDS else
-                            "AF_XDP is not compiled in (libxdp-dev, libbpf-dev or clang missing)")
-if REASON:
-    print(f"\nSKIP test_xdp_differential: {REASON}")
 
-
-@pytest.mark.skipif(REASON is not None, reason=REASON or "")
-def test_differential_on_af_xdp(knot_server):
+@pytest.mark.parametrize("backend", RINGS)
+def test_differential_on_the_rings(knot_server, backend):
     knot = knot_server(dnsdiff.knot_zones(), version=dnsdiff.CHAOS_VERSION,
                        identity=dnsdiff.CHAOS_IDENTITY)
     cases = dnsdiff.udp_cases(dnsdiff.generate_queries(SEED))
     args = [p for _, p in dnsdiff.stormpy_zones()] + [
-        "--iface", "veth0", "--backend", "xdp", "--port", "53",
+        "--iface", "veth0", "--backend", backend, "--port", "53",
         "--chaos-version", dnsdiff.CHAOS_VERSION, "--chaos-identity", dnsdiff.CHAOS_IDENTITY]
     with VethPair() as pair, NsServer(pair, args):
         r = pair.run(pair.client, sys.executable, os.path.join(REPO, "tests", "ns_client.py"),
@@ -40,7 +36,7 @@ def test_differential_on_af_xdp(knot_server):
         cm, cerr = dnsdiff.parse(cand)
         assert not rerr, f"Knot's answer does not parse: {rerr}"
         diffs = [cerr] if cerr else dnsdiff.compare(rm, cm, ref_wire=ref, cand_wire=cand,
-                                                     cand_name="stormpy-xdp")
+                                                     cand_name=f"stormpy-{backend}")
         if diffs:
             problems.append(f"{case.describe()}:\n    " + "\n    ".join(diffs))
     assert len(cases) > 250
