@@ -16,6 +16,7 @@ import os
 import signal
 import socket
 import time
+from abc import ABC, abstractmethod
 
 from stormpy import _core, privileges
 from stormpy.backends import why_unusable
@@ -47,7 +48,7 @@ def shared_table_ref(table, workers: int):
             size //= 2
 
 
-class Server:
+class Server(ABC):
     """The application-neutral server: worker processes on sockets or an interface's
     rings answering from one published table, reloads, signals, privileges, counters
     and the control socket. An application (stormpy.dns.server, stormpy.responder)
@@ -108,20 +109,22 @@ class Server:
         return w
 
     # -- what an application provides --------------------------------------------
+    @abstractmethod
     def load(self):
         """The table to serve and its statistics (runs off the event loop on reload)."""
-        raise NotImplementedError
+
+    @abstractmethod
+    def describe(self) -> str:
+        """What is served, for the log."""
 
     def configure_worker(self, w, local_address: str | None) -> None:
         """In a worker process, once its backend is open."""
 
-    def describe(self) -> str:
-        """What is served, for the log."""
-        raise NotImplementedError
+    def import_for_reload(self) -> None:
+        """Import what load() imports lazily, before the server gives up its user."""
 
-    async def tcp_client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter):
-        """One TCP connection on a served address (with serves_tcp)."""
-        raise NotImplementedError
+    # with serves_tcp, an application also has
+    #     async def tcp_client(self, reader, writer): one connection on a served address
 
     def _init_frames(self, cfg: ServerConfig):
         """One run-to-completion worker per RX queue on cfg.iface's rings; TCP and the
@@ -190,14 +193,7 @@ class Server:
         to read this Python's files. The control socket becomes the user's, so it can
         still remove it at exit."""
         import concurrent.futures.thread  # noqa: F401  (run_in_executor's)
-        import dns.rdata
-        import dns.rdataclass
-        import dns.rdatatype
-        for rdtype in dns.rdatatype.RdataType:
-            try:
-                dns.rdata.get_rdata_class(dns.rdataclass.IN, rdtype)
-            except Exception:
-                pass
+        self.import_for_reload()
         if self._control_server is not None:
             try:
                 os.chown(self.cfg.control, self.user.pw_uid, self.user.pw_gid)

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from stormpy.config import ServerConfig
 from stormpy.dns.compiler import compile_zones
-from stormpy.dns.zone import load_zones
+from stormpy.dns.zone import import_rdata_classes, load_zones
 from stormpy.server import Server
 
 TCP_IDLE_SECONDS = 10.0
@@ -41,6 +41,9 @@ class DnsServer(Server):
 
     def describe(self) -> str:
         return f"{self.stats.zones} zone(s), {self.stats.records} records"
+
+    def import_for_reload(self) -> None:
+        import_rdata_classes()
 
     async def tcp_client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter):
         if self.connections >= TCP_MAX_CONNECTIONS:

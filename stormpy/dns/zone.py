@@ -128,6 +128,17 @@ def load_zones(paths: list[str], origins: list[str] | None = None) -> list[Zone]
     return [load_zone(path, origin) for path, origin in zip(paths, origins or [None] * len(paths))]
 
 
+def import_rdata_classes() -> None:
+    """dnspython imports each record type's module the first time it reads one; a server
+    that is about to lose the right to read its files imports them all now."""
+    import dns.rdata
+    for rdtype in dns.rdatatype.RdataType:
+        try:
+            dns.rdata.get_rdata_class(dns.rdataclass.IN, rdtype)
+        except Exception:
+            pass
+
+
 def z_origin_text(name: dns.name.Name) -> str:
     return name.to_text()
 

@@ -37,6 +37,11 @@ class ResponderServer(Server):
     def configure_worker(self, w, local_address):
         w.set_responder(self.responder.handler, self.steer_all, local_address)
 
+    def import_for_reload(self) -> None:
+        if self.responder._zones:          # Responder.update() compiles them again
+            from stormpy.dns.zone import import_rdata_classes
+            import_rdata_classes()
+
     def describe(self) -> str:
         s = self.stats
         what = (f"{s.zones} zone(s), {s.records} records" if s.zones else
