@@ -9,11 +9,11 @@ import sys
 import pytest
 
 from conftest import EXAMPLE_ZONE
-from support.backends import RINGS
-from support.netns import CLIENT_V4, CLIENT_V6, SERVER_V4, SERVER_V6, NsServer, VethPair, why_no_netns
+from support.backends import NO_NETNS, RINGS
+from support.netns import CLIENT_V4, CLIENT_V6, SERVER_V4, SERVER_V6, NsServer, VethPair
 from test_malformed import corpus, judge
 
-REASON = why_no_netns()
+REASON = NO_NETNS
 if REASON:
     print(f"\nSKIP test_malformed_rings: {REASON}")
 pytestmark = pytest.mark.skipif(REASON is not None, reason=REASON or "")

@@ -8,10 +8,10 @@ import sys
 import pytest
 
 from conftest import EXAMPLE_ZONE
-from support.backends import NO_XDP, RINGS
-from support.netns import CLIENT_V4, SERVER_V4, SERVER_V6, NsServer, VethPair, why_no_netns
+from support.backends import NO_NETNS, NO_XDP, RINGS
+from support.netns import CLIENT_V4, SERVER_V4, SERVER_V6, NsServer, VethPair
 
-REASON = why_no_netns()
+REASON = NO_NETNS
 if REASON:
     print(f"\nSKIP test_rings: {REASON}")
 pytestmark = pytest.mark.skipif(REASON is not None, reason=REASON or "")

@@ -9,6 +9,7 @@ import socket
 import subprocess
 import tempfile
 import time
+from abc import ABC, abstractmethod
 from typing import Iterable, Optional, Sequence, Tuple, Union
 
 from support.client import probe_wire, udp_query
@@ -71,7 +72,7 @@ def norm_zones(zones: Sequence[ZoneSpec]) -> list:
     return out
 
 
-class ServerProcess:
+class ServerProcess(ABC):
     """A DNS server subprocess listening on HOST:port, with a readiness wait."""
 
     name = "server"
@@ -88,9 +89,9 @@ class ServerProcess:
     def addr(self) -> Tuple[str, int]:
         return (HOST, self.port)
 
-    # subclasses provide the command line
+    @abstractmethod
     def command(self) -> list:
-        raise NotImplementedError
+        """The server's command line."""
 
     def env(self) -> dict:
         return dict(os.environ)
