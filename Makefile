@@ -13,14 +13,17 @@ SOURCES := pyproject.toml setup.py stormpy/_core.pyx $(wildcard stormpy/*.pxi st
            $(wildcard native/*/*.c native/*/*/*.c native/io/*.h) \
            $(wildcard native/include/stormpy/*.h native/include/stormpy/*/*.h native/include/stormpy/*/*/*.h)
 
-# command:package pairs, checked by command so any install (Debian's or not) counts
+# command:package pairs, checked by command so any install (Debian's or not) counts; the
+# sbin directories count too (knotd and nginx live there, outside a normal user's PATH)
 BUILD_TOOLS := cc:gcc make:make $(PYTHON):python3 clang:clang pkg-config:pkg-config
-TEST_TOOLS := knotd:knot ip:iproute2 ping:iputils-ping valgrind:valgrind
+TEST_TOOLS := knotd:knot ip:iproute2 ping:iputils-ping valgrind:valgrind nginx:nginx wrk:wrk \
+              curl:curl wget:wget
 DEMO_TOOLS := dig:bind9-dnsutils
 
 define need
 	@missing=""; for pair in $(1); do \
-	  command -v "$${pair%%:*}" >/dev/null 2>&1 || missing="$$missing $${pair#*:}"; done; \
+	  cmd="$${pair%%:*}"; command -v "$$cmd" >/dev/null 2>&1 || test -x "/usr/sbin/$$cmd" \
+	    || test -x "/sbin/$$cmd" || missing="$$missing $${pair#*:}"; done; \
 	$(2) \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \

@@ -4,6 +4,7 @@ import shutil
 
 import pytest
 
+from support.nginx import nginx_site  # noqa: F401  (fixture)
 from support.servers import knot_server, stormpy_server  # noqa: F401  (fixtures)
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -42,6 +42,11 @@ def track(proc: subprocess.Popen) -> subprocess.Popen:
     return proc
 
 
+def untrack(proc: subprocess.Popen) -> None:
+    """Forget a child that was stopped some other way than stop_process()."""
+    _LIVE.pop(proc.pid, None)
+
+
 def stop_process(proc: subprocess.Popen, grace: float = 5.0) -> None:
     """Stop a child we started (and its process group, which it leads)."""
     if proc.poll() is None:
@@ -277,6 +282,43 @@ def tree_cpu_ticks(root: int) -> dict:
         out[pid] = int(fields[11]) + int(fields[12])
         todo.extend(kids.get(pid, []))
     return out
+
+
+def process_tree(root: int) -> list:
+    """root and every live descendant, from /proc/PID/task/TID/children (each thread's
+    children), or from every process's parent pid where the kernel lacks that file."""
+    if not os.path.exists(f"/proc/{root}/task/{root}/children"):
+        return list(tree_cpu_ticks(root))
+    out, todo = [], [root]
+    while todo and len(out) < 100_000:  # bounded
+        pid = todo.pop()
+        out.append(pid)
+        try:
+            tids = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue
+        for tid in tids:
+            try:
+                with open(f"/proc/{pid}/task/{tid}/children") as fh:
+                    todo.extend(int(c) for c in fh.read().split())
+            except OSError:
+                pass
+    return out
+
+
+def task_cpu_ticks(pids) -> int:
+    """utime+stime (clock ticks) summed over every thread (/proc/PID/task/*/stat) of pids."""
+    total = 0
+    for pid in pids:
+        try:
+            tids = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue
+        for tid in tids:
+            fields = _proc_stat_fields(f"{pid}/task/{tid}")
+            if fields is not None:
+                total += int(fields[11]) + int(fields[12])
+    return total
 
 
 def cpu_delta_seconds(before: dict, after: dict) -> float:
