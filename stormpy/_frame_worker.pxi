@@ -44,7 +44,7 @@ cdef dict _frame_counters(const sp_frame_worker *w):
                 rule_answers=rc.rule_answers, rule_unsent=rc.rule_unsent,
                 unanswered=rc.unanswered, slow_path=rc.slow_path,
                 slow_replies=rc.slow_replies, handler_errors=rc.handler_errors,
-                bad_replies=rc.bad_replies)
+                bad_replies=rc.bad_replies, **_http_counters(&w.http.counters))
 
 
 cdef class FrameWorker:
@@ -167,6 +167,28 @@ cdef class FrameWorker:
             raise BackendError(why.decode(errors="replace"))
         self.w, self.ref = w, ref
 
+    @staticmethod
+    def http_socket(int fd, int index, TableRef ref not None, uint32_t max_connections=1024,
+                    uint32_t request_timeout_ms=10000, uint32_t idle_timeout_ms=30000,
+                    uint32_t send_timeout_ms=30000):
+        """An HTTP worker on listening TCP socket fd (the kernel's TCP; it closes fd),
+        answering from the site in ref's table (app/http/stream.h)."""
+        cdef FrameWorker self = FrameWorker.__new__(FrameWorker)
+        cdef sp_frame_worker *w = ref._worker(index)
+        cdef sp_frame_worker_config cfg
+        cdef char why[256]
+        memset(&cfg, 0, sizeof(cfg))
+        cfg.ref, cfg.index, cfg.app = ref.ref, index, SP_APP_HTTP
+        cfg.http.listen_fd, cfg.http.max_connections = fd, max_connections
+        cfg.http.request_timeout_ms = request_timeout_ms
+        cfg.http.idle_timeout_ms = idle_timeout_ms
+        cfg.http.send_timeout_ms = send_timeout_ms
+        why[0] = 0
+        if sp_frame_worker_init(w, &cfg, why, sizeof(why)) != 0:
+            raise BackendError(why.decode(errors="replace"))
+        self.w, self.ref = w, ref
+        return self
+
     def set_identity(self, dict identity):
         """Answer only frames to identity's mac and addresses; cap replies at its mtu."""
         if self.w is not NULL:
@@ -199,7 +221,7 @@ cdef class FrameWorker:
             raise ValueError("worker closed")
         with nogil:
             sp_frame_worker_run(self.w)
-        err = self.w.io.error
+        err = self.w.io.error if self.w.io is not NULL else 0
         if err:
             import os
             raise OSError(err, os.strerror(err))

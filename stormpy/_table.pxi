@@ -30,6 +30,14 @@ cdef class TableBuilder:
             raise ValueError("response rejected: too long or an invalid patch list")
         return idx
 
+    def set_program(self, const uint8_t[:] program):
+        """Attach bytes the table keeps for the protocol layer that reads it (a
+        compiled HTTP site, app/http/site.h)."""
+        if self.b is NULL:
+            raise ValueError("builder already finished")
+        if len(program) == 0 or sp_table_set_program(self.b, &program[0], len(program)) != 0:
+            raise ValueError("program rejected: empty, a second one, or out of memory")
+
     def set_rules(self, rules, bint dns=False):
         """Attach a custom responder's rule list (rules.h) as the table's program.
         rules: dicts with match (bytes), match_off, min_len, keyed, key_off, key_end,

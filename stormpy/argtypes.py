@@ -15,6 +15,17 @@ def positive(text: str) -> int:
     return value
 
 
+def seconds(text: str) -> float:
+    """A timeout: a positive number of seconds, at most a day."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not 0.001 <= value <= 86400:
+        raise argparse.ArgumentTypeError(f"{text} must be between 0.001 and 86400 seconds")
+    return value
+
+
 def max_udp(text: str) -> int:
     value = positive(text)
     if not 512 <= value <= 4096:

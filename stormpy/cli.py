@@ -41,6 +41,21 @@ def build_parser() -> argparse.ArgumentParser:
                    help="answer CH TXT id.server/hostname.bind with TEXT (default: REFUSED)")
     add_serving_arguments(s, default_port=53)
 
+    h = sub.add_parser("serve-http", help="serve a directory over HTTP/1.1",
+                       description="Serve the files under SITE as a static web server (Sandstorm): "
+                       "every answer is built at start-up. SIGHUP reloads the site; a site that "
+                       "fails to load keeps the old one serving.")
+    h.add_argument("site", metavar="SITE", help="the directory to serve")
+    h.add_argument("--max-connections", type=argtypes.positive, default=1024, metavar="N",
+                   help="open connections per worker; the oldest idle one makes room (default 1024)")
+    h.add_argument("--request-timeout", type=argtypes.seconds, default=10.0, metavar="S",
+                   help="a request must arrive whole within S seconds, else 408 (default 10)")
+    h.add_argument("--keepalive-timeout", type=argtypes.seconds, default=30.0, metavar="S",
+                   help="close a kept-alive connection idle for S seconds (default 30)")
+    h.add_argument("--send-timeout", type=argtypes.seconds, default=30.0, metavar="S",
+                   help="close a connection whose client reads nothing for S seconds (default 30)")
+    add_serving_arguments(h, default_port=80)
+
     st = sub.add_parser("stats", help="per-worker counters of a running server",
                         description="Print the counters of a running serve-dns: per worker "
                         "rx, tx, drops, answers by rcode, batch sizes and TX-ring-full events.")
@@ -104,6 +119,13 @@ def _stats(args) -> int:
     if args.json:
         print(json.dumps(snap, indent=2))
         return 0
+    if "site" in snap:
+        from stormpy.http.server import format_http_worker
+        print(f"pid {snap['pid']}, {snap['backend']} backend, serving {snap['serving']}; "
+              f"reloads {snap['reloads']} (failed {snap['reload_failures']})")
+        for i, w in enumerate(snap["workers"]):
+            print(f"worker {i}: {format_http_worker(w)}")
+        return 0
     print(f"pid {snap['pid']}, {snap['backend']} backend, {snap['zones']} zone(s), "
           f"{snap['records']} records; tcp queries {snap['tcp_queries']}, reloads {snap['reloads']} "
           f"(failed {snap['reload_failures']})")
@@ -158,6 +180,18 @@ def _serve_dns(args) -> int:
     return 0
 
 
+def _serve_http(args) -> int:
+    from stormpy.config import serving_config
+    from stormpy.http.server import HttpConfig, serve_http
+
+    cfg = serving_config(args, ("127.0.0.1", 8080), HttpConfig, site=args.site,
+                         max_connections=args.max_connections,
+                         request_timeout=args.request_timeout,
+                         idle_timeout=args.keepalive_timeout, send_timeout=args.send_timeout)
+    serve_http(cfg)
+    return 0
+
+
 def _bench(args) -> int:
     from stormpy.bench.cli import run
     return run(args)
@@ -170,7 +204,7 @@ def main(argv=None) -> int:
         parser.print_help()
         return 2
     try:
-        return {"serve-dns": _serve_dns, "check-zone": _check_zone,
+        return {"serve-dns": _serve_dns, "serve-http": _serve_http, "check-zone": _check_zone,
                 "backends": _backends, "stats": _stats, "replay": _replay,
                 "bench": _bench}[args.command](args)
     except StormpyError as e:

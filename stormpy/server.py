@@ -24,7 +24,7 @@ from stormpy.config import ServerConfig, parse_allow
 from stormpy.control import open_control
 from stormpy.errors import StormpyError
 from stormpy.interfaces import interface_identity, rx_queue_count
-from stormpy.sockets import open_sinks, open_tcp_socket, open_udp_sockets
+from stormpy.sockets import open_sinks, open_tcp_listeners, open_tcp_socket, open_udp_sockets
 from stormpy.supervisor import WorkerPool
 
 log = logging.getLogger("stormpy")
@@ -54,12 +54,14 @@ class Server(ABC):
     and the control socket. An application (stormpy.dns.server, stormpy.responder)
     fills in the hooks below: what the table is, how a worker is set up, TCP."""
     serves_tcp = False          # tcp_client() answers on the served addresses
+    # what a socket worker reads: its own UDP socket, or (stream) its own TCP listener
+    stream = False
     steer_all = False           # ring workers take every frame, not just the port's
 
     def __init__(self, cfg: ServerConfig):
         self.cfg = cfg
         self.sinks: list[socket.socket] = []
-        self.udp_sockets: list[socket.socket] = []
+        self.worker_sockets: list[socket.socket] = []
         self.tcp_sockets: list[socket.socket] = []
         self.xdp = None
         self.tcp_queries = self.reloads = self.reload_failures = 0
@@ -80,8 +82,12 @@ class Server(ABC):
             raise StormpyError(f"at most {_core.MAX_WORKERS} workers in all")
         try:
             for host, port in cfg.listen:
-                self.udp_sockets += open_udp_sockets(host, port, self.workers_per_address,
-                                                     cfg.busy_poll)
+                if self.stream:
+                    self.worker_sockets += open_tcp_listeners(host, port,
+                                                              self.workers_per_address)
+                else:
+                    self.worker_sockets += open_udp_sockets(host, port, self.workers_per_address,
+                                                            cfg.busy_poll)
                 if self.serves_tcp:
                     self.tcp_sockets.append(open_tcp_socket(host, port))
             self.ref = shared_table_ref(table, total)
@@ -100,13 +106,16 @@ class Server(ABC):
     def _socket_worker(self, index: int):
         """In worker process `index`: a worker on the socket the server keeps open,
         so a restarted worker finds the datagrams that arrived meanwhile."""
-        self._close_inherited(keep=self.udp_sockets[index].fileno())
-        sock = self.udp_sockets[index]
-        fd = os.dup(sock.fileno())
-        w = _core.FrameWorker.socket(fd, index, self.ref, batch=self.cfg.batch,
-                                     max_udp=self.cfg.max_udp, port=sock.getsockname()[1])
+        self._close_inherited(keep=self.worker_sockets[index].fileno())
+        sock = self.worker_sockets[index]
+        w = self.socket_worker(os.dup(sock.fileno()), index, sock)
         self.configure_worker(w, sock.getsockname()[0])
         return w
+
+    def socket_worker(self, fd: int, index: int, sock: socket.socket):
+        """The worker on fd, a duplicate of sock that the worker closes."""
+        return _core.FrameWorker.socket(fd, index, self.ref, batch=self.cfg.batch,
+                                        max_udp=self.cfg.max_udp, port=sock.getsockname()[1])
 
     # -- what an application provides --------------------------------------------
     @abstractmethod
@@ -122,6 +131,10 @@ class Server(ABC):
 
     def import_for_reload(self) -> None:
         """Import what load() imports lazily, before the server gives up its user."""
+
+    def summary(self, counters: dict) -> str:
+        """The counters on one line, for the log."""
+        return format_counters(counters)
 
     # with serves_tcp, an application also has
     #     async def tcp_client(self, reader, writer): one connection on a served address
@@ -209,7 +222,7 @@ class Server(ABC):
         """A worker process closes the server's TCP listeners and connections and the
         other workers' sockets: while it held them, a connection the server closed
         would stay open."""
-        fds = {s.fileno() for s in self.tcp_sockets + self.udp_sockets + self.sinks}
+        fds = {s.fileno() for s in self.tcp_sockets + self.worker_sockets + self.sinks}
         if self._control_server is not None:
             fds |= {s.fileno() for s in self._control_server.sockets}
         for fd in (fds | self._client_fds) - {keep, -1}:
@@ -219,7 +232,7 @@ class Server(ABC):
                 pass
 
     def _close_sockets(self):
-        for s in self.sinks + self.tcp_sockets + self.udp_sockets:
+        for s in self.sinks + self.tcp_sockets + self.worker_sockets:
             s.close()
 
     # -- workers ---------------------------------------------------------------
@@ -291,8 +304,9 @@ class Server(ABC):
     # -- control socket (stormpy stats) ----------------------------------------
     def snapshot(self) -> dict:
         """What `stormpy stats` shows of this server."""
-        return {"pid": os.getpid(), "zones": self.stats.zones, "records": self.stats.records,
-                "backend": self.cfg.backend, "tcp_queries": self.tcp_queries,
+        return {"pid": os.getpid(), "serving": self.describe(),
+                "zones": getattr(self.stats, "zones", 0),
+                "records": getattr(self.stats, "records", 0), "backend": self.cfg.backend, "tcp_queries": self.tcp_queries,
                 "reloads": self.reloads, "reload_failures": self.reload_failures,
                 "workers": [dict(self.ref.worker_counters(i), pid=self.pool.pids[i],
                                  ready=self.pool.ready[i], restarts=self.pool.restarts[i])
@@ -316,7 +330,7 @@ class Server(ABC):
             started = True
             if self.user is not None:
                 self._drop_privileges()
-            protocols = "udp+tcp" if self.serves_tcp else "udp"
+            protocols = "tcp" if self.stream else "udp+tcp" if self.serves_tcp else "udp"
             where = getattr(self, "listen_text", None) or ", ".join(
                 f"[{h}]:{p}" if ":" in h else f"{h}:{p}" for h, p in self.cfg.listen) + \
                 f" ({protocols}), {self.workers_per_address} worker process(es) per address"
@@ -326,7 +340,7 @@ class Server(ABC):
                 try:
                     await asyncio.wait_for(stop.wait(), timeout)
                 except asyncio.TimeoutError:
-                    log.info("%s", format_counters(self.counters()))
+                    log.info("%s", self.summary(self.counters()))
         finally:
             for s in servers:
                 s.close()
@@ -337,7 +351,7 @@ class Server(ABC):
                     pass
             self.stop_workers()
             if started:
-                log.info("stopped: %s; per worker rx=%s", format_counters(self.counters()),
+                log.info("stopped: %s; per worker rx=%s", self.summary(self.counters()),
                          ",".join(str(self.ref.worker_counters(i)["rx"])
                                   for i in range(self.pool.count)))
             self.release()

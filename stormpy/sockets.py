@@ -68,6 +68,38 @@ def open_udp_sockets(host: str, port: int, count: int,
     return socks
 
 
+def open_tcp_listeners(host: str, port: int, count: int) -> list[socket.socket]:
+    """count listening TCP sockets sharing host:port through SO_REUSEPORT, one per
+    worker (the kernel spreads connections over them). A plain bind first makes sure
+    no other process holds the port."""
+    family = family_of(host)
+    try:
+        with socket.socket(family, socket.SOCK_STREAM) as probe:
+            if family == socket.AF_INET6:
+                probe.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind((host, port))
+    except OSError as e:
+        raise bind_error("tcp", host, port, e) from None
+    socks = []
+    try:
+        for _ in range(count):
+            s = socket.socket(family, socket.SOCK_STREAM)
+            socks.append(s)
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+            if family == socket.AF_INET6:
+                s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            s.bind((host, port))
+            s.listen(1024)
+            s.setblocking(False)
+    except OSError as e:
+        for s in socks:
+            s.close()
+        raise bind_error("tcp", host, port, e) from None
+    return socks
+
+
 def open_tcp_socket(host: str, port: int) -> socket.socket:
     family = family_of(host)
     s = socket.socket(family, socket.SOCK_STREAM)

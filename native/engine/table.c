@@ -160,7 +160,8 @@ int64_t sp_table_add_response(struct sp_table_builder *b, const uint8_t *bytes, 
                               const struct sp_patch *patches, uint16_t npatch, uint32_t user)
 {
     int insert;
-    if (len > SP_RESPONSE_MAX || !patches_valid(patches, npatch, len, &insert))
+    if ((len > SP_RESPONSE_MAX && (npatch || len > SP_BLOB_MAX)) ||
+        !patches_valid(patches, npatch, len, &insert))
         return -1;
     struct sp_table *t = &b->t;
     if (!grow((void **)&t->responses, &b->cap_responses, t->nresponses + 1, sizeof(*t->responses)))
@@ -191,7 +192,8 @@ int64_t sp_table_add_response(struct sp_table_builder *b, const uint8_t *bytes, 
     r->npatch = npatch;
     r->len = len;
     r->user = user;
-    r->insert_at = (uint16_t)(insert >= 0 ? patches[insert].dst : len);
+    /* a blob past 16-bit offsets keeps its whole sum in sum_tail */
+    r->insert_at = (uint16_t)(insert >= 0 ? patches[insert].dst : len > UINT16_MAX ? 0 : len);
     t->insert_field[t->nresponses] = insert >= 0 ? patches[insert].field : NO_INSERT;
     r->sum_head = sp_csum_partial(bytes, r->insert_at, 0);
     r->sum_tail = sp_csum_partial(bytes + r->insert_at, len - r->insert_at, 0);

@@ -21,6 +21,10 @@ static void answer_batch(struct sp_frame_worker *w, const struct sp_table *t, st
 
 uint64_t sp_frame_worker_run(struct sp_frame_worker *w)
 {
+    if (w->app == SP_APP_HTTP && w->http.stream) {
+        sp_http_stream_run(w->http.stream, w->ref, w->index, &w->stop, &w->http.counters);
+        return 0;
+    }
     struct sp_io *io = w->io;
     const struct sp_io_ops *ops = io->ops;
     struct sp_frame rx[SP_IO_BATCH_MAX], tx[SP_IO_BATCH_MAX], spare[SP_IO_BATCH_MAX];
@@ -96,6 +100,7 @@ static void forget_process(struct sp_frame_worker *w)
     w->slow_path = NULL;
     w->slow_ctx = NULL;
     sp_dns_worker_rearm(&w->dns);
+    sp_http_worker_rearm(&w->http);
 }
 
 int sp_frame_worker_init(struct sp_frame_worker *w, const struct sp_frame_worker_config *cfg,
@@ -112,6 +117,11 @@ int sp_frame_worker_init(struct sp_frame_worker *w, const struct sp_frame_worker
     w->cfg.ttl = cfg->ttl;
     w->app = cfg->app;
     sp_rules_worker_init(&w->rules, cfg->all_frames);
+    if (w->app == SP_APP_HTTP && !w->io) {
+        if (sp_http_worker_init(&w->http, &cfg->http, err, errlen) != 0)
+            return -1;
+        return 0;
+    }
     if (sp_dns_worker_init(&w->dns, w->io, &cfg->dns, err, errlen) != 0) {
         sp_frame_worker_close(w);
         return -1;
@@ -131,4 +141,5 @@ void sp_frame_worker_close(struct sp_frame_worker *w)
         w->io->ops->close(w->io);
     w->io = NULL;
     sp_dns_worker_close(&w->dns);   /* after the backend, which may still complete copies */
+    sp_http_worker_close(&w->http);
 }

@@ -13,15 +13,14 @@
 
 #include "stormpy/engine/table.h"
 
-static inline const struct sp_table *fuzz_table(void)
+/* The flat table in the file the environment variable `var` names. */
+static inline struct sp_table *fuzz_load(const char *var)
 {
-    static struct sp_table *t;
-    if (t)
-        return t;
-    const char *path = getenv("SP_FUZZ_TABLE");
+    struct sp_table *t;
+    const char *path = getenv(var);
     FILE *f = path ? fopen(path, "rb") : NULL;
     if (!f) {
-        fprintf(stderr, "fuzz: set SP_FUZZ_TABLE to the table make_inputs.py wrote\n");
+        fprintf(stderr, "fuzz: set %s to the table make_inputs.py wrote\n", var);
         abort();
     }
     fseek(f, 0, SEEK_END);
@@ -34,6 +33,14 @@ static inline const struct sp_table *fuzz_table(void)
     t = sp_table_flat_rebase(mem, (size_t)len);
     if (!t)
         abort();
+    return t;
+}
+
+static inline const struct sp_table *fuzz_table(void)
+{
+    static struct sp_table *t;
+    if (!t)
+        t = fuzz_load("SP_FUZZ_TABLE");
     return t;
 }
 

@@ -7,6 +7,7 @@ queries for those zones (dnspython writes the queries, scapy the frames).
 import os
 import random
 import sys
+import tempfile
 
 import dns.edns
 import dns.message
@@ -19,6 +20,7 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, REPO)
 from stormpy.dns.compiler import compile_zones  # noqa: E402
 from stormpy.dns.zone import load_zone  # noqa: E402
+from stormpy.http.site import compile_site  # noqa: E402
 
 ZONES = [("example.com.", "example.com.zone"), ("example.net.", "example.net.zone"),
          ("gen.example.", "gen.example.zone")]
@@ -85,6 +87,35 @@ def rules_frames(rng):
     return out
 
 
+def site_table(directory):
+    """A small site with a file of every kind the answers distinguish."""
+    files = {"index.html": b"<h1>home</h1>", "a.txt": b"0123456789" * 10, "empty.txt": b"",
+             "docs/index.html": b"docs", "docs/big.bin": bytes(range(256)) * 300,
+             "noindex/x.css": b"body{}", "with space.txt": b"space"}
+    for name, data in files.items():
+        path = os.path.join(directory, name)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "wb") as f:
+            f.write(data)
+        os.utime(path, (1_700_000_000, 1_700_000_000))
+    table, _ = compile_site(directory, now=1_700_000_000)
+    return table.flat_bytes()
+
+
+HTTP_SEEDS = [
+    b"GET / HTTP/1.1\r\nHost: a\r\n\r\n",
+    b"GET /a.txt HTTP/1.1\r\nHost: a\r\nRange: bytes=5-20\r\n\r\nGET /docs HTTP/1.0\r\n\r\n",
+    b"HEAD /docs/big.bin HTTP/1.1\r\nHost: a\r\nRange: bytes=-100\r\nIf-Range: \"6553f100-12c00\"\r\n\r\n",
+    b"GET /a.txt HTTP/1.1\r\nHost: a\r\nIf-None-Match: W/\"x\", \"6553f100-64\"\r\n\r\n",
+    b"GET /a.txt HTTP/1.1\r\nHost: a\r\nIf-Modified-Since: Tue, 14 Nov 2023 22:13:20 GMT\r\n\r\n",
+    b"GET /with%20space.txt?q=1 HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n",
+    b"GET http://h/docs/./../a.txt HTTP/1.1\r\nHost: a\r\n\r\n",
+    b"POST /a.txt HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\nhelloGET / HTTP/1.1\r\nHost: a\r\n\r\n",
+    b"GET /empty.txt HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip, chunked\r\n\r\n",
+    b"GET / HTTP/2.0\r\n\r\n",
+]
+
+
 def write(directory, items):
     os.makedirs(directory, exist_ok=True)
     for i, data in enumerate(items):
@@ -106,6 +137,10 @@ def main(out):
           [f[18:] if f[12:14] == b"\x81\x00" else f[14:] for f in ether])
     rules = rules_frames(rng)
     write(os.path.join(out, "seeds", "fuzz_rules"), rules)
+    write(os.path.join(out, "seeds", "fuzz_http"), HTTP_SEEDS)
+    with tempfile.TemporaryDirectory() as site:
+        with open(os.path.join(out, "site.bin"), "wb") as f:
+            f.write(site_table(site))
     with open(os.path.join(out, "table.bin.tmp"), "wb") as f:   # last: make sees it only whole
         f.write(blob)
     os.replace(os.path.join(out, "table.bin.tmp"), os.path.join(out, "table.bin"))

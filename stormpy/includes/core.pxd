@@ -280,10 +280,64 @@ cdef extern from "stormpy/app/rules/worker.h" nogil:
         sp_responder_counters counters
     void sp_rules_worker_init(sp_rules_worker *w, bint all)
 
+cdef extern from "stormpy/app/http/site.h" nogil:
+    enum:
+        SP_HTTP_SITE_MAGIC
+        SP_HTTP_DATE_LEN
+        SP_HTTP_ERRORS
+    struct sp_http_entry:
+        pass
+    struct sp_http_site:
+        pass
+    const sp_http_site *sp_http_site_of(const sp_table *t)
+
+cdef extern from "stormpy/app/http/request.h" nogil:
+    struct sp_http_request:
+        uint8_t method
+        uint16_t error
+    size_t sp_http_parse_request(const uint8_t *buf, size_t len, sp_http_request *req)
+    int64_t sp_http_parse_date(const uint8_t *s, size_t len)
+    void sp_http_format_date(int64_t t, uint8_t *out)
+
+cdef extern from "stormpy/app/http/reply.h" nogil:
+    struct iovec_view "iovec":
+        void *iov_base
+        size_t iov_len
+    struct sp_http_reply:
+        iovec_view iov[5]
+        int niov
+        uint16_t status
+        bint close
+        uint64_t len
+    void sp_http_answer(const sp_table *t, const sp_http_site *site, const sp_http_request *req,
+                       const uint8_t *date, sp_http_reply *out)
+
+cdef extern from "stormpy/app/http/stream.h" nogil:
+    struct sp_http_counters:
+        uint64_t connections
+        uint64_t requests
+        uint64_t status[6]
+        uint64_t bytes
+        uint64_t timeouts
+        uint64_t evicted
+        uint64_t refused
+        uint64_t open
+    struct sp_http_stream_config:
+        int listen_fd
+        uint32_t max_connections
+        uint32_t request_timeout_ms
+        uint32_t idle_timeout_ms
+        uint32_t send_timeout_ms
+
+cdef extern from "stormpy/app/http/worker.h" nogil:
+    struct sp_http_worker:
+        sp_http_counters counters
+
 cdef extern from "stormpy/engine/worker.h" nogil:
     enum sp_app:
         SP_APP_DNS
         SP_APP_RULES
+        SP_APP_HTTP
     struct sp_frame_worker:
         sp_io *io
         sp_table_ref *ref
@@ -301,6 +355,7 @@ cdef extern from "stormpy/engine/worker.h" nogil:
         void *slow_ctx
         sp_dns_worker dns
         sp_rules_worker rules
+        sp_http_worker http
     struct sp_frame_worker_config:
         sp_io *io
         sp_table_ref *ref
@@ -312,6 +367,7 @@ cdef extern from "stormpy/engine/worker.h" nogil:
         int app
         int all_frames
         sp_dns_worker_config dns
+        sp_http_stream_config http
     int sp_frame_worker_init(sp_frame_worker *w, const sp_frame_worker_config *cfg, char *err,
                              size_t errlen)
     void sp_frame_worker_rearm(sp_frame_worker *w)
@@ -361,3 +417,4 @@ cdef extern from "stormpy/io/xdp_socket.h" nogil:
         uint32_t pool_frames
     sp_io *sp_xdp_io_open(sp_xdp_prog *prog, uint32_t queue_id, const sp_xdp_config *cfg,
                           char *err, size_t errlen)
+

@@ -33,6 +33,9 @@
 #define SP_FIELDS 4
 #define SP_KEY_MAX 1024
 #define SP_RESPONSE_MAX 65535
+/* A response without patches is a blob sent by reference (an HTTP body), never
+ * rendered into a packet, so it may be larger. */
+#define SP_BLOB_MAX (1u << 30)
 
 enum sp_patch_op {
     SP_PATCH_COPY = 1,

@@ -25,6 +25,7 @@
 #define STORMPY_ENGINE_WORKER_H
 
 #include "stormpy/app/dns/worker.h"
+#include "stormpy/app/http/worker.h"
 #include "stormpy/app/rules/worker.h"
 #include "stormpy/engine/batch.h"
 #include "stormpy/engine/counters.h"
@@ -36,6 +37,7 @@
 enum sp_app {
     SP_APP_DNS = 0,          /* serve-dns: app/dns */
     SP_APP_RULES,            /* a custom responder: app/rules, with a slow path */
+    SP_APP_HTTP,             /* serve-http: app/http; on the kernel's TCP, no frame loop */
 };
 
 struct sp_frame_worker {
@@ -60,6 +62,7 @@ struct sp_frame_worker {
     void *slow_ctx;
     struct sp_dns_worker dns;        /* also a DNS responder's (SP_APP_RULES) */
     struct sp_rules_worker rules;
+    struct sp_http_worker http;
 };
 
 /* How sp_frame_worker_init() sets a worker up. */
@@ -74,6 +77,7 @@ struct sp_frame_worker_config {
     int app;                         /* enum sp_app */
     int all_frames;                  /* SP_APP_RULES: also what is not UDP to the port */
     struct sp_dns_worker_config dns;
+    struct sp_http_stream_config http;   /* SP_APP_HTTP without io: the kernel's TCP */
 };
 
 /* Sets w up to run on cfg->io: its configuration is set afresh (no identity, no own
@@ -91,7 +95,8 @@ int sp_frame_worker_init(struct sp_frame_worker *w, const struct sp_frame_worker
 void sp_frame_worker_rearm(struct sp_frame_worker *w);
 
 /* Runs until stopped, until the backend has no more input (memory backend), or
- * until it fails (io->error). Returns the number of batches processed. */
+ * until it fails (io->error). Returns the number of batches processed (0 for an
+ * HTTP worker on the kernel's TCP, which has no batches). */
 uint64_t sp_frame_worker_run(struct sp_frame_worker *w);
 /* Asks a running worker to return after its current batch (any thread). */
 void sp_frame_worker_stop(struct sp_frame_worker *w);

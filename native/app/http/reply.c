@@ -1,0 +1,212 @@
+/* Answers from a compiled site. See stormpy/app/http/reply.h and site.h. */
+#include "stormpy/app/http/reply.h"
+
+#include <stdio.h>
+#include <string.h>
+
+const struct sp_http_site *sp_http_site_of(const struct sp_table *t)
+{
+    size_t len;
+    const struct sp_http_site *site = sp_table_program(t, &len);
+    if (!site || len < sizeof(*site) || site->magic != SP_HTTP_SITE_MAGIC ||
+        (len - sizeof(*site)) / sizeof(site->entry[0]) < site->nentries)
+        return NULL;
+    for (int i = 0; i < SP_HTTP_ERRORS; i++)
+        if (site->error[i] >= site->nentries)
+            return NULL;
+    return site;
+}
+
+static const uint16_t ERROR_STATUS[SP_HTTP_ERRORS] = {400, 403, 404, 405, 408, 414, 416, 431,
+                                                      501, 505};
+
+const struct sp_http_entry *sp_http_error_entry(const struct sp_http_site *site, uint16_t status)
+{
+    for (int i = 0; i < SP_HTTP_ERRORS; i++)
+        if (ERROR_STATUS[i] == status)
+            return &site->entry[site->error[i]];
+    return &site->entry[site->error[SP_HTTP_E400]];
+}
+
+static void add(struct sp_http_reply *out, const void *p, size_t n)
+{
+    if (n == 0)
+        return;
+    out->iov[out->niov].iov_base = (void *)p;
+    out->iov[out->niov].iov_len = n;
+    out->niov++;
+    out->len += n;
+}
+
+/* A stored head with the current date spliced in at date_at. */
+static void add_head(struct sp_http_reply *out, const struct sp_table *t, uint32_t index,
+                     uint16_t date_at)
+{
+    const struct sp_response *r = sp_table_response(t, index);
+    if (!r)
+        return;
+    const uint8_t *b = sp_response_bytes(t, r);
+    if ((size_t)date_at + SP_HTTP_DATE_LEN > r->len) {
+        add(out, b, r->len);
+        return;
+    }
+    add(out, b, date_at);
+    add(out, out->date, SP_HTTP_DATE_LEN);
+    add(out, b + date_at + SP_HTTP_DATE_LEN, r->len - date_at - SP_HTTP_DATE_LEN);
+}
+
+static void add_body(struct sp_http_reply *out, const struct sp_table *t, uint32_t index,
+                     uint64_t first, uint64_t count)
+{
+    const struct sp_response *r = sp_table_response(t, index);
+    if (r && first <= r->len && count <= r->len - first)
+        add(out, sp_response_bytes(t, r) + first, count);
+}
+
+/* The header lines the server adds, and the blank line. */
+static void add_extra(struct sp_http_reply *out, int n)
+{
+    n += snprintf((char *)out->extra + n, SP_HTTP_EXTRA_MAX - (size_t)n, "%s",
+                  out->close ? "Connection: close\r\n\r\n" : "Connection: keep-alive\r\n\r\n");
+    add(out, out->extra, (size_t)n);
+}
+
+static void start(struct sp_http_reply *out, const uint8_t *date, uint16_t status, bool close)
+{
+    out->niov = 0;
+    out->len = 0;
+    out->status = status;
+    out->close = close;
+    memcpy(out->date, date, SP_HTTP_DATE_LEN);
+}
+
+/* An entry's head, the server's lines (n bytes already in out->extra), its body. */
+static void add_entry(struct sp_http_reply *out, const struct sp_table *t,
+                      const struct sp_http_entry *e, bool head_only, int n)
+{
+    add_head(out, t, e->head, e->head_date);
+    add_extra(out, n);
+    if (!head_only)
+        add_body(out, t, e->body, 0, e->size);
+}
+
+void sp_http_answer_error(const struct sp_table *t, const struct sp_http_site *site,
+                         uint16_t status, bool head_only, const uint8_t *date,
+                         struct sp_http_reply *out)
+{
+    const struct sp_http_entry *e = sp_http_error_entry(site, status);
+    start(out, date, e->status, (e->flags & SP_HTTP_CLOSES) != 0);
+    add_entry(out, t, e, head_only, 0);
+}
+
+/* Whether an entity tag in an If-None-Match list matches (weak comparison). */
+static bool none_match(const uint8_t *list, size_t len, const uint8_t *etag, size_t elen)
+{
+    for (size_t i = 0; i < len;) {
+        while (i < len && (list[i] == ' ' || list[i] == '\t' || list[i] == ','))
+            i++;
+        if (i < len && list[i] == '*')
+            return true;
+        if (i + 2 <= len && list[i] == 'W' && list[i + 1] == '/')
+            i += 2;
+        size_t s = i;
+        if (i < len && list[i] == '"') {
+            const uint8_t *q = memchr(list + i + 1, '"', len - i - 1);
+            i = q ? (size_t)(q - list) + 1 : len;
+        } else {
+            while (i < len && list[i] != ',')
+                i++;
+        }
+        if (i - s == elen && memcmp(list + s, etag, elen) == 0)
+            return true;
+    }
+    return false;
+}
+
+static bool not_modified(const struct sp_table *t, const struct sp_http_entry *e,
+                         const struct sp_http_request *req)
+{
+    if (req->if_none_match) {
+        const struct sp_response *tag = sp_table_response(t, e->etag);
+        return tag && none_match(req->if_none_match, req->if_none_match_len,
+                                 sp_response_bytes(t, tag), tag->len);
+    }
+    return req->if_modified_since >= 0 && e->mtime <= req->if_modified_since;
+}
+
+/* If-Range: the range applies only to the representation the client has. */
+static bool range_applies(const struct sp_table *t, const struct sp_http_entry *e,
+                          const struct sp_http_request *req)
+{
+    if (!req->range.present)
+        return false;
+    if (!req->if_range)
+        return true;
+    if (req->if_range[0] == '"') {             /* strong comparison: W/ never matches */
+        const struct sp_response *tag = sp_table_response(t, e->etag);
+        return tag && tag->len == req->if_range_len &&
+               memcmp(sp_response_bytes(t, tag), req->if_range, tag->len) == 0;
+    }
+    return sp_http_parse_date(req->if_range, req->if_range_len) == e->mtime;
+}
+
+static void reply_file(const struct sp_table *t, const struct sp_http_site *site,
+                       const struct sp_http_entry *e, const struct sp_http_request *req,
+                       struct sp_http_reply *out)
+{
+    bool head_only = req->method == SP_HTTP_HEAD;
+    if (not_modified(t, e, req)) {
+        out->status = 304;
+        add_head(out, t, e->not_modified, e->not_modified_date);
+        add_extra(out, 0);
+        return;
+    }
+    if (!range_applies(t, e, req)) {
+        add_entry(out, t, e, head_only, 0);
+        return;
+    }
+    const struct sp_http_range *r = &req->range;
+    uint64_t first = r->first, last = r->last;
+    if (r->suffix) {
+        first = r->last >= e->size ? 0 : e->size - r->last;
+        last = e->size - 1;
+    } else if (last >= e->size) {
+        last = e->size - 1;
+    }
+    if (e->size == 0 || (r->suffix && r->last == 0) || first >= e->size || first > last) {
+        const struct sp_http_entry *x = sp_http_error_entry(site, 416);
+        out->status = x->status;
+        int n = snprintf((char *)out->extra, SP_HTTP_EXTRA_MAX, "Content-Range: bytes */%llu\r\n",
+                         (unsigned long long)e->size);
+        add_entry(out, t, x, head_only, n);
+        return;
+    }
+    out->status = 206;
+    add_head(out, t, e->partial, e->partial_date);
+    int n = snprintf((char *)out->extra, SP_HTTP_EXTRA_MAX,
+                     "Content-Length: %llu\r\nContent-Range: bytes %llu-%llu/%llu\r\n",
+                     (unsigned long long)(last - first + 1), (unsigned long long)first,
+                     (unsigned long long)last, (unsigned long long)e->size);
+    add_extra(out, n);
+    if (!head_only)
+        add_body(out, t, e->body, first, last - first + 1);
+}
+
+void sp_http_answer(const struct sp_table *t, const struct sp_http_site *site,
+                   const struct sp_http_request *req, const uint8_t *date,
+                   struct sp_http_reply *out)
+{
+    bool head_only = req->method == SP_HTTP_HEAD;
+    const struct sp_http_entry *e;
+    if (req->error || req->method == SP_HTTP_OTHER) {
+        e = sp_http_error_entry(site, req->error ? req->error : 405);
+    } else {
+        const struct sp_response *r = sp_table_find(t, 0, req->path, req->path_len);
+        e = r && r->user < site->nentries ? &site->entry[r->user] : sp_http_error_entry(site, 404);
+    }
+    start(out, date, e->status, !req->keep_alive || (e->flags & SP_HTTP_CLOSES));
+    if (e->flags & SP_HTTP_FILE)
+        reply_file(t, site, e, req, out);
+    else
+        add_entry(out, t, e, head_only, 0);
+}

@@ -1,0 +1,529 @@
+/* HTTP over the kernel's TCP. See stormpy/app/http/stream.h. */
+#define _GNU_SOURCE
+#include "stormpy/app/http/stream.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "stormpy/app/http/reply.h"
+
+#define PIPELINE 8                       /* answers queued per connection */
+#define IN_CAP (SP_HTTP_HEAD_MAX + 1024) /* a head past SP_HTTP_HEAD_MAX is refused */
+#define SEND_IOV 64
+#define ACCEPTS_PER_WAKE 64
+#define LINGER_MS 2000                   /* reading what a closed connection still sends */
+#define PINS 4                           /* tables answers may point into at once */
+
+enum timer_list { T_IDLE, T_READING, T_WRITING, T_LINGER, T_LISTS, T_NONE = T_LISTS };
+
+struct conn {
+    int fd;                              /* -1: free */
+    uint8_t list;                        /* enum timer_list */
+    bool closing;                        /* no more requests: close once answers are out */
+    bool lingering;
+    uint32_t events;                     /* epoll interest */
+    struct conn *prev, *next;            /* in its timer list */
+    uint64_t since_ms;                   /* when its timer started */
+    const struct sp_table *table;        /* what queued answers point into */
+    uint64_t gen;                        /* its generation (or an older one) */
+    uint64_t discard;                    /* request body bytes still to skip */
+    uint64_t sent;                       /* bytes of the first answer already sent */
+    unsigned out_head, nout;
+    uint32_t in_len;
+    struct sp_http_reply out[PIPELINE];
+    uint8_t in[IN_CAP];
+};
+
+struct timer {
+    struct conn *head, *tail;
+    uint32_t timeout_ms;
+};
+
+struct pin {
+    uint64_t gen;
+    uint32_t count;
+};
+
+struct sp_http_stream {
+    int listen_fd, epoll_fd;
+    uint32_t nconns;
+    struct conn *conns;
+    struct conn *free_list;              /* linked through next */
+    struct timer timers[T_LISTS];
+    struct pin pins[PINS];
+    uint64_t now_ms;
+    int64_t date_second;
+    uint8_t date[SP_HTTP_DATE_LEN];
+    const struct sp_table *t;            /* entered for this wake-up */
+    const struct sp_http_site *site;
+    uint64_t gen;
+    struct sp_http_counters *c;
+    struct sp_http_request req;          /* scratch: it holds a whole path */
+};
+
+static uint64_t monotonic_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static void timer_remove(struct sp_http_stream *s, struct conn *c)
+{
+    if (c->list == T_NONE)
+        return;
+    struct timer *tm = &s->timers[c->list];
+    *(c->prev ? &c->prev->next : &tm->head) = c->next;
+    *(c->next ? &c->next->prev : &tm->tail) = c->prev;
+    c->prev = c->next = NULL;
+    c->list = T_NONE;
+}
+
+/* Puts c last in `list`, its timer started now: every list has one timeout, so
+ * appending keeps it in deadline order. */
+static void timer_start(struct sp_http_stream *s, struct conn *c, int list)
+{
+    timer_remove(s, c);
+    struct timer *tm = &s->timers[list];
+    c->list = (uint8_t)list;
+    c->since_ms = s->now_ms;
+    c->prev = tm->tail;
+    c->next = NULL;
+    *(tm->tail ? &tm->tail->next : &tm->head) = c;
+    tm->tail = c;
+}
+
+static bool pin(struct sp_http_stream *s, uint64_t gen)
+{
+    struct pin *free_pin = NULL;
+    for (int i = 0; i < PINS; i++) {
+        if (s->pins[i].count && s->pins[i].gen == gen) {
+            s->pins[i].count++;
+            return true;
+        }
+        if (!s->pins[i].count && !free_pin)
+            free_pin = &s->pins[i];
+    }
+    if (!free_pin)
+        return false;
+    free_pin->gen = gen;
+    free_pin->count = 1;
+    return true;
+}
+
+static void unpin(struct sp_http_stream *s, uint64_t gen)
+{
+    for (int i = 0; i < PINS; i++)
+        if (s->pins[i].count && s->pins[i].gen == gen) {
+            s->pins[i].count--;
+            return;
+        }
+}
+
+/* What this worker still needs: the oldest generation an answer points into. */
+static uint64_t oldest_pinned(const struct sp_http_stream *s, uint64_t limit)
+{
+    for (int i = 0; i < PINS; i++)
+        if (s->pins[i].count && s->pins[i].gen < limit)
+            limit = s->pins[i].gen;
+    return limit;
+}
+
+static void enter(struct sp_http_stream *s, struct sp_table_ref *ref, int index)
+{
+    uint64_t gen = __atomic_load_n(&ref->generation, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&ref->slot[index].seen, oldest_pinned(s, gen), __ATOMIC_SEQ_CST);
+    s->t = __atomic_load_n(&ref->current, __ATOMIC_SEQ_CST);
+    s->site = sp_http_site_of(s->t);
+    s->gen = gen;
+}
+
+static void leave(struct sp_http_stream *s, struct sp_table_ref *ref, int index)
+{
+    __atomic_store_n(&ref->slot[index].seen, oldest_pinned(s, SP_OFFLINE), __ATOMIC_RELEASE);
+}
+
+static void conn_free(struct sp_http_stream *s, struct conn *c)
+{
+    timer_remove(s, c);
+    if (c->nout)
+        unpin(s, c->gen);
+    close(c->fd);                        /* also takes it out of the epoll set */
+    c->fd = -1;
+    c->next = s->free_list;
+    s->free_list = c;
+    s->c->open--;
+}
+
+static void set_events(struct sp_http_stream *s, struct conn *c, uint32_t events)
+{
+    if (events == c->events)
+        return;
+    struct epoll_event ev = {.events = events, .data.ptr = c};
+    epoll_ctl(s->epoll_fd, EPOLL_CTL_MOD, c->fd, &ev);
+    c->events = events;
+}
+
+/* Answers are out and no more will come: the client may still be sending (a
+ * pipelined request after a Connection: close), and closing with unread bytes
+ * would reset the connection and could destroy the answer in flight. */
+static void start_linger(struct sp_http_stream *s, struct conn *c)
+{
+    shutdown(c->fd, SHUT_WR);
+    c->lingering = true;
+    c->in_len = 0;
+    set_events(s, c, EPOLLIN);
+    timer_start(s, c, T_LINGER);
+}
+
+static void queue_reply(struct sp_http_stream *s, struct conn *c, const struct sp_http_request *req,
+                        uint16_t status)
+{
+    if (c->nout == 0) {
+        if (!pin(s, s->gen)) {           /* tables from PINS reloads all in use: rare */
+            c->closing = true;
+            return;
+        }
+        c->table = s->t;
+        c->gen = s->gen;
+    }
+    struct sp_http_reply *r = &c->out[(c->out_head + c->nout) % PIPELINE];
+    if (req)
+        sp_http_answer(s->t, s->site, req, s->date, r);
+    else
+        sp_http_answer_error(s->t, s->site, status, false, s->date, r);
+    c->nout++;
+    c->closing |= r->close;
+    s->c->requests++;
+    s->c->status[r->status / 100 < 6 ? r->status / 100 : 0]++;
+}
+
+/* Sends what is queued; false when the connection is gone. */
+static bool flush(struct sp_http_stream *s, struct conn *c)
+{
+    if (c->nout && c->list != T_WRITING)
+        timer_start(s, c, T_WRITING);
+    while (c->nout) {
+        struct iovec iov[SEND_IOV];
+        int n = 0;
+        uint64_t skip = c->sent;
+        for (unsigned k = 0; k < c->nout && n < SEND_IOV; k++) {
+            const struct sp_http_reply *r = &c->out[(c->out_head + k) % PIPELINE];
+            for (int i = 0; i < r->niov && n < SEND_IOV; i++) {
+                if (skip >= r->iov[i].iov_len) {
+                    skip -= r->iov[i].iov_len;
+                    continue;
+                }
+                iov[n].iov_base = (uint8_t *)r->iov[i].iov_base + skip;
+                iov[n].iov_len = r->iov[i].iov_len - skip;
+                skip = 0;
+                n++;
+            }
+        }
+        struct msghdr msg = {.msg_iov = iov, .msg_iovlen = (size_t)n};
+        ssize_t sent = sendmsg(c->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (sent < 0) {
+            if (errno == EAGAIN || errno == EWOULDBLOCK)
+                break;
+            conn_free(s, c);
+            return false;
+        }
+        s->c->bytes += (uint64_t)sent;
+        uint64_t left = (uint64_t)sent;
+        while (c->nout) {
+            const struct sp_http_reply *r = &c->out[c->out_head];
+            if (c->sent + left < r->len) {
+                c->sent += left;
+                break;
+            }
+            left -= r->len - c->sent;
+            c->sent = 0;
+            c->out_head = (c->out_head + 1) % PIPELINE;
+            if (--c->nout == 0)
+                unpin(s, c->gen);
+        }
+        timer_start(s, c, T_WRITING);    /* progress: the send timer starts again */
+    }
+    return true;
+}
+
+/* Takes every complete request in c->in, then sends. */
+static void serve(struct sp_http_stream *s, struct conn *c)
+{
+    bool was_reading = c->list == T_READING;
+    while (!c->closing && c->nout < PIPELINE && (c->nout == 0 || c->table == s->t)) {
+        if (c->discard) {
+            uint64_t k = c->discard < c->in_len ? c->discard : c->in_len;
+            memmove(c->in, c->in + k, c->in_len - k);
+            c->in_len -= (uint32_t)k;
+            c->discard -= k;
+            if (c->discard)
+                break;
+        }
+        if (c->in_len == 0)
+            break;
+        size_t used = sp_http_parse_request(c->in, c->in_len, &s->req);
+        if (used == 0)
+            break;
+        queue_reply(s, c, &s->req, 0);
+        if (s->req.body == SP_HTTP_LENGTH)
+            c->discard = s->req.content_length;
+        else if (s->req.body == SP_HTTP_CHUNKED)
+            c->closing = true;           /* where it ends is not looked for */
+        memmove(c->in, c->in + used, c->in_len - used);
+        c->in_len -= (uint32_t)used;
+    }
+    if (!flush(s, c))
+        return;
+    if (c->nout == 0 && c->closing) {
+        start_linger(s, c);
+        return;
+    }
+    if (c->nout == 0) {                  /* else flush started the send timer */
+        if (!c->in_len && !c->discard)
+            timer_start(s, c, T_IDLE);
+        else if (!was_reading)
+            timer_start(s, c, T_READING);    /* a request is timed from its first byte */
+    }
+    bool more = !c->closing && c->nout < PIPELINE;
+    set_events(s, c, (more ? EPOLLIN : 0) | (c->nout ? EPOLLOUT : 0) | EPOLLRDHUP);
+}
+
+static void on_readable(struct sp_http_stream *s, struct conn *c)
+{
+    if (c->lingering) {
+        uint8_t sink[4096];
+        ssize_t n = recv(c->fd, sink, sizeof(sink), MSG_DONTWAIT);
+        if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+            conn_free(s, c);
+        return;
+    }
+    if (c->in_len < IN_CAP && !c->closing) {
+        ssize_t n = recv(c->fd, c->in + c->in_len, IN_CAP - c->in_len, MSG_DONTWAIT);
+        if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+            if (c->nout == 0 || n < 0) {
+                conn_free(s, c);
+                return;
+            }
+            c->closing = true;           /* the client is done sending: answer, then close */
+        } else if (n > 0) {
+            c->in_len += (uint32_t)n;
+        }
+    }
+    serve(s, c);
+}
+
+static struct conn *take_conn(struct sp_http_stream *s)
+{
+    if (!s->free_list) {                 /* the oldest idle connection makes room */
+        struct conn *victim = s->timers[T_LINGER].head ? s->timers[T_LINGER].head
+                                                      : s->timers[T_IDLE].head;
+        if (!victim)
+            return NULL;
+        conn_free(s, victim);
+        s->c->evicted++;
+    }
+    struct conn *c = s->free_list;
+    s->free_list = c->next;
+    return c;
+}
+
+static void accept_some(struct sp_http_stream *s)
+{
+    for (int k = 0; k < ACCEPTS_PER_WAKE; k++) {
+        int fd = accept4(s->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0)
+            return;
+        struct conn *c = take_conn(s);
+        if (!c) {
+            close(fd);
+            s->c->refused++;
+            continue;
+        }
+        int one = 1;
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+        c->fd = fd;
+        c->closing = c->lingering = false;
+        c->in_len = 0;
+        c->discard = c->sent = 0;
+        c->out_head = c->nout = 0;
+        c->list = T_NONE;
+        c->events = EPOLLIN | EPOLLRDHUP;
+        struct epoll_event ev = {.events = c->events, .data.ptr = c};
+        s->c->open++;
+        if (epoll_ctl(s->epoll_fd, EPOLL_CTL_ADD, fd, &ev) != 0) {
+            conn_free(s, c);
+            continue;
+        }
+        s->c->connections++;
+        timer_start(s, c, T_READING);    /* the first request is timed from the connect */
+    }
+}
+
+static void expire(struct sp_http_stream *s)
+{
+    for (int l = 0; l < T_LISTS; l++) {
+        struct timer *tm = &s->timers[l];
+        while (tm->head && tm->head->since_ms + tm->timeout_ms <= s->now_ms) {
+            struct conn *c = tm->head;
+            if (l != T_LINGER && l != T_IDLE)
+                s->c->timeouts++;
+            if (l == T_READING && c->in_len && s->site) {
+                queue_reply(s, c, NULL, 408);    /* a request began and never ended */
+                c->closing = true;
+                timer_remove(s, c);
+                if (flush(s, c) && c->nout == 0)
+                    start_linger(s, c);
+                else if (c->fd >= 0 && c->nout)
+                    set_events(s, c, EPOLLOUT);
+                continue;
+            }
+            conn_free(s, c);
+        }
+    }
+}
+
+static uint32_t next_wake_ms(const struct sp_http_stream *s)
+{
+    uint64_t wait = 100;                 /* the stop flag is looked at this often */
+    for (int l = 0; l < T_LISTS; l++) {
+        const struct conn *c = s->timers[l].head;
+        if (c) {
+            uint64_t due = c->since_ms + s->timers[l].timeout_ms;
+            uint64_t in = due > s->now_ms ? due - s->now_ms : 0;
+            wait = in < wait ? in : wait;
+        }
+    }
+    return (uint32_t)wait;
+}
+
+static void tick(struct sp_http_stream *s)
+{
+    s->now_ms = monotonic_ms();
+    int64_t second = (int64_t)time(NULL);
+    if (second != s->date_second) {      /* Date changes once a second, never per request */
+        s->date_second = second;
+        sp_http_format_date(second, s->date);
+    }
+}
+
+int sp_http_stream_run(struct sp_http_stream *s, struct sp_table_ref *ref, int index,
+                       const int *stop, struct sp_http_counters *counters)
+{
+    struct epoll_event ev[64];
+    int error = 0;
+    s->c = counters;
+    counters->open = 0;
+    while (!__atomic_load_n(stop, __ATOMIC_ACQUIRE)) {
+        tick(s);
+        leave(s, ref, index);
+        int n = epoll_wait(s->epoll_fd, ev, 64, (int)next_wake_ms(s));
+        if (n < 0 && errno != EINTR) {
+            error = errno;
+            break;
+        }
+        enter(s, ref, index);
+        tick(s);
+        for (int i = 0; i < n; i++) {
+            if (ev[i].data.ptr == NULL) {
+                accept_some(s);
+                continue;
+            }
+            struct conn *c = ev[i].data.ptr;
+            if (c->fd < 0)
+                continue;                /* closed earlier in this wake-up */
+            if (!s->site) {              /* no site in this table: nothing to answer with */
+                conn_free(s, c);
+                continue;
+            }
+            if (ev[i].events & EPOLLOUT && c->nout) {
+                if (!flush(s, c))
+                    continue;
+                if (c->nout == 0 && c->closing) {
+                    start_linger(s, c);
+                    continue;
+                }
+            }
+            if (ev[i].events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+                on_readable(s, c);
+            else
+                serve(s, c);             /* room in the pipeline again */
+        }
+        expire(s);
+    }
+    leave(s, ref, index);
+    return error;
+}
+
+struct sp_http_stream *sp_http_stream_open(const struct sp_http_stream_config *cfg, char *err,
+                                           size_t errlen)
+{
+    struct sp_http_stream *s = calloc(1, sizeof(*s));
+    uint32_t max = cfg->max_connections ? cfg->max_connections : 1024;
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+        rl.rlim_cur < (rlim_t)max + 64)
+        max = rl.rlim_cur > 128 ? (uint32_t)rl.rlim_cur - 64 : 64;
+    if (s)
+        s->conns = calloc(max, sizeof(struct conn));
+    if (!s || !s->conns) {
+        snprintf(err, errlen, "out of memory for %u connections", max);
+        goto fail;
+    }
+    s->listen_fd = cfg->listen_fd;
+    s->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+    if (s->epoll_fd < 0) {
+        snprintf(err, errlen, "epoll_create1: %s", strerror(errno));
+        goto fail;
+    }
+    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
+    if (epoll_ctl(s->epoll_fd, EPOLL_CTL_ADD, s->listen_fd, &ev) != 0) {
+        snprintf(err, errlen, "epoll_ctl on the listening socket: %s", strerror(errno));
+        goto fail;
+    }
+    s->nconns = max;
+    for (uint32_t i = max; i-- > 0;) {
+        s->conns[i].fd = -1;
+        s->conns[i].list = T_NONE;
+        s->conns[i].next = s->free_list;
+        s->free_list = &s->conns[i];
+    }
+    s->timers[T_IDLE].timeout_ms = cfg->idle_timeout_ms;
+    s->timers[T_READING].timeout_ms = cfg->request_timeout_ms;
+    s->timers[T_WRITING].timeout_ms = cfg->send_timeout_ms;
+    s->timers[T_LINGER].timeout_ms = LINGER_MS;
+    s->date_second = -1;
+    return s;
+fail:
+    if (s) {
+        if (s->epoll_fd > 0)
+            close(s->epoll_fd);
+        free(s->conns);
+        free(s);
+    }
+    close(cfg->listen_fd);
+    return NULL;
+}
+
+void sp_http_stream_close(struct sp_http_stream *s)
+{
+    if (!s)
+        return;
+    for (uint32_t i = 0; i < s->nconns; i++)
+        if (s->conns[i].fd >= 0)
+            close(s->conns[i].fd);
+    close(s->epoll_fd);
+    close(s->listen_fd);
+    free(s->conns);
+    free(s);
+}

@@ -1,0 +1,44 @@
+/*
+ * Choosing and composing the answer to one parsed request from a compiled site
+ * (site.h). Nothing is copied but a few header lines: an answer is a list of byte
+ * ranges (iovecs), most of them pointing into the table.
+ *
+ *   struct sp_http_reply r;
+ *   sp_http_answer(t, site, &req, date, &r);
+ *   writev(fd, r.iov, r.niov);        (or cut the same bytes into TCP segments)
+ */
+#ifndef STORMPY_APP_HTTP_REPLY_H
+#define STORMPY_APP_HTTP_REPLY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include "stormpy/app/http/request.h"
+#include "stormpy/app/http/site.h"
+
+#define SP_HTTP_REPLY_IOV 5
+#define SP_HTTP_EXTRA_MAX 128
+
+struct sp_http_reply {
+    struct iovec iov[SP_HTTP_REPLY_IOV];
+    int niov;
+    uint16_t status;
+    bool close;                        /* close the connection once this is sent */
+    uint64_t len;                      /* bytes in iov, in all */
+    uint8_t date[SP_HTTP_DATE_LEN];
+    uint8_t extra[SP_HTTP_EXTRA_MAX];  /* Content-Range, Content-Length, Connection, CRLF */
+};
+
+/* The answer to req from t's site, dated `date` (SP_HTTP_DATE_LEN bytes). The reply
+ * points into t and into itself: it must not be moved, and t must outlive it. */
+void sp_http_answer(const struct sp_table *t, const struct sp_http_site *site,
+                   const struct sp_http_request *req, const uint8_t *date,
+                   struct sp_http_reply *out);
+
+/* The answer with error status `status` (408 for a request that timed out). */
+void sp_http_answer_error(const struct sp_table *t, const struct sp_http_site *site,
+                         uint16_t status, bool head_only, const uint8_t *date,
+                         struct sp_http_reply *out);
+
+#endif

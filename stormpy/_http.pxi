@@ -1,0 +1,58 @@
+# HTTP from a compiled site (included by _core.pyx): the answer to request bytes,
+# for tests and tools, and the counters of HTTP workers. See
+# native/include/stormpy/app/http/.
+
+HTTP_SITE_MAGIC = SP_HTTP_SITE_MAGIC
+HTTP_ERRORS = SP_HTTP_ERRORS
+HTTP_ENTRY_SIZE = sizeof(sp_http_entry)
+
+
+cdef dict _http_counters(const sp_http_counters *c):
+    return dict(http_connections=c.connections, http_requests=c.requests,
+                http_status=[c.status[i] for i in range(6)], http_bytes=c.bytes,
+                http_timeouts=c.timeouts, http_evicted=c.evicted, http_refused=c.refused,
+                http_open=c.open)
+
+
+def http_date(int64_t t):
+    """The IMF-fixdate of t (seconds since the epoch), as the server writes it."""
+    cdef uint8_t out[SP_HTTP_DATE_LEN]
+    sp_http_format_date(t, out)
+    return PyBytes_FromStringAndSize(<char *>out, SP_HTTP_DATE_LEN)
+
+
+def http_parse_date(const uint8_t[:] s):
+    """An HTTP-date in seconds since the epoch, or None."""
+    cdef int64_t t = sp_http_parse_date(&s[0] if len(s) else NULL, len(s))
+    return None if t < 0 else t
+
+
+def http_answer(Table table not None, const uint8_t[:] data, int64_t now=0):
+    """Answer the first request in data from the table's site, as a server would:
+    (bytes consumed, status, whether the connection closes, the answer's bytes), or
+    None while the request is incomplete."""
+    cdef sp_http_request *req
+    cdef sp_http_reply reply
+    cdef uint8_t date[SP_HTTP_DATE_LEN]
+    cdef const sp_http_site *site
+    cdef size_t used
+    if table.t is NULL:
+        raise ValueError("table already published")
+    site = sp_http_site_of(table.t)
+    if site is NULL:
+        raise ValueError("the table holds no site")
+    req = <sp_http_request *>PyMem_Malloc(sizeof(sp_http_request))
+    if req is NULL:
+        raise MemoryError()
+    try:
+        used = sp_http_parse_request(&data[0] if len(data) else NULL, len(data), req)
+        if used == 0:
+            return None
+        sp_http_format_date(now, date)
+        sp_http_answer(table.t, site, req, date, &reply)
+        out = b"".join(PyBytes_FromStringAndSize(<char *>reply.iov[i].iov_base,
+                                                 reply.iov[i].iov_len)
+                       for i in range(reply.niov))
+        return used, reply.status, bool(reply.close), out
+    finally:
+        PyMem_Free(req)

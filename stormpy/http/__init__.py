@@ -1,0 +1,1 @@
+"""serve-http: static sites compiled into prepackaged HTTP answers (Sandstorm)."""

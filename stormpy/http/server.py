@@ -1,0 +1,77 @@
+"""serve-http: a directory compiled into the table, HTTP/1.1 answered by the workers in
+C. On the kernel's TCP (the embedded default) each worker runs an epoll loop on its
+own listening socket (native/include/stormpy/app/http/stream.h)."""
+from __future__ import annotations
+
+import asyncio
+import socket
+from dataclasses import dataclass
+
+from stormpy import _core
+from stormpy.config import ServerConfig
+from stormpy.errors import StormpyError
+from stormpy.http.site import compile_site
+from stormpy.server import Server
+
+
+@dataclass
+class HttpConfig(ServerConfig):
+    site: str = "."
+    max_connections: int = 1024      # per worker
+    request_timeout: float = 10.0    # a request head must arrive within (408 after)
+    idle_timeout: float = 30.0       # a kept-alive connection without a request
+    send_timeout: float = 30.0       # a client that reads nothing
+
+
+class HttpServer(Server):
+    """The site's table on the workers; each worker its own TCP listener."""
+    stream = True
+
+    def __init__(self, cfg: HttpConfig):
+        if cfg.iface:
+            raise StormpyError("serve-http on an interface's rings (--iface) needs stormpy's "
+                               "own TCP, which is not built yet; serve through the kernel's "
+                               "TCP with --listen")
+        super().__init__(cfg)
+
+    def load(self):
+        return compile_site(self.cfg.site)
+
+    def describe(self) -> str:
+        s = self.stats
+        refused = f", {len(s.refused)} refused" if s.refused else ""
+        return f"{self.cfg.site}: {s.files} file(s), {s.bytes} bytes{refused}"
+
+    def socket_worker(self, fd: int, index: int, sock: socket.socket):
+        cfg = self.cfg
+        return _core.FrameWorker.http_socket(
+            fd, index, self.ref, max_connections=cfg.max_connections,
+            request_timeout_ms=int(cfg.request_timeout * 1000),
+            idle_timeout_ms=int(cfg.idle_timeout * 1000),
+            send_timeout_ms=int(cfg.send_timeout * 1000))
+
+    def summary(self, c: dict) -> str:
+        classes = " ".join(f"{k}xx={n}" for k, n in enumerate(c["http_status"]) if n)
+        return (f"http connections={c['http_connections']} open={c['http_open']} "
+                f"requests={c['http_requests']} {classes} bytes={c['http_bytes']} "
+                f"timeouts={c['http_timeouts']} evicted={c['http_evicted']} "
+                f"refused={c['http_refused']}").replace("  ", " ")
+
+    def snapshot(self) -> dict:
+        snap = super().snapshot()
+        snap.update(site=self.cfg.site, files=self.stats.files, bytes=self.stats.bytes)
+        return snap
+
+
+def serve_http(cfg: HttpConfig) -> None:
+    asyncio.run(HttpServer(cfg).serve())
+
+
+def format_http_worker(c: dict) -> str:
+    """One worker's HTTP counters on one line, for `stormpy stats`."""
+    classes = " ".join(f"{k}xx={n}" for k, n in enumerate(c.get("http_status", [])) if n)
+    return (f"connections={c.get('http_connections', 0)} open={c.get('http_open', 0)} "
+            f"requests={c.get('http_requests', 0)} {classes} bytes={c.get('http_bytes', 0)} "
+            f"timeouts={c.get('http_timeouts', 0)} evicted={c.get('http_evicted', 0)} "
+            f"refused={c.get('http_refused', 0)} pid={c.get('pid')} "
+            f"restarts={c.get('restarts', 0)}").replace("  ", " ")

@@ -1,0 +1,226 @@
+"""serve-http's answers as the C side chooses them from a compiled site (no sockets):
+what a site holds, and every kind of answer to every kind of request (RFC 9110/9112)."""
+import email.utils
+import os
+import socket
+
+import pytest
+
+from stormpy import _core
+from stormpy.errors import StormpyError
+from stormpy.http.site import compile_site
+from support.http import parse_answers
+
+MTIME = 1_700_000_000
+NOW = 1_800_000_000
+BIG = bytes(range(256)) * 40
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    root = tmp_path_factory.mktemp("site")
+    files = {"index.html": b"<h1>home</h1>\n", "a.txt": b"0123456789", "empty.txt": b"",
+             "big.bin": BIG, "docs/index.html": b"docs\n", "noindex/x.css": b"p{}",
+             "with space.txt": b"space", "caf\u00e9.txt": b"cafe"}
+    for name, data in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+        os.utime(path, (MTIME, MTIME))
+    table, stats = compile_site(str(root))
+    return table, stats, root
+
+
+def ask(site, request: bytes):
+    table = site[0]
+    used, status, close, raw = _core.http_answer(table, request, NOW)
+    head_only = request.split(b" ", 1)[0] == b"HEAD"
+    answers, rest = parse_answers(raw, [head_only])
+    assert len(answers) == 1 and rest == b"", raw
+    return used, answers[0], close
+
+
+def req(path="/", method="GET", version="HTTP/1.1", **headers):
+    lines = [f"{method} {path} {version}"] + (["Host: t"] if version == "HTTP/1.1" else [])
+    lines += [f"{k.replace('_', '-')}: {v}" for k, v in headers.items()]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode()
+
+
+ETAG_A = '"%x-%x"' % (MTIME, 10)
+LAST_MODIFIED = email.utils.formatdate(MTIME, usegmt=True)
+
+
+def test_a_file_answer_carries_every_header(site):
+    used, a, close = ask(site, req("/a.txt"))
+    assert used == len(req("/a.txt")) and not close
+    assert (a.status, a.body) == (200, b"0123456789")
+    h = a.headers
+    assert h["content-type"] == "text/plain" and h["content-length"] == "10"
+    assert h["etag"] == ETAG_A and h["last-modified"] == LAST_MODIFIED
+    assert h["date"] == email.utils.formatdate(NOW, usegmt=True)
+    assert h["server"] == "stormpy" and h["accept-ranges"] == "bytes"
+    assert h["connection"] == "keep-alive"
+
+
+def test_directories_index_redirect_and_forbidden(site):
+    assert ask(site, req("/"))[1].body == b"<h1>home</h1>\n"
+    assert ask(site, req("/docs/"))[1].body == b"docs\n"
+    _, a, _ = ask(site, req("/docs?x=1"))
+    assert a.status == 301 and a.headers["location"] == "/docs/"
+    assert ask(site, req("/noindex/"))[1].status == 403
+    assert ask(site, req("/noindex/x.css"))[1].headers["content-type"] == "text/css"
+
+
+def test_names_are_percent_decoded_and_dot_segments_never_escape(site):
+    assert ask(site, req("/with%20space.txt"))[1].body == b"space"
+    assert ask(site, req("/caf%C3%A9.txt"))[1].body == b"cafe"
+    assert ask(site, req("/docs/../a.txt"))[1].body == b"0123456789"
+    assert ask(site, req("//docs/./index.html"))[1].body == b"docs\n"
+    for path in ("/../a.txt", "/docs/../../a.txt", "/%2e%2e/a.txt", "/docs/%2E%2E%2f..%2Fx",
+                 "/a.txt%00", "/%zz"):
+        _, a, close = ask(site, req(path))
+        assert a.status == 400 and close, path
+    assert ask(site, req("/a.txt/"))[1].status == 404
+    assert ask(site, req("/nowhere"))[1].status == 404
+
+
+def test_head_has_the_get_headers_and_no_body(site):
+    _, get, _ = ask(site, req("/big.bin"))
+    _, head, _ = ask(site, req("/big.bin", method="HEAD"))
+    assert head.body == b"" and head.headers == get.headers and len(get.body) == len(BIG)
+
+
+def test_conditional_requests(site):
+    assert ask(site, req("/a.txt", if_none_match=ETAG_A))[1].status == 304
+    assert ask(site, req("/a.txt", if_none_match=f'"x", W/{ETAG_A}'))[1].status == 304
+    assert ask(site, req("/a.txt", if_none_match="*"))[1].status == 304
+    assert ask(site, req("/a.txt", if_none_match='"other"'))[1].status == 200
+    _, a, _ = ask(site, req("/a.txt", if_modified_since=LAST_MODIFIED))
+    assert a.status == 304 and a.body == b"" and a.headers["etag"] == ETAG_A
+    later = email.utils.formatdate(MTIME + 60, usegmt=True)
+    earlier = email.utils.formatdate(MTIME - 60, usegmt=True)
+    assert ask(site, req("/a.txt", if_modified_since=later))[1].status == 304
+    assert ask(site, req("/a.txt", if_modified_since=earlier))[1].status == 200
+    # If-None-Match wins over If-Modified-Since (RFC 9110 13.2.2)
+    assert ask(site, req("/a.txt", if_none_match='"x"', if_modified_since=later))[1].status == 200
+    assert ask(site, req("/a.txt", if_modified_since="not a date"))[1].status == 200
+
+
+@pytest.mark.parametrize("spec,first,last", [("0-0", 0, 0), ("100-199", 100, 199),
+                                             ("10000-", 10000, 10239), ("-5", 10235, 10239),
+                                             ("10200-99999", 10200, 10239), ("-99999", 0, 10239)])
+def test_single_ranges(site, spec, first, last):
+    _, a, _ = ask(site, req("/big.bin", range=f"bytes={spec}"))
+    assert a.status == 206 and a.body == BIG[first:last + 1]
+    assert a.headers["content-range"] == f"bytes {first}-{last}/{len(BIG)}"
+    assert a.headers["content-length"] == str(last - first + 1)
+
+
+def test_unsatisfiable_and_ignored_ranges(site):
+    for spec in ("bytes=10240-", "bytes=-0", "bytes=5-2"):
+        _, a, _ = ask(site, req("/big.bin", range=spec))
+        assert a.status == 416 and a.headers["content-range"] == f"bytes */{len(BIG)}", spec
+    assert ask(site, req("/empty.txt", range="bytes=0-"))[1].status == 416
+    for spec in ("bytes=1-2,5-6", "lines=1-2", "bytes=x-y"):
+        _, a, _ = ask(site, req("/big.bin", range=spec))
+        assert a.status == 200 and a.body == BIG, spec
+    # If-Range: the range only for the representation the client holds
+    etag = '"%x-%x"' % (MTIME, len(BIG))
+    assert ask(site, req("/big.bin", range="bytes=0-9", if_range=etag))[1].status == 206
+    assert ask(site, req("/big.bin", range="bytes=0-9", if_range='"old"'))[1].status == 200
+    assert ask(site, req("/big.bin", range="bytes=0-9", if_range=LAST_MODIFIED))[1].status == 206
+    assert ask(site, req("/big.bin", range="bytes=0-9", if_range=f"W/{etag}"))[1].status == 200
+
+
+def test_connection_handling_by_version(site):
+    assert ask(site, req("/a.txt", version="HTTP/1.0"))[2] is True
+    _, a, close = ask(site, req("/a.txt", version="HTTP/1.0", connection="keep-alive"))
+    assert not close and a.headers["connection"] == "keep-alive"
+    _, a, close = ask(site, req("/a.txt", connection="close"))
+    assert close and a.headers["connection"] == "close"
+
+
+@pytest.mark.parametrize("request_bytes,status", [
+    (b"POST /a.txt HTTP/1.1\r\nHost: t\r\n\r\n", 405),
+    (b"DELETE / HTTP/1.1\r\nHost: t\r\n\r\n", 405),
+    (b"get / HTTP/1.1\r\nHost: t\r\n\r\n", 400),
+    (b"GET / HTTP/1.1\r\n\r\n", 400),
+    (b"GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400),
+    (b"GET / HTTP/1.1\r\nHost : t\r\n\r\n", 400),
+    (b"GET / HTTP/3.0\r\nHost: t\r\n\r\n", 505),
+    (b"GET / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: gzip\r\n\r\n", 501),
+    (b"GET /" + b"a" * 9000 + b" HTTP/1.1\r\nHost: t\r\n\r\n", 414),
+    (b"GET / HTTP/1.1\r\nHost: t\r\n" + b"X-Big: " + b"b" * 17000 + b"\r\n\r\n", 431),
+])
+def test_errors(site, request_bytes, status):
+    used, a, close = ask(site, request_bytes)
+    assert a.status == status and a.headers["content-type"] == "text/html"
+    assert int(a.headers["content-length"]) == len(a.body) > 0
+    assert close == (status not in (405,))
+    assert used <= len(request_bytes)
+
+
+def test_incomplete_requests_wait(site):
+    table = site[0]
+    full = req("/a.txt")
+    for cut in range(len(full)):
+        assert _core.http_answer(table, full[:cut], NOW) is None
+
+
+def test_pipelined_requests_are_taken_one_at_a_time(site):
+    table = site[0]
+    data = req("/a.txt") + req("/docs/", method="HEAD") + req("/x")
+    statuses = []
+    while data:
+        used, status, _, _ = _core.http_answer(table, data, NOW)
+        statuses.append(status)
+        data = data[used:]
+    assert statuses == [200, 200, 404]
+
+
+def test_dates_both_ways():
+    for t in (0, 784111777, MTIME, 4_102_444_799):
+        text = _core.http_date(t)
+        assert text.decode() == email.utils.formatdate(t, usegmt=True)
+        assert _core.http_parse_date(text) == t
+    assert _core.http_parse_date(b"Sunday, 06-Nov-94 08:49:37 GMT") == 784111777
+    assert _core.http_parse_date(b"Sun Nov  6 08:49:37 1994") == 784111777
+    assert _core.http_parse_date(b"06 Nov 1994") is None
+
+
+def test_what_cannot_be_served_is_refused_one_line_each(tmp_path, caplog):
+    root = tmp_path / "site"
+    root.mkdir()
+    (root / "ok.txt").write_text("ok")
+    (tmp_path / "secret").write_text("secret")
+    os.symlink(tmp_path / "secret", root / "leak")
+    os.symlink("/etc", root / "etc")
+    os.symlink(root / "ok.txt", root / "alias.txt")       # inside: served
+    os.symlink(root / "gone", root / "dangling")
+    (root / "bad\x01name").write_text("x")
+    os.mkfifo(root / "fifo")
+    sock = socket.socket(socket.AF_UNIX)
+    sock.bind(str(root / "sock"))
+    try:
+        table, stats = compile_site(str(root))
+    finally:
+        sock.close()
+    assert stats.files == 2
+    reasons = "\n".join(stats.refused)
+    assert len(stats.refused) == 6, reasons
+    for name, why in (("leak", "outside the site"), ("etc", "outside the site"),
+                      ("dangling", "cannot stat"), ("bad\x01name", "control characters"),
+                      ("fifo", "not a regular file"), ("sock", "not a regular file")):
+        assert any(line.startswith(f"{root}/{name}: refused, ") and why in line
+                   for line in stats.refused), (name, reasons)
+    assert all("\n" not in line for line in stats.refused)
+    assert _core.http_answer(table, req("/alias.txt"), NOW)[1] == 200
+    assert _core.http_answer(table, req("/leak"), NOW)[1] == 404
+
+
+def test_a_site_that_is_not_a_directory_is_one_error(tmp_path):
+    with pytest.raises(StormpyError, match="no such directory"):
+        compile_site(str(tmp_path / "missing"))
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(StormpyError, match="not a directory"):
+        compile_site(str(tmp_path / "file"))
