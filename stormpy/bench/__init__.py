@@ -6,6 +6,7 @@
     stormpy bench compile    zone compile time and peak memory, beside Knot DNS loading
     stormpy bench peers      kxdpgun load across a veth pair: Knot (XDP, sockets), NSD, stormpy
     stormpy bench sockets    the socket backend against NSD and Knot on loopback (dnsperf)
+    stormpy bench http       static files over HTTP: stormpy serve-http beside nginx (wrk)
 
 Each module is importable without root and without the peers installed; what a run
 needs is checked first and reported in one line (`BenchError`).

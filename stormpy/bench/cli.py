@@ -11,7 +11,7 @@ from stormpy.bench.errors import BenchError
 
 DESCRIPTION = ("Benchmarks behind docs/PERFORMANCE.md, one command per table. fastpath, sweep, "
                "responders and compile need no root; peers needs root and the Debian packages knot, "
-               "knot-dnsutils and nsd; sockets needs dnsperf.")
+               "knot-dnsutils and nsd; sockets needs dnsperf; http needs wrk and nginx.")
 
 
 def _seconds(text: str) -> float:
@@ -169,7 +169,45 @@ def build_parser(p: argparse.ArgumentParser = None) -> argparse.ArgumentParser:
                         formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     _sockets_args(so)
     so.set_defaults(run="sockets")
+
+    h = sub.add_parser("http", help="static files over HTTP: stormpy serve-http beside nginx (wrk)",
+                       description="Static files of each size from stormpy serve-http and from "
+                       "nginx (Debian's defaults), one worker each pinned to --server-cpu, loaded "
+                       "by wrk on --client-cpu over 127.0.0.1: requests/s, the server's CPU time "
+                       "per request, stormpy's ratio to nginx; keep-alive, and with --close also a "
+                       "new connection per request. A server that fails is named in one line and "
+                       "the others are still measured.")
+    _http_args(h)
+    h.set_defaults(run="http")
     return p
+
+
+def _http_args(p) -> None:
+    p.add_argument("--sizes", default="1k,16k,64k,256k,1m", metavar="LIST",
+                   help="file sizes, k and m are powers of 1024 (default 1k,16k,64k,256k,1m)")
+    p.add_argument("--seconds", type=_seconds, default=5.0, metavar="S",
+                   help="wrk -d per measurement (default 5)")
+    p.add_argument("--connections", type=positive, default=32, metavar="N",
+                   help="wrk -c, open connections (default 32)")
+    p.add_argument("--threads", type=positive, default=1, metavar="N", help="wrk -t (default 1)")
+    p.add_argument("--close", action="store_true",
+                   help="also measure a new connection per request (wrk -H 'Connection: close')")
+    p.add_argument("--rounds", type=positive, default=1, metavar="N",
+                   help="rounds, servers interleaved; each cell keeps its best (default 1)")
+    p.add_argument("--servers", default="stormpy,nginx", metavar="LIST",
+                   help="comma-separated, measured in this order each round (default stormpy,nginx)")
+    p.add_argument("--server-cpu", type=int, default=0, metavar="CPU",
+                   help="the CPU of the server's worker (default 0)")
+    p.add_argument("--client-cpu", type=int, default=1, metavar="CPU", help="wrk's CPU (default 1)")
+    p.add_argument("--start-timeout", type=_seconds, default=30.0, metavar="S",
+                   help="seconds a server may take to accept connections (default 30)")
+    p.add_argument("--stormpy-cmd", default=None, metavar="TEMPLATE",
+                   help="stormpy's command; {python} {site} {port} {cpu} are substituted (default: "
+                   "{python} -m stormpy serve-http {site} --listen 127.0.0.1:{port} --workers 1 "
+                   "--cpus {cpu})")
+    p.add_argument("--plot", metavar="FILE", help="also write a PNG: requests/s against file size")
+    p.add_argument("--keep", action="store_true", help="keep the temporary directory (site, logs)")
+    _output_args(p, csv=False)
 
 
 def _sockets_args(p) -> None:
@@ -218,7 +256,7 @@ def _sockets_args(p) -> None:
 def register(subparsers) -> None:
     """Add `bench` to stormpy's subcommands; the handler is `run(args)`."""
     b = subparsers.add_parser("bench", help="benchmarks: fastpath, sweep, responders, compile, peers, "
-                              "sockets",
+                              "sockets, http",
                               description=DESCRIPTION)
     build_parser(b)
 
@@ -227,8 +265,8 @@ def run(args) -> int:
     """Run the parsed `stormpy bench ...`; BenchError becomes one line and status 2."""
     which = getattr(args, "run", None)
     if which is None:
-        print("stormpy bench: choose one of fastpath, sweep, responders, compile, peers, sockets "
-              "(stormpy bench -h)", file=sys.stderr)
+        print("stormpy bench: choose one of fastpath, sweep, responders, compile, peers, sockets, "
+              "http (stormpy bench -h)", file=sys.stderr)
         return 2
     try:
         if which == "fastpath":
@@ -248,6 +286,9 @@ def run(args) -> int:
         if which == "peers":
             from stormpy.bench.peers import run_peers
             return run_peers(args)
+        if which == "http":
+            from stormpy.bench.http import run_http
+            return run_http(args)
         from stormpy.bench.sockets import run_from_args
         return run_from_args(args)
     except BenchError as e:
