@@ -56,9 +56,10 @@ def parse_answers(data: bytes, heads_only: Sequence[bool] = ()) -> tuple[list[An
 
 
 def exchange(addr, request: bytes, count: int = 1, heads_only: Sequence[bool] = (),
-             timeout: float = 5.0, family: int = socket.AF_INET) -> tuple[list[Answer], bool]:
+             timeout: float = 5.0) -> tuple[list[Answer], bool]:
     """Send request bytes on a new connection and read until `count` answers arrived or
     the server closed. Returns the answers and whether the server closed."""
+    family = socket.AF_INET6 if ":" in addr[0] else socket.AF_INET
     with socket.socket(family, socket.SOCK_STREAM) as s:
         s.settimeout(timeout)
         s.connect(addr)
@@ -122,10 +123,9 @@ class HttpServerProcess(ServerProcess):
     env = StormpyServer.env
 
     def is_ready(self) -> bool:
-        family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
         try:
             answers, _ = exchange(self.addr, b"HEAD / HTTP/1.0\r\n\r\n", heads_only=[True],
-                                  timeout=0.5, family=family)
+                                  timeout=0.5)
         except OSError:
             return False
         return bool(answers)

@@ -257,10 +257,9 @@ static bool flush(struct sp_http_stream *s, struct conn *c)
     return true;
 }
 
-/* Takes every complete request in c->in, then sends. */
-static void serve(struct sp_http_stream *s, struct conn *c)
+/* Queues answers to the complete requests in c->in, as many as the pipeline takes. */
+static void take_requests(struct sp_http_stream *s, struct conn *c)
 {
-    bool was_reading = c->list == T_READING;
     while (!c->closing && c->nout < PIPELINE && (c->nout == 0 || c->table == s->t)) {
         if (c->discard) {
             uint64_t k = c->discard < c->in_len ? c->discard : c->in_len;
@@ -268,13 +267,13 @@ static void serve(struct sp_http_stream *s, struct conn *c)
             c->in_len -= (uint32_t)k;
             c->discard -= k;
             if (c->discard)
-                break;
+                return;
         }
         if (c->in_len == 0)
-            break;
+            return;
         size_t used = sp_http_parse_request(c->in, c->in_len, &s->req);
         if (used == 0)
-            break;
+            return;
         queue_reply(s, c, &s->req, 0);
         if (s->req.body == SP_HTTP_LENGTH)
             c->discard = s->req.content_length;
@@ -283,8 +282,21 @@ static void serve(struct sp_http_stream *s, struct conn *c)
         memmove(c->in, c->in + used, c->in_len - used);
         c->in_len -= (uint32_t)used;
     }
-    if (!flush(s, c))
-        return;
+}
+
+/* Answers what c->in holds and sends, until sending or the client holds it up. */
+static void serve(struct sp_http_stream *s, struct conn *c)
+{
+    bool was_reading = c->list == T_READING;
+    for (;;) {
+        take_requests(s, c);
+        unsigned queued = c->nout;
+        bool blocked = !c->closing && c->in_len && (queued == PIPELINE || c->table != s->t);
+        if (!flush(s, c))
+            return;
+        if (!blocked || c->nout == queued)   /* room again: take the requests already here */
+            break;
+    }
     if (c->nout == 0 && c->closing) {
         start_linger(s, c);
         return;

@@ -1,0 +1,264 @@
+"""serve-http on the kernel's TCP (the embedded default, no root): real clients (curl,
+wget) download the generated site byte-exact, keep-alive and pipelining, timeouts, a
+full connection table, reloads, and the one-line errors."""
+import hashlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.parse
+
+import pytest
+
+from stormpy.bench.site import make_site, sha256_of
+from support.http import HttpServerProcess, exchange, get
+from support.process import REPO_ROOT, free_port
+
+CURL, WGET = shutil.which("curl"), shutil.which("wget")
+
+
+def has_ipv6_loopback() -> bool:
+    try:
+        with socket.socket(socket.AF_INET6) as s:
+            s.bind(("::1", 0))
+        return True
+    except OSError:
+        return False
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    root = tmp_path_factory.mktemp("http-site") / "site"
+    files = make_site(root)
+    return root, files, sha256_of(root)
+
+
+@pytest.fixture(scope="module")
+def server(site):
+    with HttpServerProcess(site[0], workers=2) as s:
+        yield s
+
+
+def url(addr, path):
+    host = f"[{addr[0]}]" if ":" in addr[0] else addr[0]
+    return f"http://{host}:{addr[1]}{urllib.parse.quote(path)}"
+
+
+def sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+@pytest.mark.skipif(CURL is None, reason="curl is not installed")
+def test_curl_downloads_every_file_on_one_kept_alive_connection(server, site, tmp_path):
+    _, files, digests = site
+    paths = sorted(files)
+    cmd = [CURL, "-sS", "--fail", "-w", "%{num_connects} %{http_code}\\n"]
+    for i, path in enumerate(paths):
+        cmd += ["-o", str(tmp_path / f"out{i}"), url(server.addr, path)]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.split()
+    assert lines[1::2] == ["200"] * len(paths)
+    assert sum(int(n) for n in lines[0::2]) == 1, "curl opened more than one connection"
+    for i, path in enumerate(paths):
+        assert sha((tmp_path / f"out{i}").read_bytes()) == digests[path], path
+
+
+@pytest.mark.skipif(WGET is None, reason="wget is not installed")
+def test_wget_mirrors_the_site_from_its_index(server, site, tmp_path):
+    root, files, digests = site
+    out = subprocess.run([WGET, "-q", "-r", "-l", "3", "-nH", "-P", str(tmp_path),
+                          url(server.addr, "/")], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    got = {p: sha((tmp_path / p.lstrip("/")).read_bytes())
+           for p in files if (tmp_path / p.lstrip("/")).exists()}
+    # what the index links to, and what those pages link to, arrives whole
+    linked = [p for p in files if p.startswith("/f-") or p in ("/index.html", "/docs/a.txt",
+                                                                 "/style.css", "/img.png")]
+    for path in linked:
+        assert got.get(path) == digests[path], path
+
+
+def test_new_connections_in_parallel_get_right_bytes(server, site):
+    _, files, digests = site
+    import concurrent.futures
+    paths = [p for p in sorted(files) if files[p] <= 1 << 20] * 4
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        answers = list(pool.map(lambda p: get(server.addr, urllib.parse.quote(p)), paths))
+    for path, a in zip(paths, answers):
+        assert a.status == 200 and sha(a.body) == digests[path], path
+
+
+@pytest.mark.skipif(not has_ipv6_loopback(), reason="no IPv6 loopback on this host")
+def test_ipv6(site):
+    _, files, digests = site
+    with HttpServerProcess(site[0], host="::1") as s:
+        a = get(s.addr, "/f-65536.bin")
+        assert a.status == 200 and sha(a.body) == digests["/f-65536.bin"]
+        if CURL:
+            out = subprocess.run([CURL, "-sS", "-g", url(s.addr, "/docs/a.txt")],
+                                 capture_output=True, timeout=30)
+            assert sha(out.stdout) == digests["/docs/a.txt"]
+
+
+def test_pipelined_requests_answered_in_order(server, site):
+    _, _, digests = site
+    request = b"".join(f"{m} {p} HTTP/1.1\r\nHost: t\r\n\r\n".encode()
+                       for m, p in [("GET", "/f-1024.bin"), ("HEAD", "/f-16384.bin"),
+                                    ("GET", "/nope"), ("GET", "/f-1000.bin")] * 5)
+    answers, closed = exchange(server.addr, request, count=20,
+                               heads_only=[False, True, False, False] * 5)
+    assert not closed
+    assert [a.status for a in answers] == [200, 200, 404, 200] * 5
+    assert all(sha(a.body) == digests["/f-1024.bin"] for a in answers[0::4])
+    assert all(a.body == b"" and a.headers["content-length"] == "16384" for a in answers[1::4])
+
+
+def test_close_after_http10_and_after_a_bad_request(server):
+    answers, closed = exchange(server.addr, b"GET /docs/a.txt HTTP/1.0\r\n\r\n"
+                                            b"GET /docs/a.txt HTTP/1.0\r\n\r\n", count=2)
+    assert len(answers) == 1 and closed and answers[0].headers["connection"] == "close"
+    answers, closed = exchange(server.addr, b"BAD\r\n\r\nGET / HTTP/1.1\r\nHost: t\r\n\r\n",
+                               count=2)
+    assert [a.status for a in answers] == [400] and closed
+
+
+def test_a_request_body_is_skipped_not_taken_for_a_request(server):
+    request = (b"POST /docs/a.txt HTTP/1.1\r\nHost: t\r\nContent-Length: 30\r\n\r\n" +
+               b"GET /nope HTTP/1.1\r\nHost: t\r\n\r\n"[:30] +
+               b"GET /docs/a.txt HTTP/1.1\r\nHost: t\r\n\r\n")
+    answers, _ = exchange(server.addr, request, count=2)
+    assert [a.status for a in answers] == [405, 200]
+
+
+def test_slow_request_gets_408_and_idle_connections_make_room(site):
+    with HttpServerProcess(site[0], extra_args=["--request-timeout", "0.5",
+                                                "--max-connections", "8"]) as s:
+        started = time.monotonic()
+        answers, closed = exchange(s.addr, b"GET / HTTP/1.1\r\nHo", count=1, timeout=5)
+        assert [a.status for a in answers] == [408] and closed
+        assert 0.4 < time.monotonic() - started < 3
+        # eight idle kept-alive connections fill the table; a new client still gets in
+        idle = []
+        for _ in range(8):
+            c = socket.create_connection(s.addr, timeout=5)
+            c.sendall(b"GET /docs/a.txt HTTP/1.1\r\nHost: t\r\n\r\n")
+            c.recv(65536)
+            idle.append(c)
+        try:
+            for _ in range(3):
+                assert get(s.addr, "/docs/a.txt").status == 200
+            dropped = 0
+            for c in idle:              # the evicted ones are closed by now
+                c.settimeout(0.2)
+                try:
+                    dropped += c.recv(1) == b""
+                except OSError:
+                    dropped += 1
+            assert dropped >= 1
+        finally:
+            for c in idle:
+                c.close()
+
+
+def test_a_client_that_stops_reading_is_cut_and_others_are_served(site):
+    with HttpServerProcess(site[0], extra_args=["--send-timeout", "1"]) as s:
+        stuck = socket.socket()
+        stuck.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        stuck.connect(s.addr)
+        stuck.sendall(b"GET /f-8388608.bin HTTP/1.1\r\nHost: t\r\n\r\n")
+        try:
+            assert get(s.addr, "/docs/a.txt").status == 200
+            time.sleep(2.5)
+            stuck.settimeout(5)
+            total = 0
+            for _ in range(10000):          # drain what was sent before the cut
+                chunk = stuck.recv(1 << 20)
+                if not chunk:
+                    break
+                total += len(chunk)
+            assert total < 8 << 20
+        except ConnectionResetError:
+            pass
+        finally:
+            stuck.close()
+
+
+def test_reload_serves_new_files_and_a_failed_reload_keeps_the_old(tmp_path):
+    root = tmp_path / "site"
+    root.mkdir()
+    (root / "a.txt").write_text("one")
+    big = os.urandom(24 << 20)     # more than the socket buffers hold
+    (root / "big.bin").write_bytes(big)
+    with HttpServerProcess(root) as s:
+        # a download in flight across a reload still gets the old bytes whole
+        slow = socket.create_connection(s.addr, timeout=10)
+        slow.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 18)
+        slow.sendall(b"GET /big.bin HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
+        first = slow.recv(4096)
+        (root / "a.txt").write_text("two")
+        (root / "big.bin").write_bytes(b"replaced")
+        s.proc.send_signal(signal.SIGHUP)
+        for _ in range(100):
+            if get(s.addr, "/a.txt").body == b"two":
+                break
+            time.sleep(0.05)
+        assert get(s.addr, "/a.txt").body == b"two"
+        data = first
+        while True:
+            chunk = slow.recv(1 << 20)
+            if not chunk:
+                break
+            data += chunk
+        slow.close()
+        assert data.endswith(big) and data.split(b"\r\n\r\n", 1)[1] == big
+        shutil.rmtree(root)
+        s.proc.send_signal(signal.SIGHUP)
+        time.sleep(0.5)
+        assert get(s.addr, "/a.txt").body == b"two"
+        assert "reload failed" in s.output() and "no such directory" in s.output()
+
+
+def run_cli(*args, timeout=20):
+    env = dict(os.environ, PYTHONPATH=REPO_ROOT)
+    return subprocess.run([sys.executable, "-m", "stormpy", *args], capture_output=True,
+                          text=True, timeout=timeout, cwd=REPO_ROOT, env=env)
+
+
+def test_start_errors_are_one_line(tmp_path, server):
+    out = run_cli("serve-http", str(tmp_path / "missing"), "--control", "")
+    assert out.returncode == 1 and out.stderr.count("\n") == 1 and "no such directory" in out.stderr
+    out = run_cli("serve-http", str(tmp_path), "--listen", f"127.0.0.1:{server.port}",
+                  "--control", "")
+    assert out.returncode == 1 and out.stderr.count("\n") == 1 and "in use" in out.stderr
+    out = run_cli("serve-http", str(tmp_path), "--iface", "lo", "--control", "")
+    assert out.returncode == 1 and out.stderr.count("\n") == 1
+    assert "Traceback" not in out.stderr
+
+
+def test_stats_shows_http_counters(site, tmp_path):
+    import json
+    control = str(tmp_path / "ctl.sock")
+    s = HttpServerProcess(site[0], port=free_port())
+    cmd = s.command()
+    cmd[cmd.index("--control") + 1] = control
+    s.command = lambda: cmd
+
+    def counters():
+        out = run_cli("stats", "--control", control, "--json")
+        assert out.returncode == 0, out.stderr
+        w = json.loads(out.stdout)["workers"][0]
+        return w["http_requests"], w["http_status"][2], w["http_status"][4]
+
+    with s:
+        before = counters()
+        for _ in range(3):
+            get(s.addr, "/docs/a.txt")
+        get(s.addr, "/nope")
+        after = counters()
+        assert [b - a for a, b in zip(before, after)] == [4, 3, 1]
+        out = run_cli("stats", "--control", control)
+        assert out.returncode == 0 and f"requests={after[0]} 2xx={after[1]} 4xx=1" in out.stdout
