@@ -69,7 +69,7 @@ def exchange(addr, request: bytes, count: int = 1, heads_only: Sequence[bool] = 
         while time.monotonic() < deadline:
             answers, _ = parse_answers(data, heads_only)
             if len(answers) >= count:
-                s.settimeout(0.2)     # a close that follows at once is part of the answer
+                s.settimeout(0.1)     # a close that follows at once is part of the answer
             try:
                 chunk = s.recv(1 << 20)
             except socket.timeout:
