@@ -16,7 +16,7 @@ SOURCES := pyproject.toml setup.py stormpy/_core.pyx $(wildcard stormpy/*.pxi st
 # command:package pairs, checked by command so any install (Debian's or not) counts; the
 # sbin directories count too (knotd and nginx live there, outside a normal user's PATH)
 BUILD_TOOLS := cc:gcc make:make $(PYTHON):python3 clang:clang pkg-config:pkg-config
-TEST_TOOLS := knotd:knot ip:iproute2 ping:iputils-ping valgrind:valgrind nginx:nginx wrk:wrk \
+TEST_TOOLS := knotd:knot ip:iproute2 ping:iputils-ping ethtool:ethtool valgrind:valgrind nginx:nginx wrk:wrk \
               curl:curl wget:wget
 DEMO_TOOLS := dig:bind9-dnsutils
 

@@ -80,6 +80,16 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--mode", choices=("memcpy", "precopy"), default="memcpy",
                     help="render every reply into a TX buffer, or send ready-made copies")
 
+    im = sub.add_parser("impair", help="forward frames between two interfaces with loss, "
+                        "duplication, delay and reordering",
+                        description="Join two links with a lossy, slow, reordering path (what "
+                        "netem does, for kernels without it). Root; run it in a namespace that "
+                        "holds both interfaces. The hosts on either side must send real frames: "
+                        "ethtool -K IFACE tx off tso off gso off on their interfaces. Prints each "
+                        "direction's counters at the end.")
+    from stormpy.impair import add_arguments as add_impair_arguments
+    add_impair_arguments(im)
+
     sub.add_parser("backends", help="list the I/O backends: compiled in, usable here, and why not",
                    description="List every I/O backend, whether this build has it, and whether it "
                    "can run on this machine (or why not).")
@@ -192,6 +202,11 @@ def _serve_http(args) -> int:
     return 0
 
 
+def _impair(args) -> int:
+    from stormpy.impair import run
+    return run(args)
+
+
 def _bench(args) -> int:
     from stormpy.bench.cli import run
     return run(args)
@@ -204,7 +219,8 @@ def main(argv=None) -> int:
         parser.print_help()
         return 2
     try:
-        return {"serve-dns": _serve_dns, "serve-http": _serve_http, "check-zone": _check_zone,
+        return {"serve-dns": _serve_dns, "serve-http": _serve_http, "impair": _impair,
+                "check-zone": _check_zone,
                 "backends": _backends, "stats": _stats, "replay": _replay,
                 "bench": _bench}[args.command](args)
     except StormpyError as e:

@@ -262,3 +262,17 @@ def test_stats_shows_http_counters(site, tmp_path):
         assert [b - a for a, b in zip(before, after)] == [4, 3, 1]
         out = run_cli("stats", "--control", control)
         assert out.returncode == 0 and f"requests={after[0]} 2xx={after[1]} 4xx=1" in out.stdout
+
+
+def test_the_example_site_serves_what_a_browser_asks_for():
+    root = os.path.join(REPO_ROOT, "examples", "site")
+    with HttpServerProcess(root) as s:
+        for path, kind in (("/", "text/html"), ("/style.css", "text/css"),
+                           ("/app.js", "text/javascript"), ("/storm.svg", "image/svg+xml"),
+                           ("/docs/", "text/html")):
+            a = get(s.addr, path)
+            assert a.status == 200 and a.headers["content-type"] == kind, path
+            name = path.lstrip("/") + ("index.html" if path.endswith("/") else "")
+            with open(os.path.join(root, name), "rb") as f:
+                assert a.body == f.read(), path
+        assert get(s.addr, "/docs").headers["location"] == "/docs/"

@@ -116,6 +116,18 @@ HTTP_SEEDS = [
 ]
 
 
+def tcp_segments():
+    """SYNs with every option, data with SACK blocks, over IPv4 and IPv6."""
+    from scapy.layers.inet import TCP
+    opts = [("MSS", 1460), ("SAckOK", b""), ("Timestamp", (1, 0)), ("NOP", None), ("WScale", 7)]
+    out = []
+    for ip in (IP(src="198.18.0.2", dst="198.18.0.1"), IPv6(src="2001:2::2", dst="2001:2::1")):
+        out.append(bytes(ip / TCP(sport=40000, dport=80, flags="S", options=opts)))
+        out.append(bytes(ip / TCP(sport=40000, dport=80, flags="PA", seq=7, ack=9,
+                                  options=[("SAck", (1, 2, 3, 4))]) / HTTP_SEEDS[1]))
+    return out
+
+
 def write(directory, items):
     os.makedirs(directory, exist_ok=True)
     for i, data in enumerate(items):
@@ -138,6 +150,7 @@ def main(out):
     rules = rules_frames(rng)
     write(os.path.join(out, "seeds", "fuzz_rules"), rules)
     write(os.path.join(out, "seeds", "fuzz_http"), HTTP_SEEDS)
+    write(os.path.join(out, "seeds", "fuzz_tcpip"), tcp_segments())
     with tempfile.TemporaryDirectory() as site:
         with open(os.path.join(out, "site.bin"), "wb") as f:
             f.write(site_table(site))

@@ -32,6 +32,7 @@ struct packet_io {
     struct sp_io io;
     int fd;
     int busy_poll;
+    int promiscuous;
     unsigned poll_ms;
     uint8_t *map;
     size_t map_len;
@@ -106,8 +107,10 @@ static unsigned packet_rx_burst(struct sp_io *io, struct sp_frame *rx, unsigned 
         const struct sockaddr_ll *ll =
             (const struct sockaddr_ll *)((uint8_t *)h + HDR3_ALIGNED);
         uint8_t *data = (uint8_t *)h + h->tp_mac;
-        /* frames for other hosts (promiscuous devices, bridges, veth) are not ours */
-        if (ll->sll_pkttype != PACKET_OTHERHOST && ll->sll_pkttype != PACKET_OUTGOING &&
+        /* frames for other hosts (promiscuous devices, bridges, veth) are not ours,
+         * unless every frame is (a forwarder) */
+        if ((p->promiscuous || ll->sll_pkttype != PACKET_OTHERHOST) &&
+            ll->sll_pkttype != PACKET_OUTGOING &&
             data + h->tp_snaplen <= block_end) {
             rx[n].data = data;
             rx[n].len = h->tp_snaplen;
@@ -318,6 +321,7 @@ struct sp_io *sp_packet_io_open(const struct sp_packet_config *cfg, char *err, s
     }
     p->busy_poll = cfg->busy_poll;
     p->poll_ms = cfg->poll_ms ? cfg->poll_ms : 100;
+    p->promiscuous = cfg->promiscuous;
     unsigned ifindex = if_nametoindex(cfg->ifname);
     if (!ifindex) {
         snprintf(err, errlen, "AF_PACKET: no interface named %s", cfg->ifname);
@@ -362,6 +366,12 @@ struct sp_io *sp_packet_io_open(const struct sp_packet_config *cfg, char *err, s
                              .sll_ifindex = (int)ifindex};
     if (bind(p->fd, (struct sockaddr *)&ll, sizeof(ll)) < 0)
         return fail(p, err, errlen, "bind");
+    if (cfg->promiscuous) {
+        struct packet_mreq mr = {.mr_ifindex = (int)ifindex, .mr_type = PACKET_MR_PROMISC};
+        if (setsockopt(p->fd, SOL_PACKET, PACKET_ADD_MEMBERSHIP, &mr, sizeof(mr)) < 0)
+            return fail(p, err, errlen, "promiscuous mode");
+        return &p->io;
+    }
     int fanout = cfg->fanout_group | (PACKET_FANOUT_HASH << 16);
     if (setsockopt(p->fd, SOL_PACKET, PACKET_FANOUT, &fanout, sizeof(fanout)) < 0)
         return fail(p, err, errlen, "PACKET_FANOUT");

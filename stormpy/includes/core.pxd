@@ -95,6 +95,33 @@ cdef extern from "stormpy/app/dns/dns.h" nogil:
                          size_t len, bint tcp, uint8_t *out, size_t cap, sp_dns_query *q,
                          sp_dns_counters *c)
 
+cdef extern from "stormpy/proto/tcpip.h" nogil:
+    struct sp_tcp_options:
+        bint has_mss, has_wscale, sack_permitted, has_timestamps
+        uint16_t mss
+        uint8_t wscale
+        uint8_t nsack
+        uint32_t ts_val, ts_ecr
+        uint32_t sack[4][2]
+    struct sp_tcpip:
+        uint8_t family
+        uint16_t sport, dport
+        uint32_t seq, ack
+        uint8_t flags
+        uint16_t window
+        size_t l4_off, payload_off, payload_len
+        sp_tcp_options opt
+    struct sp_tcp_segment:
+        uint32_t seq, ack
+        uint8_t flags
+        uint16_t window
+        const sp_tcp_options *syn
+    bint sp_tcpip_parse(const uint8_t *ip, size_t len, sp_tcpip *t)
+    bint sp_tcpip_checksums_ok(const uint8_t *ip, const sp_tcpip *t)
+    size_t sp_tcpip_header_len(uint8_t family, const sp_tcp_segment *seg)
+    size_t sp_tcpip_write_reply(uint8_t *out, const sp_tcpip *to, const sp_tcp_segment *seg,
+                                size_t payload_len, uint32_t payload_sum, uint8_t ttl)
+
 cdef extern from "stormpy/proto/udpip.h" nogil:
     struct sp_udpip:
         uint8_t family
@@ -382,7 +409,26 @@ cdef extern from "stormpy/io/packet.h" nogil:
         int busy_poll
         unsigned poll_ms
         int precopy
+        int promiscuous
     sp_io *sp_packet_io_open(const sp_packet_config *cfg, char *err, size_t errlen)
+
+cdef extern from "stormpy/app/impair/impair.h" nogil:
+    struct sp_impair_config:
+        uint32_t loss_ppm
+        uint32_t duplicate_ppm
+        uint32_t reorder_ppm
+        uint64_t delay_us
+        uint64_t reorder_us
+        uint64_t seed
+        uint32_t queue_frames
+    struct sp_impair_counters:
+        uint64_t received, sent, lost, duplicated, reordered, overflow, oversized
+    struct sp_impair:
+        pass
+    sp_impair *sp_impair_new(const sp_impair_config *cfg)
+    void sp_impair_free(sp_impair *im)
+    int sp_impair_run(sp_impair *im, sp_io *inp, sp_io *out, sp_impair_counters *c)
+    void sp_impair_stop(sp_impair *im)
 
 cdef extern from "stormpy/io/netmap.h" nogil:
     struct sp_netmap_config:

@@ -31,6 +31,8 @@ struct conn {
     uint8_t list;                        /* enum timer_list */
     bool closing;                        /* no more requests: close once answers are out */
     bool lingering;
+    bool suspect;                        /* the client may still be sending: linger on close */
+    bool nodelay;                        /* TCP_NODELAY set: it stays open for more answers */
     uint32_t events;                     /* epoll interest */
     struct conn *prev, *next;            /* in its timer list */
     uint64_t since_ms;                   /* when its timer started */
@@ -174,11 +176,16 @@ static void set_events(struct sp_http_stream *s, struct conn *c, uint32_t events
     c->events = events;
 }
 
-/* Answers are out and no more will come: the client may still be sending (a
- * pipelined request after a Connection: close), and closing with unread bytes
- * would reset the connection and could destroy the answer in flight. */
-static void start_linger(struct sp_http_stream *s, struct conn *c)
+/* Answers are out and no more will come. A client that may still be sending (a
+ * pipelined request after a Connection: close, a body, a malformed head) gets a
+ * lingering close: closing with unread bytes would reset the connection and could
+ * destroy the answer in flight. Any other is closed at once, as nginx does. */
+static void finish(struct sp_http_stream *s, struct conn *c)
 {
+    if (!c->suspect && !c->in_len && !c->discard) {
+        conn_free(s, c);
+        return;
+    }
     shutdown(c->fd, SHUT_WR);
     c->lingering = true;
     c->in_len = 0;
@@ -204,6 +211,12 @@ static void queue_reply(struct sp_http_stream *s, struct conn *c, const struct s
         sp_http_answer_error(s->t, s->site, status, false, s->date, r);
     c->nout++;
     c->closing |= r->close;
+    c->suspect |= r->close && r->status >= 400;
+    if (!r->close && !c->nodelay) {      /* a close sends its last segment with the FIN */
+        int one = 1;
+        setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+        c->nodelay = true;
+    }
     s->c->requests++;
     s->c->status[r->status / 100 < 6 ? r->status / 100 : 0]++;
 }
@@ -278,7 +291,7 @@ static void take_requests(struct sp_http_stream *s, struct conn *c)
         if (s->req.body == SP_HTTP_LENGTH)
             c->discard = s->req.content_length;
         else if (s->req.body == SP_HTTP_CHUNKED)
-            c->closing = true;           /* where it ends is not looked for */
+            c->closing = c->suspect = true;   /* where it ends is not looked for */
         memmove(c->in, c->in + used, c->in_len - used);
         c->in_len -= (uint32_t)used;
     }
@@ -298,7 +311,7 @@ static void serve(struct sp_http_stream *s, struct conn *c)
             break;
     }
     if (c->nout == 0 && c->closing) {
-        start_linger(s, c);
+        finish(s, c);
         return;
     }
     if (c->nout == 0) {                  /* else flush started the send timer */
@@ -362,10 +375,9 @@ static void accept_some(struct sp_http_stream *s)
             s->c->refused++;
             continue;
         }
-        int one = 1;
-        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
         c->fd = fd;
-        c->closing = c->lingering = false;
+        c->nodelay = false;
+        c->closing = c->lingering = c->suspect = false;
         c->in_len = 0;
         c->discard = c->sent = 0;
         c->out_head = c->nout = 0;
@@ -395,7 +407,7 @@ static void expire(struct sp_http_stream *s)
                 c->closing = true;
                 timer_remove(s, c);
                 if (flush(s, c) && c->nout == 0)
-                    start_linger(s, c);
+                    finish(s, c);
                 else if (c->fd >= 0 && c->nout)
                     set_events(s, c, EPOLLOUT);
                 continue;
@@ -462,7 +474,7 @@ int sp_http_stream_run(struct sp_http_stream *s, struct sp_table_ref *ref, int i
                 if (!flush(s, c))
                     continue;
                 if (c->nout == 0 && c->closing) {
-                    start_linger(s, c);
+                    finish(s, c);
                     continue;
                 }
             }

@@ -28,6 +28,8 @@ struct sp_packet_config {
     int busy_poll;           /* 1: spin on the ring; 0: poll() with a timeout */
     unsigned poll_ms;        /* the longest a worker waits before it checks its stop flag */
     int precopy;             /* 1: no TX ring, sendmmsg() per batch (see above) */
+    int promiscuous;         /* 1: every frame on the link, other hosts' too, and no
+                              * fanout group (a forwarder, app/impair) */
 };
 
 /* Opens one worker's socket and rings. NULL with a one-line reason in err. */

@@ -1,0 +1,130 @@
+"""stormpy impair between two namespaces (this kernel has no netem): frames cross only
+while it runs, and under loss, duplication, reordering and delay real clients still
+download serve-http's files byte-exact from the kernel's TCP, while the counters show
+the impairment happened."""
+import hashlib
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from stormpy.bench.site import make_site, sha256_of
+from support.netns import ImpairedPath, why_no_netns
+
+NO_NETNS = why_no_netns()
+pytestmark = pytest.mark.skipif(NO_NETNS is not None, reason=f"{NO_NETNS}")
+CURL = "curl"
+FILES = ["/f-1024.bin", "/f-65536.bin", "/f-1048576.bin", "/index.html"]
+
+
+@pytest.fixture(scope="module")
+def path(tmp_path_factory):
+    root = tmp_path_factory.mktemp("impair-site") / "site"
+    make_site(root, sizes=(1024, 65536, 1 << 20))
+    with ImpairedPath() as p:
+        server = p.popen(p.server, sys.executable, "-m", "stormpy", "serve-http", str(root),
+                         "--listen", f"{p.SERVER}:80", "--workers", "1", "--control", "")
+        try:
+            time.sleep(1.0)
+            assert server.poll() is None, server.communicate()
+            p.digests = sha256_of(root)
+            yield p
+        finally:
+            server.send_signal(signal.SIGTERM)
+            server.wait(timeout=10)
+
+
+class Impair:
+    def __init__(self, p, *args):
+        self.p, self.args = p, args
+
+    def __enter__(self):
+        self.proc = self.p.popen(self.p.bridge, sys.executable, "-m", "stormpy", "impair",
+                                 "left", "right", *self.args)
+        for _ in range(100):
+            line = self.proc.stderr.readline()
+            if "forwarding" in line or self.proc.poll() is not None:
+                break
+        assert self.proc.poll() is None, self.proc.communicate()
+        return self
+
+    def __exit__(self, *exc):
+        self.proc.send_signal(signal.SIGINT)
+        out, err = self.proc.communicate(timeout=15)
+        self.counters = {}
+        for line in out.splitlines():
+            name, _, rest = line.partition(": ")
+            self.counters[name] = {k: int(v) for k, v in (f.split("=") for f in rest.split())}
+        assert self.proc.returncode == 0, err
+
+
+def download(p, paths, timeout=60):
+    """Every path on one curl run (one kept-alive connection); their SHA-256s."""
+    cmd = [CURL, "-sS", "--fail", "--max-time", str(timeout)]
+    outs = []
+    for i, path in enumerate(paths):
+        out = f"/tmp/spi-{os.getpid()}-{i}"
+        outs.append(out)
+        cmd += ["-o", out, f"http://{p.SERVER}{path}"]
+    r = p.run(p.client, *cmd, timeout=timeout + 10)
+    assert r.returncode == 0, r.stderr
+    digests = []
+    for out in outs:
+        with open(out, "rb") as f:
+            digests.append(hashlib.sha256(f.read()).hexdigest())
+        os.unlink(out)
+    return digests
+
+
+def test_nothing_crosses_without_it(path):
+    r = path.run(path.client, "ping", "-c", "1", "-W", "1", path.SERVER, timeout=10)
+    assert r.returncode != 0
+
+
+@pytest.mark.parametrize("args,counter", [
+    ((), None),
+    (("--loss", "1"), "lost"),
+    (("--loss", "5%"), "lost"),
+    (("--duplicate", "5"), "duplicated"),
+    (("--reorder", "5", "--reorder-delay", "3"), "reordered"),
+    (("--loss", "2", "--duplicate", "2", "--reorder", "2", "--delay", "5"), "lost"),
+])
+def test_downloads_are_byte_exact_through_the_impairment(path, args, counter):
+    with Impair(path, *args) as im:
+        got = download(path, FILES * 2)
+    assert got == [path.digests[f] for f in FILES * 2]
+    ways = list(im.counters.values())
+    assert len(ways) == 2 and all(w["received"] > 0 and w["sent"] > 0 for w in ways)
+    if counter is None:
+        assert all(w["sent"] == w["received"] for w in ways)
+        assert sum(w["lost"] + w["duplicated"] + w["reordered"] for w in ways) == 0
+    else:
+        assert sum(w[counter] for w in ways) > 0, im.counters
+    for w in ways:
+        assert w["overflow"] == w["oversized"] == 0
+        assert w["sent"] == w["received"] - w["lost"] + w["duplicated"]
+
+
+def test_delay_shows_in_the_round_trip(path):
+    with Impair(path, "--delay", "10"):
+        r = path.run(path.client, "ping", "-c", "3", "-i", "0.2", "-W", "2", path.SERVER,
+                     timeout=20)
+    assert r.returncode == 0, r.stdout + r.stderr
+    rtts = [float(x.split("time=")[1].split()[0]) for x in r.stdout.splitlines() if "time=" in x]
+    assert len(rtts) == 3 and all(19.0 <= t < 60 for t in rtts), rtts
+
+
+def test_one_way_leaves_the_return_path_alone(path):
+    with Impair(path, "--loss", "5", "--one-way") as im:
+        download(path, FILES)
+    forward, back = im.counters["left->right"], im.counters["right->left"]
+    assert forward["lost"] > 0 and back["lost"] == 0 and back["sent"] == back["received"]
+
+
+def test_bad_interface_is_one_line(path):
+    r = path.run(path.bridge, sys.executable, "-m", "stormpy", "impair", "left", "nosuch0",
+                 timeout=20)
+    assert r.returncode == 1 and r.stderr.count("\n") == 1 and "nosuch0" in r.stderr, r.stderr
