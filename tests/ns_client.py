@@ -5,15 +5,59 @@ support/netns.py and support/responders.py; prints its results as JSON:
     ns_client.py udp HOST PORT TIMEOUT PAYLOADS              hex payloads -> hex replies
     ns_client.py tcp HOST PORT TIMEOUT LINES                 lines -> the lines answered
     ns_client.py diff SERVER PORT SEED                       the differential UDP cases
+    ns_client.py synflood SERVER PORT COUNT SECONDS          SYNs from spoofed sources
 """
 import json
+import random
+import socket
+import struct
 import sys
+import time
 
 from support import dnsdiff
 from support.client import summary, tcp_lines, udp_payloads, udp_query
 
 
+def checksum(data: bytes) -> int:
+    if len(data) % 2:
+        data += b"\0"
+    s = sum(struct.unpack(f"!{len(data) // 2}H", data))
+    s = (s & 0xffff) + (s >> 16)
+    s = (s & 0xffff) + (s >> 16)
+    return ~s & 0xffff
+
+
+def synflood(server, port, count, seconds):
+    """SYNs to SERVER:PORT from random sources in 198.19.0.0/16 (the benchmarking
+    range), COUNT spread evenly over SECONDS; returns how many were sent."""
+    rng = random.Random(5)
+    raw = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)
+    dst = socket.inet_aton(server)
+    start = time.monotonic()
+    pace = float(seconds) / int(count)
+    sent = 0
+    for i in range(int(count)):
+        ahead = start + i * pace - time.monotonic()
+        if ahead > 0.002:
+            time.sleep(ahead)
+        src = socket.inet_aton(f"198.19.{rng.randrange(256)}.{rng.randrange(1, 255)}")
+        tcp = struct.pack("!HHIIBBHHH", rng.randrange(1024, 65535), int(port),
+                          rng.getrandbits(32), 0, 5 << 4, 0x02, 64240, 0, 0)
+        tcp = tcp[:16] + struct.pack("!H", checksum(src + dst + struct.pack("!BBH", 0, 6, 20)
+                                                     + tcp)) + tcp[18:]
+        ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 40, 0, 0, 64, 6, 0, src, dst)
+        ip = ip[:10] + struct.pack("!H", checksum(ip)) + ip[12:]
+        try:
+            raw.sendto(ip + tcp, (server, 0))
+            sent += 1
+        except OSError:
+            time.sleep(0.001)        # the queue is full: let it drain
+    return sent
+
+
 def main(mode, *args):
+    if mode == "synflood":
+        return synflood(*args)
     if mode == "dns":
         server, port, proto, timeout, questions = args
         return [summary(q[0], q[1], server, int(port), proto == "tcp",

@@ -11,8 +11,10 @@ import time
 
 import pytest
 
+from stormpy.bench.nginx import nginx_path
 from stormpy.bench.site import make_site, sha256_of
 from support.netns import ImpairedPath, why_no_netns
+from support.process import REPO_ROOT
 
 NO_NETNS = why_no_netns()
 pytestmark = pytest.mark.skipif(NO_NETNS is not None, reason=f"{NO_NETNS}")
@@ -128,3 +130,49 @@ def test_bad_interface_is_one_line(path):
     r = path.run(path.bridge, sys.executable, "-m", "stormpy", "impair", "left", "nosuch0",
                  timeout=20)
     assert r.returncode == 1 and r.stderr.count("\n") == 1 and "nosuch0" in r.stderr, r.stderr
+
+
+def test_a_syn_flood_does_not_keep_real_clients_out(path):
+    """Spoofed SYNs (from 198.19.0.0/16, routed back into the client namespace, where
+    they die) fill the server's SYN queue; the kernel's SYN cookies keep serve-http
+    reachable on the embedded default."""
+    route = path.run(path.server, "ip", "route", "replace", "198.19.0.0/16", "via", path.CLIENT)
+    assert route.returncode == 0, route.stderr
+    before = nstat(path, "TcpExtSyncookiesSent")
+    with Impair(path):
+        flood = path.popen(path.client, sys.executable, os.path.join("tests", "ns_client.py"),
+                           "synflood", path.SERVER, "80", "40000", "4")
+        try:
+            time.sleep(0.5)
+            fetched = 0
+            for _ in range(10):
+                fetched += download(path, ["/index.html"], timeout=5) == [path.digests["/index.html"]]
+            assert flood.poll() is None, "the flood ended before the clients did"
+        finally:
+            out, err = flood.communicate(timeout=30)
+    assert fetched == 10
+    assert int(out) > 10000, err
+    assert nstat(path, "TcpExtSyncookiesSent") - before > 0
+
+
+def nstat(p, counter):
+    r = p.run(p.server, "nstat", "-az", counter)
+    return int(next(line.split()[1] for line in r.stdout.splitlines() if counter in line))
+
+
+@pytest.mark.skipif(nginx_path() is None, reason="nginx is not installed")
+def test_the_loss_benchmark_measures_both_servers_through_the_path():
+    import json
+    env = dict(os.environ, PYTHONPATH=REPO_ROOT)
+    r = subprocess.run([sys.executable, "-m", "stormpy", "bench", "http-loss", "--seconds", "1",
+                        "--sizes", "64k", "--loss", "5", "--json"], capture_output=True,
+                       text=True, timeout=180, env=env, cwd=REPO_ROOT)
+    assert r.returncode == 0, r.stderr
+    rows = json.loads(r.stdout)["results"]
+    assert [(row["loss"], row["size"]) for row in rows] == [(0.0, 65536), (5.0, 65536)]
+    for row in rows:
+        for name in ("stormpy", "nginx"):
+            assert row[name]["requests"] > 0 and row[name]["errors"] == 0, row
+    # lost frames cost throughput, for both
+    for name in ("stormpy", "nginx"):
+        assert rows[1][name]["transfer_bytes_per_s"] < rows[0][name]["transfer_bytes_per_s"]

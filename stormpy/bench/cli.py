@@ -179,7 +179,32 @@ def build_parser(p: argparse.ArgumentParser = None) -> argparse.ArgumentParser:
                        "the others are still measured.")
     _http_args(h)
     h.set_defaults(run="http")
+
+    hl = sub.add_parser("http-loss", help="serve-http beside nginx through a lossy path (root)",
+                        description="The paper's loss experiment: stormpy serve-http and nginx in "
+                        "a server namespace, wrk in a client namespace, stormpy impair between "
+                        "them; throughput with no loss and with each --loss, side by side.")
+    hl.add_argument("--loss", type=_percent_list, default=[1.0], metavar="LIST",
+                    help="loss percentages after the lossless run (default 1)")
+    hl.add_argument("--sizes", default="64k,1m", metavar="LIST",
+                    help="file sizes, k and m are powers of 1024 (default 64k,1m)")
+    hl.add_argument("--seconds", type=_seconds, default=5.0, metavar="S",
+                    help="wrk -d per measurement (default 5)")
+    hl.add_argument("--connections", type=positive, default=8, metavar="N",
+                    help="wrk -c (default 8)")
+    hl.add_argument("--json", action="store_true", help="print one JSON object")
+    hl.set_defaults(run="http-loss")
     return p
+
+
+def _percent_list(text: str) -> list:
+    try:
+        values = [float(x.rstrip("%")) for x in text.split(",") if x]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected percentages like 1,5") from None
+    if not values or not all(0 < v < 100 for v in values):
+        raise argparse.ArgumentTypeError(f"{text!r}: percentages above 0 and below 100")
+    return values
 
 
 def _http_args(p) -> None:
@@ -256,7 +281,7 @@ def _sockets_args(p) -> None:
 def register(subparsers) -> None:
     """Add `bench` to stormpy's subcommands; the handler is `run(args)`."""
     b = subparsers.add_parser("bench", help="benchmarks: fastpath, sweep, responders, compile, peers, "
-                              "sockets, http",
+                              "sockets, http, http-loss",
                               description=DESCRIPTION)
     build_parser(b)
 
@@ -266,7 +291,7 @@ def run(args) -> int:
     which = getattr(args, "run", None)
     if which is None:
         print("stormpy bench: choose one of fastpath, sweep, responders, compile, peers, sockets, "
-              "http (stormpy bench -h)", file=sys.stderr)
+              "http, http-loss (stormpy bench -h)", file=sys.stderr)
         return 2
     try:
         if which == "fastpath":
@@ -289,6 +314,9 @@ def run(args) -> int:
         if which == "http":
             from stormpy.bench.http import run_http
             return run_http(args)
+        if which == "http-loss":
+            from stormpy.bench.http_loss import run_http_loss
+            return run_http_loss(args)
         from stormpy.bench.sockets import run_from_args
         return run_from_args(args)
     except BenchError as e:

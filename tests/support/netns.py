@@ -11,6 +11,7 @@ import time
 
 from stormpy.bench import netns as bench_netns
 from stormpy.bench.netns import CLIENT_V4, CLIENT_V6, SERVER_V4, SERVER_V6  # noqa: F401
+from stormpy.bench.netns import ImpairedPath  # noqa: F401
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -99,55 +100,3 @@ class NsServer:
     def __exit__(self, *exc):
         self.stop()
 
-
-class ImpairedPath:
-    """Namespaces `client`, `bridge` and `server`: client veth0 (198.18.4.2) is linked to
-    the bridge's `left`, the bridge's `right` to server veth0 (198.18.4.1), so every
-    frame between them crosses the bridge namespace, where `stormpy impair` forwards it.
-    Nothing passes until it runs. The hosts' veths send real frames (no TSO or GSO, whole
-    checksums), as any frame forwarder needs."""
-    SERVER, CLIENT = "198.18.4.1", "198.18.4.2"
-
-    def __init__(self):
-        n = f"{os.getpid() % 100000}"
-        self.client, self.bridge, self.server = (f"spi-cli-{n}", f"spi-br-{n}", f"spi-srv-{n}")
-
-    def sh(self, *cmd):
-        r = subprocess.run(list(cmd), capture_output=True, text=True, timeout=30)
-        if r.returncode != 0:
-            raise RuntimeError(f"{' '.join(cmd)}: {r.stderr.strip()}")
-
-    def __enter__(self):
-        try:
-            for ns in (self.client, self.bridge, self.server):
-                self.sh("ip", "netns", "add", ns)
-                self.sh("ip", "-n", ns, "link", "set", "lo", "up")
-            self.sh("ip", "-n", self.client, "link", "add", "veth0", "type", "veth", "peer",
-                    "name", "left", "netns", self.bridge)
-            self.sh("ip", "-n", self.server, "link", "add", "veth0", "type", "veth", "peer",
-                    "name", "right", "netns", self.bridge)
-            for ns, addr in ((self.client, self.CLIENT), (self.server, self.SERVER)):
-                self.sh("ip", "-n", ns, "addr", "add", f"{addr}/24", "dev", "veth0")
-                self.sh("ip", "-n", ns, "link", "set", "veth0", "up")
-                # a frame forwarder sees real frames: whole checksums, no 64 KB segments
-                self.sh("ip", "netns", "exec", ns, "ethtool", "-K", "veth0", "tx", "off",
-                        "tso", "off", "gso", "off")
-            for iface in ("left", "right"):
-                self.sh("ip", "-n", self.bridge, "link", "set", iface, "up")
-        except BaseException:
-            self.__exit__()
-            raise
-        return self
-
-    def __exit__(self, *exc):
-        for ns in (self.client, self.bridge, self.server):
-            subprocess.run(["ip", "netns", "del", ns], capture_output=True)
-
-    def popen(self, ns, *cmd):
-        env = dict(os.environ, PYTHONPATH=REPO, PYTHONUNBUFFERED="1")
-        return subprocess.Popen(["ip", "netns", "exec", ns, *cmd], cwd=REPO, env=env,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-
-    def run(self, ns, *cmd, timeout=60):
-        return subprocess.run(["ip", "netns", "exec", ns, *cmd], capture_output=True, text=True,
-                              timeout=timeout)
