@@ -276,3 +276,21 @@ def test_the_example_site_serves_what_a_browser_asks_for():
             with open(os.path.join(root, name), "rb") as f:
                 assert a.body == f.read(), path
         assert get(s.addr, "/docs").headers["location"] == "/docs/"
+
+
+def test_slow_loris_connections_filling_the_pool_do_not_keep_a_client_out(site):
+    with HttpServerProcess(site[0], extra_args=["--max-connections", "16"]) as s:
+        loris = []
+        try:
+            for _ in range(40):          # more than the pool: each sends a head, never ends it
+                c = socket.create_connection(s.addr, timeout=5)
+                c.sendall(b"GET / HTTP/1.1\r\nHost: t\r\nX-Slow: ")
+                loris.append(c)
+            time.sleep(0.2)
+            started = time.monotonic()
+            for _ in range(5):
+                assert get(s.addr, "/docs/a.txt").status == 200
+            assert time.monotonic() - started < 3       # not after the 10 s request timeout
+        finally:
+            for c in loris:
+                c.close()

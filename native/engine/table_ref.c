@@ -46,3 +46,54 @@ bool sp_table_ref_wait(struct sp_table_ref *ref, int timeout_ms)
         nanosleep(&pause, NULL);
     }
 }
+
+bool sp_table_pin(struct sp_table_pins *p, uint64_t gen)
+{
+    int free_pin = -1;
+    for (int i = 0; i < SP_TABLE_PINS; i++) {
+        if (p->pin[i].count && p->pin[i].generation == gen) {
+            p->pin[i].count++;
+            return true;
+        }
+        if (!p->pin[i].count && free_pin < 0)
+            free_pin = i;
+    }
+    if (free_pin < 0)
+        return false;
+    p->pin[free_pin].generation = gen;
+    p->pin[free_pin].count = 1;
+    return true;
+}
+
+void sp_table_unpin(struct sp_table_pins *p, uint64_t gen)
+{
+    for (int i = 0; i < SP_TABLE_PINS; i++)
+        if (p->pin[i].count && p->pin[i].generation == gen) {
+            p->pin[i].count--;
+            return;
+        }
+}
+
+static uint64_t oldest_pinned(const struct sp_table_pins *p, uint64_t limit)
+{
+    for (int i = 0; i < SP_TABLE_PINS; i++)
+        if (p->pin[i].count && p->pin[i].generation < limit)
+            limit = p->pin[i].generation;
+    return limit;
+}
+
+/* The generation is read before the table, and what is announced is never newer than
+ * it: a table swapped in between is only protected more than it needs. */
+const struct sp_table *sp_table_ref_enter_pinned(struct sp_table_ref *ref, int worker,
+                                                 const struct sp_table_pins *p, uint64_t *gen)
+{
+    *gen = __atomic_load_n(&ref->generation, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&ref->slot[worker].seen, oldest_pinned(p, *gen), __ATOMIC_SEQ_CST);
+    return __atomic_load_n(&ref->current, __ATOMIC_SEQ_CST);
+}
+
+void sp_table_ref_leave_pinned(struct sp_table_ref *ref, int worker,
+                               const struct sp_table_pins *p)
+{
+    __atomic_store_n(&ref->slot[worker].seen, oldest_pinned(p, SP_OFFLINE), __ATOMIC_RELEASE);
+}

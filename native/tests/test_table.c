@@ -143,11 +143,50 @@ static void test_ref_swap(void)
     sp_table_free(sp_table_ref_swap(&ref, NULL));
 }
 
+/* A worker whose answers outlive its batch keeps the old table from being freed
+ * until it unpins, across further enters and leaves, and across a second reload. */
+static void test_ref_pins(void)
+{
+    struct sp_table *t[3];
+    for (int i = 0; i < 3; i++)
+        t[i] = sp_table_builder_finish(sp_table_builder_new());
+    static struct sp_table_ref ref;
+    struct sp_table_pins pins = {0};
+    uint64_t gen, old;
+    sp_table_ref_init(&ref, t[0]);
+    sp_table_ref_set_workers(&ref, 1);
+    CHECK(sp_table_ref_enter_pinned(&ref, 0, &pins, &old) == t[0]);
+    CHECK(sp_table_pin(&pins, old));                    /* an answer still points into t[0] */
+    sp_table_ref_leave_pinned(&ref, 0, &pins);
+    CHECK(sp_table_ref_swap(&ref, t[1]) == t[0]);
+    CHECK(!sp_table_ref_wait(&ref, 5));                 /* idle, yet still holding t[0] */
+    CHECK(sp_table_ref_enter_pinned(&ref, 0, &pins, &gen) == t[1]);
+    CHECK(gen > old);
+    CHECK(!sp_table_ref_wait(&ref, 5));                 /* entering the new one is not enough */
+    CHECK(sp_table_pin(&pins, gen));
+    sp_table_ref_leave_pinned(&ref, 0, &pins);
+    CHECK(sp_table_ref_swap(&ref, t[2]) == t[1]);
+    sp_table_unpin(&pins, old);                         /* t[0]'s answer is out; t[1]'s is not */
+    CHECK(sp_table_ref_enter_pinned(&ref, 0, &pins, &gen) == t[2]);
+    sp_table_ref_leave_pinned(&ref, 0, &pins);
+    CHECK(!sp_table_ref_wait(&ref, 5));
+    sp_table_unpin(&pins, old + 1);
+    sp_table_ref_leave_pinned(&ref, 0, &pins);
+    CHECK(sp_table_ref_wait(&ref, 5));                  /* nothing pinned: all may go */
+    for (int i = 0; i < SP_TABLE_PINS; i++)
+        CHECK(sp_table_pin(&pins, 100 + (uint64_t)i));
+    CHECK(!sp_table_pin(&pins, 200));                   /* no room for a fifth generation */
+    CHECK(sp_table_pin(&pins, 101));                    /* a pinned one takes more */
+    for (int i = 0; i < 3; i++)
+        sp_table_free(t[i]);
+}
+
 int main(void)
 {
     test_lookup();
     test_invalid_patches();
     test_render_and_sum();
     test_ref_swap();
+    test_ref_pins();
     return check_report("test_table");
 }

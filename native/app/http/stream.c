@@ -22,7 +22,6 @@
 #define SEND_IOV 64
 #define ACCEPTS_PER_WAKE 64
 #define LINGER_MS 2000                   /* reading what a closed connection still sends */
-#define PINS 4                           /* tables answers may point into at once */
 
 enum timer_list { T_IDLE, T_READING, T_WRITING, T_LINGER, T_LISTS, T_NONE = T_LISTS };
 
@@ -51,18 +50,13 @@ struct timer {
     uint32_t timeout_ms;
 };
 
-struct pin {
-    uint64_t gen;
-    uint32_t count;
-};
-
 struct sp_http_stream {
     int listen_fd, epoll_fd;
     uint32_t nconns;
     struct conn *conns;
     struct conn *free_list;              /* linked through next */
     struct timer timers[T_LISTS];
-    struct pin pins[PINS];
+    struct sp_table_pins pins;          /* tables queued answers point into */
     uint64_t now_ms;
     int64_t date_second;
     uint8_t date[SP_HTTP_DATE_LEN];
@@ -105,61 +99,17 @@ static void timer_start(struct sp_http_stream *s, struct conn *c, int list)
     tm->tail = c;
 }
 
-static bool pin(struct sp_http_stream *s, uint64_t gen)
-{
-    struct pin *free_pin = NULL;
-    for (int i = 0; i < PINS; i++) {
-        if (s->pins[i].count && s->pins[i].gen == gen) {
-            s->pins[i].count++;
-            return true;
-        }
-        if (!s->pins[i].count && !free_pin)
-            free_pin = &s->pins[i];
-    }
-    if (!free_pin)
-        return false;
-    free_pin->gen = gen;
-    free_pin->count = 1;
-    return true;
-}
-
-static void unpin(struct sp_http_stream *s, uint64_t gen)
-{
-    for (int i = 0; i < PINS; i++)
-        if (s->pins[i].count && s->pins[i].gen == gen) {
-            s->pins[i].count--;
-            return;
-        }
-}
-
-/* What this worker still needs: the oldest generation an answer points into. */
-static uint64_t oldest_pinned(const struct sp_http_stream *s, uint64_t limit)
-{
-    for (int i = 0; i < PINS; i++)
-        if (s->pins[i].count && s->pins[i].gen < limit)
-            limit = s->pins[i].gen;
-    return limit;
-}
-
 static void enter(struct sp_http_stream *s, struct sp_table_ref *ref, int index)
 {
-    uint64_t gen = __atomic_load_n(&ref->generation, __ATOMIC_SEQ_CST);
-    __atomic_store_n(&ref->slot[index].seen, oldest_pinned(s, gen), __ATOMIC_SEQ_CST);
-    s->t = __atomic_load_n(&ref->current, __ATOMIC_SEQ_CST);
+    s->t = sp_table_ref_enter_pinned(ref, index, &s->pins, &s->gen);
     s->site = sp_http_site_of(s->t);
-    s->gen = gen;
-}
-
-static void leave(struct sp_http_stream *s, struct sp_table_ref *ref, int index)
-{
-    __atomic_store_n(&ref->slot[index].seen, oldest_pinned(s, SP_OFFLINE), __ATOMIC_RELEASE);
 }
 
 static void conn_free(struct sp_http_stream *s, struct conn *c)
 {
     timer_remove(s, c);
     if (c->nout)
-        unpin(s, c->gen);
+        sp_table_unpin(&s->pins, c->gen);
     close(c->fd);                        /* also takes it out of the epoll set */
     c->fd = -1;
     c->next = s->free_list;
@@ -197,7 +147,7 @@ static void queue_reply(struct sp_http_stream *s, struct conn *c, const struct s
                         uint16_t status)
 {
     if (c->nout == 0) {
-        if (!pin(s, s->gen)) {           /* tables from PINS reloads all in use: rare */
+        if (!sp_table_pin(&s->pins, s->gen)) {   /* SP_TABLE_PINS reloads all in use: rare */
             c->closing = true;
             return;
         }
@@ -263,7 +213,7 @@ static bool flush(struct sp_http_stream *s, struct conn *c)
             c->sent = 0;
             c->out_head = (c->out_head + 1) % PIPELINE;
             if (--c->nout == 0)
-                unpin(s, c->gen);
+                sp_table_unpin(&s->pins, c->gen);
         }
         timer_start(s, c, T_WRITING);    /* progress: the send timer starts again */
     }
@@ -350,9 +300,14 @@ static void on_readable(struct sp_http_stream *s, struct conn *c)
 
 static struct conn *take_conn(struct sp_http_stream *s)
 {
-    if (!s->free_list) {                 /* the oldest idle connection makes room */
-        struct conn *victim = s->timers[T_LINGER].head ? s->timers[T_LINGER].head
-                                                      : s->timers[T_IDLE].head;
+    /* A full pool makes room: a closing connection first, then the oldest idle one,
+     * then the one whose request has taken longest to arrive (a slow-loris: a real
+     * client sends its request within a round trip). Connections receiving an
+     * answer are never cut for room. */
+    if (!s->free_list) {
+        struct conn *victim = s->timers[T_LINGER].head;
+        if (!victim)
+            victim = s->timers[T_IDLE].head ? s->timers[T_IDLE].head : s->timers[T_READING].head;
         if (!victim)
             return NULL;
         conn_free(s, victim);
@@ -450,7 +405,7 @@ int sp_http_stream_run(struct sp_http_stream *s, struct sp_table_ref *ref, int i
     counters->open = 0;
     while (!__atomic_load_n(stop, __ATOMIC_ACQUIRE)) {
         tick(s);
-        leave(s, ref, index);
+        sp_table_ref_leave_pinned(ref, index, &s->pins);
         int n = epoll_wait(s->epoll_fd, ev, 64, (int)next_wake_ms(s));
         if (n < 0 && errno != EINTR) {
             error = errno;
@@ -485,7 +440,7 @@ int sp_http_stream_run(struct sp_http_stream *s, struct sp_table_ref *ref, int i
         }
         expire(s);
     }
-    leave(s, ref, index);
+    sp_table_ref_leave_pinned(ref, index, &s->pins);
     return error;
 }
 

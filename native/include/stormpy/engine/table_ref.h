@@ -46,6 +46,34 @@ static inline void sp_table_ref_leave(struct sp_table_ref *ref, int worker)
     __atomic_store_n(&ref->slot[worker].seen, SP_OFFLINE, __ATOMIC_RELEASE);
 }
 
+/*
+ * Pins: a worker whose output outlives its batch (a TCP answer sent over many
+ * wake-ups points into the table it came from) keeps that table's generation
+ * announced in its slot, so the reloader waits for it. It counts what it pins per
+ * generation, and enters and leaves with the oldest generation still pinned.
+ */
+#define SP_TABLE_PINS 4
+
+struct sp_table_pins {
+    struct {
+        uint64_t generation;
+        uint32_t count;
+    } pin[SP_TABLE_PINS];
+};
+
+/* One more use of generation gen; false when SP_TABLE_PINS generations are pinned
+ * already (the caller must not keep pointers into the table then). */
+bool sp_table_pin(struct sp_table_pins *p, uint64_t gen);
+void sp_table_unpin(struct sp_table_pins *p, uint64_t gen);
+
+/* sp_table_ref_enter() for a worker with pins; *gen is the generation to pin what
+ * it keeps from this table under (never newer than the table returned). */
+const struct sp_table *sp_table_ref_enter_pinned(struct sp_table_ref *ref, int worker,
+                                                 const struct sp_table_pins *p, uint64_t *gen);
+/* sp_table_ref_leave() that keeps the oldest pinned generation announced. */
+void sp_table_ref_leave_pinned(struct sp_table_ref *ref, int worker,
+                               const struct sp_table_pins *p);
+
 /* Registers workers 0..n-1 (all offline). */
 void sp_table_ref_set_workers(struct sp_table_ref *ref, int n);
 /* Publishes t and returns the table it replaced. */
