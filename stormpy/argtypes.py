@@ -26,6 +26,26 @@ def seconds(text: str) -> float:
     return value
 
 
+def _number_in(text: str, low: float, high: float, unit: str, suffix: str) -> float:
+    try:
+        value = float(text.strip().removesuffix(suffix))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of {unit}") from None
+    if not low <= value <= high:
+        raise argparse.ArgumentTypeError(f"{text} is not between {low:g} and {high:g} {unit}")
+    return value
+
+
+def percent(text: str) -> float:
+    """A share from 0 to 100, with or without a % sign."""
+    return _number_in(text, 0, 100, "percent", "%")
+
+
+def milliseconds(text: str) -> float:
+    """A delay from 0 to a minute, with or without "ms"."""
+    return _number_in(text, 0, 60_000, "milliseconds", "ms")
+
+
 def max_udp(text: str) -> int:
     value = positive(text)
     if not 512 <= value <= 4096:

@@ -10,43 +10,22 @@ import sys
 import threading
 import time
 
+from stormpy import argtypes
 from stormpy.errors import StormpyError
-
-
-def parse_percent(text: str) -> float:
-    import argparse
-    try:
-        value = float(text.rstrip("%"))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a percentage") from None
-    if not 0 <= value <= 100:
-        raise argparse.ArgumentTypeError(f"{text} is not between 0 and 100")
-    return value
-
-
-def parse_ms(text: str) -> float:
-    import argparse
-    try:
-        value = float(text.removesuffix("ms"))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of milliseconds") from None
-    if not 0 <= value <= 60_000:
-        raise argparse.ArgumentTypeError(f"{text} is not between 0 and 60000 ms")
-    return value
 
 
 def add_arguments(p) -> None:
     p.add_argument("left", metavar="LEFT", help="one interface of the path")
     p.add_argument("right", metavar="RIGHT", help="the other")
-    p.add_argument("--loss", type=parse_percent, default=0.0, metavar="PCT",
+    p.add_argument("--loss", type=argtypes.percent, default=0.0, metavar="PCT",
                    help="drop this share of frames, at random (e.g. 1 or 1%%)")
-    p.add_argument("--duplicate", type=parse_percent, default=0.0, metavar="PCT",
+    p.add_argument("--duplicate", type=argtypes.percent, default=0.0, metavar="PCT",
                    help="send this share of frames twice")
-    p.add_argument("--delay", type=parse_ms, default=0.0, metavar="MS",
+    p.add_argument("--delay", type=argtypes.milliseconds, default=0.0, metavar="MS",
                    help="hold every frame this long (one way)")
-    p.add_argument("--reorder", type=parse_percent, default=0.0, metavar="PCT",
+    p.add_argument("--reorder", type=argtypes.percent, default=0.0, metavar="PCT",
                    help="hold this share of frames --reorder-delay longer, so later ones pass them")
-    p.add_argument("--reorder-delay", type=parse_ms, default=2.0, metavar="MS",
+    p.add_argument("--reorder-delay", type=argtypes.milliseconds, default=2.0, metavar="MS",
                    help="how much longer a reordered frame is held (default 2)")
     p.add_argument("--one-way", action="store_true",
                    help="impair only LEFT to RIGHT; RIGHT to LEFT is forwarded as it comes")

@@ -351,8 +351,9 @@ class Server(ABC):
                     pass
             self.stop_workers()
             if started:
-                log.info("stopped: %s; per worker rx=%s", self.summary(self.counters()),
-                         ",".join(str(self.ref.worker_counters(i)["rx"])
+                key = "http_requests" if self.stream else "rx"
+                log.info("stopped: %s; per worker %s=%s", self.summary(self.counters()), key,
+                         ",".join(str(self.ref.worker_counters(i)[key])
                                   for i in range(self.pool.count)))
             self.release()
 

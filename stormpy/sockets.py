@@ -32,72 +32,61 @@ SO_BUSY_POLL = 46
 BUSY_POLL_US = 50        # the kernel spins this long for a datagram before sleeping
 
 
-def open_udp_sockets(host: str, port: int, count: int,
-                     busy_poll: bool = False) -> list[socket.socket]:
-    """count sockets sharing host:port through SO_REUSEPORT. A plain bind first
-    makes sure no other process holds the port, reuseport or not. busy_poll asks
-    the kernel to spin for datagrams (SO_BUSY_POLL), where it lets us."""
+def _shared_port(host: str, port: int, count: int, kind: int, proto: str, prepare):
+    """count sockets of `kind` bound to host:port through SO_REUSEPORT, each set up by
+    prepare(sock, first) before its bind. A plain bind first makes sure no other
+    process holds the port, reuseport or not."""
     family = family_of(host)
     try:
-        with socket.socket(family, socket.SOCK_DGRAM) as probe:
+        with socket.socket(family, kind) as probe:
             if family == socket.AF_INET6:
                 probe.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            if kind == socket.SOCK_STREAM:   # a listener's old connections may linger
+                probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             probe.bind((host, port))
     except OSError as e:
-        raise bind_error("udp", host, port, e) from None
+        raise bind_error(proto, host, port, e) from None
     socks = []
     try:
-        for _ in range(count):
-            s = socket.socket(family, socket.SOCK_DGRAM)
+        for i in range(count):
+            s = socket.socket(family, kind)
             socks.append(s)
             s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
-            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, struct.pack("ll", 0, 100_000))
-            if busy_poll:
-                try:
-                    s.setsockopt(socket.SOL_SOCKET, SO_BUSY_POLL, BUSY_POLL_US)
-                except OSError as e:
-                    if not socks[:-1]:
-                        log.warning("no busy polling on sockets (SO_BUSY_POLL: %s)", e.strerror)
             if family == socket.AF_INET6:
                 s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            prepare(s, i == 0)
             s.bind((host, port))
+            if kind == socket.SOCK_STREAM:
+                s.listen(1024)
+                s.setblocking(False)
     except OSError as e:
         for s in socks:
             s.close()
-        raise bind_error("udp", host, port, e) from None
+        raise bind_error(proto, host, port, e) from None
     return socks
+
+
+def open_udp_sockets(host: str, port: int, count: int,
+                     busy_poll: bool = False) -> list[socket.socket]:
+    """count UDP sockets sharing host:port, one per worker. busy_poll asks the kernel to
+    spin for datagrams (SO_BUSY_POLL), where it lets us."""
+    def prepare(s, first):
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, struct.pack("ll", 0, 100_000))
+        if busy_poll:
+            try:
+                s.setsockopt(socket.SOL_SOCKET, SO_BUSY_POLL, BUSY_POLL_US)
+            except OSError as e:
+                if first:
+                    log.warning("no busy polling on sockets (SO_BUSY_POLL: %s)", e.strerror)
+    return _shared_port(host, port, count, socket.SOCK_DGRAM, "udp", prepare)
 
 
 def open_tcp_listeners(host: str, port: int, count: int) -> list[socket.socket]:
-    """count listening TCP sockets sharing host:port through SO_REUSEPORT, one per
-    worker (the kernel spreads connections over them). A plain bind first makes sure
-    no other process holds the port."""
-    family = family_of(host)
-    try:
-        with socket.socket(family, socket.SOCK_STREAM) as probe:
-            if family == socket.AF_INET6:
-                probe.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
-            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            probe.bind((host, port))
-    except OSError as e:
-        raise bind_error("tcp", host, port, e) from None
-    socks = []
-    try:
-        for _ in range(count):
-            s = socket.socket(family, socket.SOCK_STREAM)
-            socks.append(s)
-            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
-            if family == socket.AF_INET6:
-                s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
-            s.bind((host, port))
-            s.listen(1024)
-            s.setblocking(False)
-    except OSError as e:
-        for s in socks:
-            s.close()
-        raise bind_error("tcp", host, port, e) from None
-    return socks
+    """count listening TCP sockets sharing host:port, one per worker: the kernel
+    spreads connections over them."""
+    def prepare(s, first):
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    return _shared_port(host, port, count, socket.SOCK_STREAM, "tcp", prepare)
 
 
 def open_tcp_socket(host: str, port: int) -> socket.socket:

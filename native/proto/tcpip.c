@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "stormpy/proto/csum.h"
-#include "stormpy/proto/udpip.h"
+#include "stormpy/proto/ip.h"
 #include "stormpy/proto/wire.h"
 
 #define PROTO_TCP 6
@@ -94,36 +94,9 @@ static bool parse_tcp(const uint8_t *ip, size_t l4, size_t end, struct sp_tcpip 
 
 bool sp_tcpip_parse(const uint8_t *ip, size_t len, struct sp_tcpip *t)
 {
-    if (len < 1)
-        return false;
-    if ((ip[0] >> 4) == 4) {
-        if (len < SP_IPV4_HEADER_LEN)
-            return false;
-        size_t ihl = (size_t)(ip[0] & 0x0f) * 4;
-        size_t total = sp_get16(ip + 2);
-        if (ihl < SP_IPV4_HEADER_LEN || total < ihl || total > len)
-            return false;
-        if ((sp_get16(ip + 6) & 0x3fff) != 0 || ip[9] != PROTO_TCP)
-            return false;
-        t->family = 4;
-        memset(t->src, 0, sizeof(t->src));
-        memset(t->dst, 0, sizeof(t->dst));
-        memcpy(t->src, ip + 12, 4);
-        memcpy(t->dst, ip + 16, 4);
-        return parse_tcp(ip, ihl, total, t);
-    }
-    if ((ip[0] >> 4) == 6) {
-        if (len < SP_IPV6_HEADER_LEN)
-            return false;
-        size_t total = SP_IPV6_HEADER_LEN + (size_t)sp_get16(ip + 4);
-        if (total > len || ip[6] != PROTO_TCP)
-            return false;
-        t->family = 6;
-        memcpy(t->src, ip + 8, 16);
-        memcpy(t->dst, ip + 24, 16);
-        return parse_tcp(ip, SP_IPV6_HEADER_LEN, total, t);
-    }
-    return false;
+    struct sp_ip h;
+    return sp_ip_parse(ip, len, PROTO_TCP, &t->family, t->src, t->dst, &h) &&
+           parse_tcp(ip, h.l4, h.end, t);
 }
 
 /* The pseudo-header's partial sum for a TCP segment of tcp_len bytes. */

@@ -3,6 +3,7 @@
 
 #include <string.h>
 
+#include "stormpy/proto/ip.h"
 #include "stormpy/proto/wire.h"
 
 #include "stormpy/proto/csum.h"
@@ -25,36 +26,9 @@ static bool parse_udp(const uint8_t *ip, size_t l4, size_t end, struct sp_udpip 
 
 bool sp_udpip_parse(const uint8_t *ip, size_t len, struct sp_udpip *u)
 {
-    if (len < 1)
-        return false;
-    if ((ip[0] >> 4) == 4) {
-        if (len < SP_IPV4_HEADER_LEN)
-            return false;
-        size_t ihl = (size_t)(ip[0] & 0x0f) * 4;
-        size_t total = sp_get16(ip + 2);
-        if (ihl < SP_IPV4_HEADER_LEN || total < ihl || total > len)
-            return false;
-        if ((sp_get16(ip + 6) & 0x3fff) != 0 || ip[9] != PROTO_UDP)   /* MF or offset: fragment */
-            return false;
-        u->family = 4;
-        memset(u->src, 0, sizeof(u->src));
-        memset(u->dst, 0, sizeof(u->dst));
-        memcpy(u->src, ip + 12, 4);
-        memcpy(u->dst, ip + 16, 4);
-        return parse_udp(ip, ihl, total, u);
-    }
-    if ((ip[0] >> 4) == 6) {
-        if (len < SP_IPV6_HEADER_LEN)
-            return false;
-        size_t total = SP_IPV6_HEADER_LEN + (size_t)sp_get16(ip + 4);
-        if (total > len || ip[6] != PROTO_UDP)   /* extension headers are not served */
-            return false;
-        u->family = 6;
-        memcpy(u->src, ip + 8, 16);
-        memcpy(u->dst, ip + 24, 16);
-        return parse_udp(ip, SP_IPV6_HEADER_LEN, total, u);
-    }
-    return false;
+    struct sp_ip h;
+    return sp_ip_parse(ip, len, PROTO_UDP, &u->family, u->src, u->dst, &h) &&
+           parse_udp(ip, h.l4, h.end, u);
 }
 
 bool sp_udpip_checksums_ok(const uint8_t *ip, const struct sp_udpip *u)

@@ -12,8 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SP_IPV4_HEADER_LEN 20
-#define SP_IPV6_HEADER_LEN 40
+#include "stormpy/proto/ip.h"
+
 #define SP_UDP_HEADER_LEN 8
 
 struct sp_udpip {

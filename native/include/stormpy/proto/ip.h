@@ -1,0 +1,69 @@
+/*
+ * The IP layer under udpip.h and tcpip.h: an IPv4 or IPv6 header checked against the
+ * received length and the transport protocol expected. Inline: it is on every
+ * frame's path.
+ */
+#ifndef STORMPY_PROTO_IP_H
+#define STORMPY_PROTO_IP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "stormpy/proto/wire.h"
+
+#define SP_IPV4_HEADER_LEN 20
+#define SP_IPV6_HEADER_LEN 40
+
+/* Where the transport header starts (from the start of the IP header) and where the
+ * packet ends by its own length field (never past the received length). */
+struct sp_ip {
+    size_t l4;
+    size_t end;
+};
+
+/* False when truncated, not `proto`, a fragment (IPv4 MF or offset), with IPv6
+ * extension headers, or when the length fields disagree with len. IPv4 options are
+ * skipped. Writes *family (4 or 6) and the addresses into src and dst (16 bytes each;
+ * IPv4 in the first 4, the rest zero), the caller's own fields. */
+static inline bool sp_ip_parse(const uint8_t *ip, size_t len, uint8_t proto, uint8_t *family,
+                               uint8_t *src, uint8_t *dst, struct sp_ip *out)
+{
+    if (len < 1)
+        return false;
+    if ((ip[0] >> 4) == 4) {
+        if (len < SP_IPV4_HEADER_LEN)
+            return false;
+        size_t ihl = (size_t)(ip[0] & 0x0f) * 4;
+        size_t total = sp_get16(ip + 2);
+        if (ihl < SP_IPV4_HEADER_LEN || total < ihl || total > len)
+            return false;
+        if ((sp_get16(ip + 6) & 0x3fff) != 0 || ip[9] != proto)
+            return false;
+        *family = 4;
+        memset(src, 0, 16);
+        memset(dst, 0, 16);
+        memcpy(src, ip + 12, 4);
+        memcpy(dst, ip + 16, 4);
+        out->l4 = ihl;
+        out->end = total;
+        return true;
+    }
+    if ((ip[0] >> 4) == 6) {
+        if (len < SP_IPV6_HEADER_LEN)
+            return false;
+        size_t total = SP_IPV6_HEADER_LEN + (size_t)sp_get16(ip + 4);
+        if (total > len || ip[6] != proto)
+            return false;
+        *family = 6;
+        memcpy(src, ip + 8, 16);
+        memcpy(dst, ip + 24, 16);
+        out->l4 = SP_IPV6_HEADER_LEN;
+        out->end = total;
+        return true;
+    }
+    return false;
+}
+
+#endif
