@@ -5,6 +5,7 @@
 HTTP_SITE_MAGIC = SP_HTTP_SITE_MAGIC
 HTTP_ERRORS = SP_HTTP_ERRORS
 HTTP_ENTRY_SIZE = sizeof(sp_http_entry)
+HTTP_SITE_SIZE = sizeof(sp_http_site)      # the header, padded to where the entries start
 
 
 cdef dict _http_counters(const sp_http_counters *c):

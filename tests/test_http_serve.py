@@ -239,6 +239,11 @@ def test_start_errors_are_one_line(tmp_path, server):
     assert "Traceback" not in out.stderr
 
 
+def test_a_wildcard_listener_answers_on_loopback(site):
+    with HttpServerProcess(site[0], host="0.0.0.0") as s:
+        assert get(("127.0.0.1", s.port), "/docs/a.txt").status == 200
+
+
 def test_stats_shows_http_counters(site, tmp_path):
     import json
     control = str(tmp_path / "ctl.sock")
@@ -294,3 +299,70 @@ def test_slow_loris_connections_filling_the_pool_do_not_keep_a_client_out(site):
         finally:
             for c in loris:
                 c.close()
+
+
+def worker_cpu_seconds(server) -> float:
+    """utime+stime of the server's worker processes."""
+    pid = server.proc.pid
+    with open(f"/proc/{pid}/task/{pid}/children") as f:
+        children = f.read().split()
+    ticks = 0
+    for child in children:
+        with open(f"/proc/{child}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        ticks += int(fields[11]) + int(fields[12])
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def test_a_half_closed_client_that_does_not_read_costs_no_cpu(site):
+    with HttpServerProcess(site[0]) as s:
+        c = socket.create_connection(s.addr, timeout=5)
+        c.sendall(b"GET /f-8388608.bin HTTP/1.1\r\nHost: t\r\n\r\n")
+        c.shutdown(socket.SHUT_WR)
+        before = worker_cpu_seconds(s)
+        time.sleep(1.5)
+        spent = worker_cpu_seconds(s) - before
+        data = b""
+        while len(data) < (8 << 20):            # the answer is still whole afterwards
+            chunk = c.recv(1 << 20)
+            if not chunk:
+                break
+            data += chunk
+        c.close()
+        assert spent < 0.3, f"the worker spun: {spent:.2f} s of CPU in 1.5 s"
+        assert data.split(b"\r\n\r\n", 1)[1] == (site[0] / "f-8388608.bin").read_bytes()
+
+
+def test_requests_before_a_half_close_are_all_answered(server):
+    request = (b"GET /f-65536.bin HTTP/1.1\r\nHost: t\r\n\r\n" +
+               b"GET /docs/a.txt HTTP/1.1\r\nHost: t\r\n\r\n" * 11)
+    with socket.create_connection(server.addr, timeout=5) as c:
+        c.sendall(request)
+        c.shutdown(socket.SHUT_WR)             # more than the pipeline holds, then the FIN
+        data = b""
+        while True:
+            chunk = c.recv(1 << 20)
+            if not chunk:
+                break
+            data += chunk
+    from support.http import parse_answers
+    answers, rest = parse_answers(data)
+    assert [a.status for a in answers] == [200] * 12 and rest == b""
+
+
+def test_a_partial_request_after_a_whole_one_is_timed(site):
+    with HttpServerProcess(site[0], extra_args=["--request-timeout", "0.5",
+                                                "--send-timeout", "20"]) as s:
+        started = time.monotonic()
+        answers, closed = exchange(s.addr, b"GET /docs/a.txt HTTP/1.1\r\nHost: t\r\n\r\nGE",
+                                   count=2, timeout=8)
+        assert [a.status for a in answers] == [200, 408] and closed
+        assert time.monotonic() - started < 3
+
+
+def test_line_ends_alone_are_refused_without_spinning(site):
+    with HttpServerProcess(site[0]) as s:
+        before = worker_cpu_seconds(s)
+        answers, closed = exchange(s.addr, b"\r\n" * 20000, count=1, timeout=5)
+        assert [a.status for a in answers] == [400] and closed
+        assert worker_cpu_seconds(s) - before < 0.5

@@ -77,6 +77,7 @@ static void heads(void)
         {"GET / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip\r\n\r\n", 501},
         {"GET / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n", 400},
         {"GET /\r\n\r\n", 400},
+        {"GET / HTTP/1.1\r\nHost: a\r\nX: a\rb\r\n\r\n", 400},   /* a bare CR */
     };
     for (size_t i = 0; i < sizeof(errors) / sizeof(errors[0]); i++) {
         CHECK(parse(errors[i].s) > 0);
@@ -93,6 +94,12 @@ static void heads(void)
 
 static void limits(void)
 {
+    static char blanks[SP_HTTP_BLANK_MAX + 2];
+    memset(blanks, '\n', SP_HTTP_BLANK_MAX);
+    CHECK_EQ(parse(blanks), 0);                 /* stray line ends: wait for a request */
+    blanks[SP_HTTP_BLANK_MAX] = '\n';
+    CHECK_EQ(parse(blanks), SP_HTTP_BLANK_MAX + 1);   /* more: not a client */
+    CHECK_EQ(req.error, 400);
     static char big[40000];
     memset(big, 'a', sizeof(big));
     memcpy(big, "GET /", 5);
@@ -126,6 +133,8 @@ static void ranges(void)
     CHECK(!req.range.present);
     parse("GET / HTTP/1.1\r\nHost: a\r\nRange: bytes=x-2\r\n\r\n");
     CHECK(!req.range.present);
+    parse("GET / HTTP/1.1\r\nHost: a\r\nRange: bytes=9-2\r\n\r\n");
+    CHECK(!req.range.present);                  /* last before first: invalid, ignored */
 }
 
 static void dates(void)

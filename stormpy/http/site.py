@@ -33,14 +33,14 @@ NONE = 0xFFFFFFFF
 FILE, CLOSES = 1, 2
 BLOB_MAX = 1 << 30
 REASONS = {200: "OK", 206: "Partial Content", 301: "Moved Permanently", 304: "Not Modified",
-           400: "Bad Request", 403: "Forbidden", 404: "Not Found", 405: "Not Allowed",
+           400: "Bad Request", 403: "Forbidden", 412: "Precondition Failed", 404: "Not Found", 405: "Not Allowed",
            408: "Request Time-out", 414: "Request-URI Too Large", 416: "Requested Range Not Satisfiable",
            431: "Request Header Fields Too Large", 501: "Not Implemented",
            505: "HTTP Version Not Supported"}
 # in the order of enum sp_http_error; the ones after which the connection closes
-ERRORS = (400, 403, 404, 405, 408, 414, 416, 431, 501, 505)
+ERRORS = (400, 403, 404, 405, 408, 414, 416, 431, 501, 505, 412)
 CLOSING = {400, 408, 414, 431, 501, 505}
-assert ENTRY.size == _core.HTTP_ENTRY_SIZE
+assert ENTRY.size == _core.HTTP_ENTRY_SIZE and HEADER.size <= _core.HTTP_SITE_SIZE
 
 
 @dataclass
@@ -108,8 +108,8 @@ class _Builder:
                           partial, self.response(etag), mtime)
 
     def finish(self, errors: list[int]):
-        self.table.set_program(HEADER.pack(_core.HTTP_SITE_MAGIC, len(self.entries), *errors) +
-                               b"".join(self.entries))
+        header = HEADER.pack(_core.HTTP_SITE_MAGIC, len(self.entries), *errors)
+        self.table.set_program(header.ljust(_core.HTTP_SITE_SIZE, b"\0") + b"".join(self.entries))
         return self.table.finish()
 
 
@@ -135,7 +135,8 @@ def compile_site(root: str, now: float | None = None):
     b = _Builder(time.time() if now is None else now)
     stats = SiteStats()
     keys: dict[bytes, int] = {}
-    errors = [b.page(status, error_page(status)) for status in ERRORS]
+    errors = [b.page(status, error_page(status),
+                     [("Allow", b"GET, HEAD")] if status == 405 else ()) for status in ERRORS]
 
     def refuse(rel: str, why: str):
         stats.refused.append(f"{root}/{rel}: refused, {why}")

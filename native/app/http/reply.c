@@ -18,7 +18,7 @@ const struct sp_http_site *sp_http_site_of(const struct sp_table *t)
 }
 
 static const uint16_t ERROR_STATUS[SP_HTTP_ERRORS] = {400, 403, 404, 405, 408, 414, 416, 431,
-                                                      501, 505};
+                                                      501, 505, 412};
 
 const struct sp_http_entry *sp_http_error_entry(const struct sp_http_site *site, uint16_t status)
 {
@@ -66,9 +66,11 @@ static void add_body(struct sp_http_reply *out, const struct sp_table *t, uint32
 /* The header lines the server adds, and the blank line. */
 static void add_extra(struct sp_http_reply *out, int n)
 {
+    if (n < 0 || n >= SP_HTTP_EXTRA_MAX)
+        n = 0;                           /* cannot happen with the lines written here */
     n += snprintf((char *)out->extra + n, SP_HTTP_EXTRA_MAX - (size_t)n, "%s",
                   out->close ? "Connection: close\r\n\r\n" : "Connection: keep-alive\r\n\r\n");
-    add(out, out->extra, (size_t)n);
+    add(out, out->extra, n < SP_HTTP_EXTRA_MAX ? (size_t)n : SP_HTTP_EXTRA_MAX - 1);
 }
 
 static void start(struct sp_http_reply *out, const uint8_t *date, uint16_t status, bool close)
@@ -123,6 +125,38 @@ static bool none_match(const uint8_t *list, size_t len, const uint8_t *etag, siz
     return false;
 }
 
+/* If-Match (strong comparison: a weak tag never matches) and If-Unmodified-Since,
+ * RFC 9110 13.1.1 and 13.1.4: false when the precondition fails (412). */
+static bool preconditions_hold(const struct sp_table *t, const struct sp_http_entry *e,
+                               const struct sp_http_request *req)
+{
+    if (req->if_match) {
+        const struct sp_response *tag = sp_table_response(t, e->etag);
+        const uint8_t *l = req->if_match;
+        size_t n = req->if_match_len;
+        if (!tag)
+            return false;
+        for (size_t i = 0; i < n;) {
+            while (i < n && (l[i] == ' ' || l[i] == '\t' || l[i] == ','))
+                i++;
+            if (i < n && l[i] == '*')
+                return true;
+            size_t start = i;
+            if (i < n && l[i] == '"') {
+                const uint8_t *q = memchr(l + i + 1, '"', n - i - 1);
+                i = q ? (size_t)(q - l) + 1 : n;
+            } else {
+                while (i < n && l[i] != ',')
+                    i++;
+            }
+            if (i - start == tag->len && memcmp(l + start, sp_response_bytes(t, tag), tag->len) == 0)
+                return true;
+        }
+        return false;
+    }
+    return req->if_unmodified_since < 0 || e->mtime <= req->if_unmodified_since;
+}
+
 static bool not_modified(const struct sp_table *t, const struct sp_http_entry *e,
                          const struct sp_http_request *req)
 {
@@ -138,8 +172,8 @@ static bool not_modified(const struct sp_table *t, const struct sp_http_entry *e
 static bool range_applies(const struct sp_table *t, const struct sp_http_entry *e,
                           const struct sp_http_request *req)
 {
-    if (!req->range.present)
-        return false;
+    if (!req->range.present || req->method != SP_HTTP_GET)
+        return false;                    /* RFC 9110 14.2: ranges are for GET only */
     if (!req->if_range)
         return true;
     if (req->if_range[0] == '"') {             /* strong comparison: W/ never matches */
@@ -155,6 +189,12 @@ static void reply_file(const struct sp_table *t, const struct sp_http_site *site
                        struct sp_http_reply *out)
 {
     bool head_only = req->method == SP_HTTP_HEAD;
+    if (!preconditions_hold(t, e, req)) {
+        const struct sp_http_entry *x = sp_http_error_entry(site, 412);
+        out->status = x->status;
+        add_entry(out, t, x, head_only, 0);
+        return;
+    }
     if (not_modified(t, e, req)) {
         out->status = 304;
         add_head(out, t, e->not_modified, e->not_modified_date);

@@ -154,6 +154,8 @@ static void take_range(const uint8_t *s, size_t len, struct sp_http_range *r)
         r->last = UINT64_MAX;
         if (blen && !take_digits(b, blen, &r->last))
             return;
+        if (r->last < r->first)
+            return;                      /* RFC 9110 14.1.1: invalid, so ignored */
     }
     r->present = 1;
 }
@@ -200,8 +202,8 @@ static uint16_t take_field(const uint8_t *s, size_t len, struct sp_http_request 
     const uint8_t *v = colon + 1;
     size_t vlen = len - nlen - 1;
     trim(&v, &vlen);
-    if (memchr(v, 0, vlen))
-        return 400;
+    if (memchr(v, 0, vlen) || memchr(v, '\r', vlen))
+        return 400;                      /* RFC 9112 2.2: a bare CR is an error */
     if (equals_nocase(s, nlen, "host")) {
         f->hosts++;
     } else if (equals_nocase(s, nlen, "connection")) {
@@ -223,6 +225,11 @@ static uint16_t take_field(const uint8_t *s, size_t len, struct sp_http_request 
         if (!equals_nocase(last, llen, "chunked"))
             return 501;
         f->has_te = true;
+    } else if (equals_nocase(s, nlen, "if-match")) {
+        req->if_match = v;
+        req->if_match_len = (uint16_t)vlen;
+    } else if (equals_nocase(s, nlen, "if-unmodified-since")) {
+        req->if_unmodified_since = sp_http_parse_date(v, vlen);
     } else if (equals_nocase(s, nlen, "if-none-match")) {
         req->if_none_match = v;
         req->if_none_match_len = (uint16_t)vlen;
@@ -299,14 +306,16 @@ size_t sp_http_parse_request(const uint8_t *buf, size_t len, struct sp_http_requ
     req->error = 0;
     req->path_len = 0;
     req->content_length = 0;
-    req->if_modified_since = -1;
-    req->if_none_match = req->if_range = NULL;
-    req->if_none_match_len = req->if_range_len = 0;
+    req->if_modified_since = req->if_unmodified_since = -1;
+    req->if_none_match = req->if_range = req->if_match = NULL;
+    req->if_none_match_len = req->if_range_len = req->if_match_len = 0;
     req->range.present = 0;
 
     const uint8_t *p = buf, *end = buf + len;
     while (p < end && (*p == '\r' || *p == '\n'))   /* empty lines before a request */
         p++;
+    if (p - buf > SP_HTTP_BLANK_MAX)
+        return bad(req, 400, len);       /* more than a stray line end: not a client */
     if (p == end)
         return 0;
     const uint8_t *eol = line_end(p, end);

@@ -32,6 +32,7 @@ struct conn {
     bool lingering;
     bool suspect;                        /* the client may still be sending: linger on close */
     bool nodelay;                        /* TCP_NODELAY set: it stays open for more answers */
+    bool peer_done;                      /* the client sent its FIN: answer what is here, close */
     uint32_t events;                     /* epoll interest */
     struct conn *prev, *next;            /* in its timer list */
     uint64_t since_ms;                   /* when its timer started */
@@ -143,17 +144,23 @@ static void finish(struct sp_http_stream *s, struct conn *c)
     timer_start(s, c, T_LINGER);
 }
 
+/* Whether c may queue an answer from the table entered now: answers in one queue all
+ * point into one table, which stays pinned while they are. */
+static bool can_queue(struct sp_http_stream *s, struct conn *c)
+{
+    if (c->nout)
+        return c->table == s->t && c->nout < PIPELINE;
+    if (!sp_table_pin(&s->pins, s->gen))  /* SP_TABLE_PINS reloads all held: wait for one */
+        return false;
+    c->table = s->t;
+    c->gen = s->gen;
+    return true;
+}
+
+/* Queues an answer; can_queue() said yes. */
 static void queue_reply(struct sp_http_stream *s, struct conn *c, const struct sp_http_request *req,
                         uint16_t status)
 {
-    if (c->nout == 0) {
-        if (!sp_table_pin(&s->pins, s->gen)) {   /* SP_TABLE_PINS reloads all in use: rare */
-            c->closing = true;
-            return;
-        }
-        c->table = s->t;
-        c->gen = s->gen;
-    }
     struct sp_http_reply *r = &c->out[(c->out_head + c->nout) % PIPELINE];
     if (req)
         sp_http_answer(s->t, s->site, req, s->date, r);
@@ -223,7 +230,7 @@ static bool flush(struct sp_http_stream *s, struct conn *c)
 /* Queues answers to the complete requests in c->in, as many as the pipeline takes. */
 static void take_requests(struct sp_http_stream *s, struct conn *c)
 {
-    while (!c->closing && c->nout < PIPELINE && (c->nout == 0 || c->table == s->t)) {
+    while (!c->closing) {
         if (c->discard) {
             uint64_t k = c->discard < c->in_len ? c->discard : c->in_len;
             memmove(c->in, c->in + k, c->in_len - k);
@@ -235,8 +242,15 @@ static void take_requests(struct sp_http_stream *s, struct conn *c)
         if (c->in_len == 0)
             return;
         size_t used = sp_http_parse_request(c->in, c->in_len, &s->req);
-        if (used == 0)
+        if (used == 0 && c->in_len < IN_CAP)
             return;
+        if (!can_queue(s, c))
+            return;
+        if (used == 0) {                 /* full, and still no head: the parser's limits */
+            queue_reply(s, c, NULL, 431);
+            c->closing = true;
+            return;
+        }
         queue_reply(s, c, &s->req, 0);
         if (s->req.body == SP_HTTP_LENGTH)
             c->discard = s->req.content_length;
@@ -250,7 +264,6 @@ static void take_requests(struct sp_http_stream *s, struct conn *c)
 /* Answers what c->in holds and sends, until sending or the client holds it up. */
 static void serve(struct sp_http_stream *s, struct conn *c)
 {
-    bool was_reading = c->list == T_READING;
     for (;;) {
         take_requests(s, c);
         unsigned queued = c->nout;
@@ -260,18 +273,20 @@ static void serve(struct sp_http_stream *s, struct conn *c)
         if (!blocked || c->nout == queued)   /* room again: take the requests already here */
             break;
     }
-    if (c->nout == 0 && c->closing) {
-        finish(s, c);
+    if (c->nout == 0 && (c->closing || c->peer_done)) {
+        finish(s, c);                    /* a partial request after the FIN never completes */
         return;
     }
     if (c->nout == 0) {                  /* else flush started the send timer */
         if (!c->in_len && !c->discard)
             timer_start(s, c, T_IDLE);
-        else if (!was_reading)
-            timer_start(s, c, T_READING);    /* a request is timed from its first byte */
+        else if (c->list != T_READING)
+            timer_start(s, c, T_READING);    /* a request is timed from when it could come */
     }
-    bool more = !c->closing && c->nout < PIPELINE;
-    set_events(s, c, (more ? EPOLLIN : 0) | (c->nout ? EPOLLOUT : 0) | EPOLLRDHUP);
+    /* Only ask for what will be acted on: a level-triggered event that is not (a FIN
+     * already seen, a full buffer) would wake this loop for ever. */
+    bool reading = !c->closing && !c->peer_done && c->in_len < IN_CAP && c->nout < PIPELINE;
+    set_events(s, c, (reading ? EPOLLIN | EPOLLRDHUP : 0) | (c->nout ? EPOLLOUT : 0));
 }
 
 static void on_readable(struct sp_http_stream *s, struct conn *c)
@@ -283,17 +298,16 @@ static void on_readable(struct sp_http_stream *s, struct conn *c)
             conn_free(s, c);
         return;
     }
-    if (c->in_len < IN_CAP && !c->closing) {
+    if (c->in_len < IN_CAP && !c->closing && !c->peer_done) {
         ssize_t n = recv(c->fd, c->in + c->in_len, IN_CAP - c->in_len, MSG_DONTWAIT);
-        if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
-            if (c->nout == 0 || n < 0) {
-                conn_free(s, c);
-                return;
-            }
-            c->closing = true;           /* the client is done sending: answer, then close */
-        } else if (n > 0) {
-            c->in_len += (uint32_t)n;
+        if (n < 0 && errno != EAGAIN && errno != EINTR) {
+            conn_free(s, c);
+            return;
         }
+        if (n == 0)
+            c->peer_done = true;         /* answer the requests already here, then close */
+        else if (n > 0)
+            c->in_len += (uint32_t)n;
     }
     serve(s, c);
 }
@@ -332,7 +346,7 @@ static void accept_some(struct sp_http_stream *s)
         }
         c->fd = fd;
         c->nodelay = false;
-        c->closing = c->lingering = c->suspect = false;
+        c->closing = c->lingering = c->suspect = c->peer_done = false;
         c->in_len = 0;
         c->discard = c->sent = 0;
         c->out_head = c->nout = 0;
@@ -357,7 +371,7 @@ static void expire(struct sp_http_stream *s)
             struct conn *c = tm->head;
             if (l != T_LINGER && l != T_IDLE)
                 s->c->timeouts++;
-            if (l == T_READING && c->in_len && s->site) {
+            if (l == T_READING && c->in_len && s->site && can_queue(s, c)) {
                 queue_reply(s, c, NULL, 408);    /* a request began and never ended */
                 c->closing = true;
                 timer_remove(s, c);
@@ -413,9 +427,11 @@ int sp_http_stream_run(struct sp_http_stream *s, struct sp_table_ref *ref, int i
         }
         enter(s, ref, index);
         tick(s);
+        bool accepting = false;
         for (int i = 0; i < n; i++) {
             if (ev[i].data.ptr == NULL) {
-                accept_some(s);
+                accepting = true;        /* after the others: a slot evicted for a new
+                                          * connection may still have events below */
                 continue;
             }
             struct conn *c = ev[i].data.ptr;
@@ -425,19 +441,15 @@ int sp_http_stream_run(struct sp_http_stream *s, struct sp_table_ref *ref, int i
                 conn_free(s, c);
                 continue;
             }
-            if (ev[i].events & EPOLLOUT && c->nout) {
-                if (!flush(s, c))
-                    continue;
-                if (c->nout == 0 && c->closing) {
-                    finish(s, c);
-                    continue;
-                }
-            }
+            if (ev[i].events & EPOLLOUT && c->nout && !flush(s, c))
+                continue;
             if (ev[i].events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
                 on_readable(s, c);
             else
                 serve(s, c);             /* room in the pipeline again */
         }
+        if (accepting)
+            accept_some(s);
         expire(s);
     }
     sp_table_ref_leave_pinned(ref, index, &s->pins);

@@ -20,6 +20,7 @@
 #define SP_HTTP_LINE_MAX 8192          /* request line (longer: 414) */
 #define SP_HTTP_HEAD_MAX 16384         /* whole request head (longer: 431) */
 #define SP_HTTP_FIELDS_MAX 100         /* header lines (more: 431) */
+#define SP_HTTP_BLANK_MAX 256          /* line ends tolerated before a request (more: 400) */
 #define SP_HTTP_DATE_LEN 29            /* "Sun, 06 Nov 1994 08:49:37 GMT" */
 
 enum sp_http_method {
@@ -49,9 +50,11 @@ struct sp_http_request {
     uint16_t path_len;
     uint64_t content_length;
     int64_t if_modified_since;         /* -1 when absent or not a date */
+    int64_t if_unmodified_since;
     const uint8_t *if_none_match;      /* NULL when absent */
+    const uint8_t *if_match;
     const uint8_t *if_range;
-    uint16_t if_none_match_len, if_range_len;
+    uint16_t if_none_match_len, if_match_len, if_range_len;
     struct sp_http_range range;
     uint8_t path[SP_HTTP_PATH_MAX];
 };

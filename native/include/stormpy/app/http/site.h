@@ -49,11 +49,12 @@ struct sp_http_entry {
 /* The error answers every site has, by status. */
 enum sp_http_error {
     SP_HTTP_E400, SP_HTTP_E403, SP_HTTP_E404, SP_HTTP_E405, SP_HTTP_E408, SP_HTTP_E414,
-    SP_HTTP_E416, SP_HTTP_E431, SP_HTTP_E501, SP_HTTP_E505,
+    SP_HTTP_E416, SP_HTTP_E431, SP_HTTP_E501, SP_HTTP_E505, SP_HTTP_E412,
     SP_HTTP_ERRORS
 };
 
-/* Packed as "<12I" followed by the entries. */
+/* Packed as "<2I" and the error entries' indices, padded to sizeof(struct
+ * sp_http_site), then the entries. */
 struct sp_http_site {
     uint32_t magic;
     uint32_t nentries;
