@@ -189,6 +189,23 @@ cdef class FrameWorker:
         self.w, self.ref = w, ref
         return self
 
+    def set_http_ring(self, uint32_t max_connections=1024, uint32_t request_timeout_ms=10000,
+                      uint32_t idle_timeout_ms=30000):
+        """Serve HTTP from the table's site with stormpy's own TCP on this worker's
+        rings (app/http/ring.h) instead of DNS."""
+        cdef sp_http_ring_config cfg
+        if self.w is NULL:
+            raise ValueError("worker closed")
+        if self.w.dns.precopy is not NULL:
+            raise ValueError("HTTP on the rings runs in memcpy mode")
+        memset(&cfg, 0, sizeof(cfg))
+        cfg.max_connections = max_connections
+        cfg.request_timeout_ms = request_timeout_ms
+        cfg.idle_timeout_ms = idle_timeout_ms
+        if sp_http_worker_init_ring(&self.w.http, &cfg) != 0:
+            raise MemoryError()
+        self.w.app = SP_APP_HTTP
+
     def set_identity(self, dict identity):
         """Answer only frames to identity's mac and addresses; cap replies at its mtu."""
         if self.w is not NULL:

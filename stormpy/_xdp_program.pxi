@@ -2,20 +2,20 @@
 # native/include/stormpy/io/xdp_program.h.
 
 cdef class XdpProgram:
-    """The XDP program on one interface: steers the served UDP port to the AF_XDP
+    """The XDP program on one interface: steers the served UDP (or, tcp, TCP) port to the AF_XDP
     sockets and passes everything else to the kernel. Detached by detach(), by
     garbage collection, and by the kernel when the process dies."""
     cdef sp_xdp_prog *prog
     cdef readonly str ifname
 
-    def __cinit__(self, str ifname, uint16_t port, str mode="auto"):
+    def __cinit__(self, str ifname, uint16_t port, str mode="auto", bint tcp=False):
         cdef char err[256]
         cdef sp_xdp_attach_mode m = {"auto": SP_XDP_ATTACH_AUTO, "native": SP_XDP_ATTACH_NATIVE,
                                      "generic": SP_XDP_ATTACH_GENERIC}[mode]
         self.ifname = ifname
         b = ifname.encode()
         err[0] = 0
-        self.prog = sp_xdp_prog_attach(b, port, m, err, sizeof(err))
+        self.prog = sp_xdp_prog_attach(b, port, tcp, m, err, sizeof(err))
         if self.prog is NULL:
             raise BackendError(err.decode(errors="replace"))
 

@@ -155,7 +155,8 @@ class Server(ABC):
         self.workers_per_address = queues
         self.listen_text = f"{cfg.iface} port {cfg.port} ({cfg.backend}, {queues} queue(s))"
         self.identity = interface_identity(cfg.iface, need_address=not self.steer_all)
-        self.sinks = open_sinks(cfg.port)
+        if not self.stream:      # a ring answers UDP: the kernel must not (see open_sinks)
+            self.sinks = open_sinks(cfg.port)
         try:
             if self.serves_tcp:
                 self.tcp_sockets = [open_tcp_socket("0.0.0.0", cfg.port),
@@ -166,7 +167,7 @@ class Server(ABC):
             if cfg.backend == "xdp":
                 # port 0: the program steers every frame to the workers
                 self.xdp = _core.XdpProgram(cfg.iface, 0 if self.steer_all else cfg.port,
-                                            cfg.xdp_mode)
+                                            cfg.xdp_mode, tcp=self.stream)
         except Exception:
             self._close_sockets()
             raise

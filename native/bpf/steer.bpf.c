@@ -38,6 +38,9 @@
 /* The served UDP port in host byte order; set by userspace before load. 0 steers
  * every frame: a custom responder that answers ARP and ICMP itself owns the queue. */
 const volatile __u16 sp_port = 53;
+/* 1: the port is TCP's, not UDP's (serve-http's own TCP on the rings). The ports of
+ * both sit 2 bytes into their headers, so one check reads either. */
+const volatile __u8 sp_tcp = 0;
 
 /* Queue index -> AF_XDP socket. Userspace sets max_entries to the number of
  * receive queues before load. */
@@ -76,7 +79,7 @@ int stormpy_steer(struct xdp_md *ctx)
         struct iphdr *ip = l3;
         if ((void *)(ip + 1) > data_end)
             return XDP_PASS;
-        if (ip->version != 4 || ip->ihl < 5 || ip->protocol != IPPROTO_UDP)
+        if (ip->version != 4 || ip->ihl < 5 || ip->protocol != (sp_tcp ? IPPROTO_TCP : IPPROTO_UDP))
             return XDP_PASS;
         if (ip->frag_off & bpf_htons(SP_IP_MF_OFFSET))
             return XDP_PASS;
@@ -85,7 +88,7 @@ int stormpy_steer(struct xdp_md *ctx)
         struct ipv6hdr *ip6 = l3;
         if ((void *)(ip6 + 1) > data_end)
             return XDP_PASS;
-        if (ip6->version != 6 || ip6->nexthdr != IPPROTO_UDP)
+        if (ip6->version != 6 || ip6->nexthdr != (sp_tcp ? IPPROTO_TCP : IPPROTO_UDP))
             return XDP_PASS;
         udp = (void *)(ip6 + 1);
     } else {

@@ -7,18 +7,18 @@
 #include "stormpy/proto/ownstack.h"
 #include "stormpy/proto/udpip.h"
 
-/* Sources a reply must never go to: reflecting to them would amplify or flood. */
-static bool bad_source(const struct sp_udpip *u, const uint8_t *eth_src)
+bool sp_frame_source_refused(uint8_t family, const uint8_t *src, const uint8_t *dst,
+                             uint16_t sport, const uint8_t *eth_src)
 {
-    if ((eth_src[0] & 1) || u->sport == 0)
+    if ((eth_src[0] & 1) || sport == 0)
         return true;
-    if (u->family == 4) {
-        uint8_t a = u->src[0];
+    if (family == 4) {
+        uint8_t a = src[0];
         return a == 0 || a >= 224 || (a == 127) ||
-               (u->dst[0] >= 224);   /* multicast, broadcast, "this network", loopback */
+               (dst[0] >= 224);      /* multicast, broadcast, "this network", loopback */
     }
     static const uint8_t unspecified[16];
-    return u->src[0] == 0xff || u->dst[0] == 0xff || memcmp(u->src, unspecified, 16) == 0;
+    return src[0] == 0xff || dst[0] == 0xff || memcmp(src, unspecified, 16) == 0;
 }
 
 /* A reply never exceeds the interface MTU (plus its link header). */
@@ -27,19 +27,21 @@ static inline size_t mtu_cap(const struct sp_frame_config *cfg, size_t l2, size_
     return cfg->mtu && cap > l2 + cfg->mtu ? l2 + cfg->mtu : cap;
 }
 
-static bool addressed_to_us(const struct sp_frame_config *cfg, const uint8_t *rx,
-                            const struct sp_udpip *u)
+bool sp_frame_for_us(const struct sp_frame_config *cfg, const uint8_t *rx, uint8_t family,
+                     const uint8_t *dst)
 {
+    if (!cfg->check_dst)
+        return true;
     if (memcmp(rx, cfg->mac, 6) != 0)
         return false;
-    if (u->family == 4) {
+    if (family == 4) {
         for (unsigned i = 0; i < cfg->nv4; i++)
-            if (memcmp(u->dst, cfg->v4[i], 4) == 0)
+            if (memcmp(dst, cfg->v4[i], 4) == 0)
                 return true;
         return false;
     }
     for (unsigned i = 0; i < cfg->nv6; i++)
-        if (memcmp(u->dst, cfg->v6[i], 16) == 0)
+        if (memcmp(dst, cfg->v6[i], 16) == 0)
             return true;
     return false;
 }
@@ -72,7 +74,7 @@ enum sp_frame_kind sp_frame_parse(const struct sp_frame_config *cfg, const uint8
         c->not_ours++;
         return SP_FRAME_NOT_OURS;
     }
-    if (cfg->check_dst && !addressed_to_us(cfg, rx, u)) {
+    if (!sp_frame_for_us(cfg, rx, u->family, u->dst)) {
         c->not_ours++;
         return SP_FRAME_NOT_OURS;
     }
@@ -80,7 +82,7 @@ enum sp_frame_kind sp_frame_parse(const struct sp_frame_config *cfg, const uint8
         c->malformed++;
         return SP_FRAME_DROPPED;
     }
-    if (bad_source(u, rx + 6)) {
+    if (sp_frame_source_refused(u->family, u->src, u->dst, u->sport, rx + 6)) {
         c->bad_source++;
         return SP_FRAME_DROPPED;
     }

@@ -9,6 +9,9 @@
 static void answer_batch(struct sp_frame_worker *w, const struct sp_table *t, struct sp_batch *b)
 {
     switch (w->app) {
+    case SP_APP_HTTP:
+        sp_http_ring_batch(w->http.ring, t, b->generation, &w->pins, b, &w->http.counters);
+        break;
     case SP_APP_RULES:
         sp_rules_worker_batch(&w->rules, &w->dns, t, b);
         break;
@@ -35,10 +38,13 @@ uint64_t sp_frame_worker_run(struct sp_frame_worker *w)
     int unkicked = 0;
 
     io->counters = w->io_counters;           /* a restarted worker continues its counts */
+    /* HTTP's own TCP has timers and data to send whether frames come or not */
+    bool every_round = w->app == SP_APP_HTTP;
+    bool pending = false;                    /* TX ran out with segments still to send */
     while (!__atomic_load_n(&w->stop, __ATOMIC_ACQUIRE)) {
-        io->rx_nowait = unkicked;
+        io->rx_nowait = unkicked || pending;
         unsigned n = ops->rx_burst(io, rx, batch);
-        if (n == 0) {
+        if (n == 0 && !(every_round && !io->finished)) {
             ops->rx_release(io, rx, 0);     /* an empty or fully skipped block goes back too */
             if (unkicked) {                 /* idle: nothing may wait for the next burst */
                 ops->kick(io);
@@ -51,14 +57,15 @@ uint64_t sp_frame_worker_run(struct sp_frame_worker *w)
         }
         ops->reclaim(io);
         struct sp_batch b = {
-            .rx = rx, .n = n, .tx = tx, .reserved = ops->tx_reserve(io, tx, n),
+            .rx = rx, .n = n, .tx = tx, .reserved = ops->tx_reserve(io, tx, every_round ? batch : n),
             .datagrams = io->datagrams, .cfg = &w->cfg, .counters = &w->counters,
             .spare = spare, .slow = slow, .slow_path = w->slow_path != NULL, .out = tx,
         };
-        const struct sp_table *t = sp_table_ref_enter(w->ref, w->index);
-        b.generation = __atomic_load_n(&w->ref->slot[w->index].seen, __ATOMIC_RELAXED);
+        const struct sp_table *t = sp_table_ref_enter_pinned(w->ref, w->index, &w->pins,
+                                                             &b.generation);
         answer_batch(w, t, &b);
-        sp_table_ref_leave(w->ref, w->index);   /* the slow path may take its time */
+        pending = every_round && b.used == b.reserved;
+        sp_table_ref_leave_pinned(w->ref, w->index, &w->pins);   /* the slow path may take its time */
         if (b.nslow) {                          /* its replies follow the others in tx */
             unsigned k = w->slow_path(w->slow_ctx, slow, b.nslow, tx + b.used,
                                       b.reserved - b.used);
@@ -99,6 +106,7 @@ static void forget_process(struct sp_frame_worker *w)
     w->io = NULL;
     w->slow_path = NULL;
     w->slow_ctx = NULL;
+    memset(&w->pins, 0, sizeof(w->pins));
     sp_dns_worker_rearm(&w->dns);
     sp_http_worker_rearm(&w->http);
 }

@@ -22,6 +22,7 @@
 #define SP_XDP_PROG_NAME "stormpy_steer"   /* the SEC("xdp") function in steer.bpf.c */
 #define SP_XDP_MAP_NAME "sp_xsks"
 #define SP_XDP_PORT_VAR "sp_port"
+#define SP_XDP_TCP_VAR "sp_tcp"
 #define SP_XDP_MAP_MIN 64                  /* XSKMAP entries even when fewer queues */
 
 /* ---- the embedded BPF object ------------------------------------------------------ */
@@ -126,8 +127,8 @@ static unsigned count_queues(const char *ifname)
     return n;
 }
 
-/* Write the port into .rodata's initial value, at the offset BTF gives for sp_port. */
-static int set_port(struct bpf_object *obj, uint16_t port)
+/* Write a value into .rodata's initial value, at the offset BTF gives for `name`. */
+static int set_rodata(struct bpf_object *obj, const char *name, const void *value, size_t vsize)
 {
     struct bpf_map *map, *rodata = NULL;
     bpf_object__for_each_map(map, obj) {
@@ -146,16 +147,15 @@ static int set_port(struct bpf_object *obj, uint16_t port)
     const struct btf_var_secinfo *vs = btf_var_secinfos(sec);
     for (unsigned i = 0; i < btf_vlen(sec); i++) {
         const struct btf_type *var = btf__type_by_id(btf, vs[i].type);
-        if (strcmp(btf__name_by_offset(btf, var->name_off), SP_XDP_PORT_VAR) != 0)
+        if (strcmp(btf__name_by_offset(btf, var->name_off), name) != 0)
             continue;
         size_t size;
         const void *init = bpf_map__initial_value(rodata, &size);
         unsigned char buf[256];
-        if (!init || vs[i].size != sizeof(port) || size > sizeof(buf) ||
-            vs[i].offset + sizeof(port) > size)
+        if (!init || vs[i].size != vsize || size > sizeof(buf) || vs[i].offset + vsize > size)
             return -EINVAL;
         memcpy(buf, init, size);
-        memcpy(buf + vs[i].offset, &port, sizeof(port));
+        memcpy(buf + vs[i].offset, value, vsize);
         return bpf_map__set_initial_value(rodata, buf, size);
     }
     return -ENOENT;
@@ -264,9 +264,10 @@ static int attach_mode(struct sp_xdp_prog *p, uint32_t flag)
 }
 
 struct sp_xdp_prog *sp_xdp_prog_attach_file(const char *obj_path, const char *ifname,
-                                            uint16_t port, enum sp_xdp_attach_mode mode,
+                                            uint16_t port, bool tcp, enum sp_xdp_attach_mode mode,
                                             char *err, size_t errlen)
 {
+    uint8_t steer_tcp = tcp;
     if (!ifname || !*ifname || strlen(ifname) >= IF_NAMESIZE) {
         sp_xdp_set_err(err, errlen, "AF_XDP: bad interface name");
         return NULL;
@@ -317,12 +318,13 @@ struct sp_xdp_prog *sp_xdp_prog_attach_file(const char *obj_path, const char *if
     }
     struct bpf_program *prog = bpf_object__find_program_by_name(p->obj, SP_XDP_PROG_NAME);
     struct bpf_map *map = bpf_object__find_map_by_name(p->obj, SP_XDP_MAP_NAME);
-    if (!prog || !map || set_port(p->obj, port) ||
+    if (!prog || !map || set_rodata(p->obj, SP_XDP_PORT_VAR, &port, sizeof(port)) ||
+        set_rodata(p->obj, SP_XDP_TCP_VAR, &steer_tcp, sizeof(steer_tcp)) ||
         bpf_map__set_max_entries(map, p->map_entries)) {
         sp_xdp_quiet_end(q);
         sp_xdp_set_err(err, errlen, "AF_XDP: BPF object is not stormpy's steer program "
-                             "(no %s, %s or %s)", SP_XDP_PROG_NAME, SP_XDP_MAP_NAME,
-                SP_XDP_PORT_VAR);
+                             "(no %s, %s, %s or %s)", SP_XDP_PROG_NAME, SP_XDP_MAP_NAME,
+                SP_XDP_PORT_VAR, SP_XDP_TCP_VAR);
         goto fail;
     }
     int r = bpf_object__load(p->obj);
@@ -375,10 +377,10 @@ fail:
     return NULL;
 }
 
-struct sp_xdp_prog *sp_xdp_prog_attach(const char *ifname, uint16_t port,
+struct sp_xdp_prog *sp_xdp_prog_attach(const char *ifname, uint16_t port, bool tcp,
                                        enum sp_xdp_attach_mode mode, char *err, size_t errlen)
 {
-    return sp_xdp_prog_attach_file(NULL, ifname, port, mode, err, errlen);
+    return sp_xdp_prog_attach_file(NULL, ifname, port, tcp, mode, err, errlen);
 }
 
 void sp_xdp_prog_detach(struct sp_xdp_prog *p)

@@ -28,11 +28,22 @@ class HttpServer(Server):
     stream = True
 
     def __init__(self, cfg: HttpConfig):
-        if cfg.iface:
-            raise StormpyError("serve-http on an interface's rings (--iface) needs stormpy's "
-                               "own TCP, which is not built yet; serve through the kernel's "
-                               "TCP with --listen")
+        if cfg.iface and cfg.backend != "xdp":
+            raise StormpyError(f"serve-http --backend {cfg.backend}: stormpy's own TCP runs on "
+                               f"AF_XDP so far (on AF_PACKET the kernel would answer the port's "
+                               f"segments too); use --backend xdp, or --listen for the kernel's TCP")
+        if cfg.iface and cfg.mode != "memcpy":
+            raise StormpyError("serve-http --mode precopy: pre-copied segments are not built "
+                               "yet; use --mode memcpy")
         super().__init__(cfg)
+
+    def configure_worker(self, w, local_address) -> None:
+        """On the rings: stormpy's own TCP in the frame worker."""
+        if self.cfg.iface:
+            cfg = self.cfg
+            w.set_http_ring(max_connections=cfg.max_connections,
+                            request_timeout_ms=int(cfg.request_timeout * 1000),
+                            idle_timeout_ms=int(cfg.idle_timeout * 1000))
 
     def load(self):
         return compile_site(self.cfg.site)

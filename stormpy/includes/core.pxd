@@ -349,8 +349,16 @@ cdef extern from "stormpy/app/http/stream.h" nogil:
         uint64_t evicted
         uint64_t refused
         uint64_t open
+        uint64_t retransmits
     struct sp_http_stream_config:
         int listen_fd
+        uint32_t max_connections
+        uint32_t request_timeout_ms
+        uint32_t idle_timeout_ms
+        uint32_t send_timeout_ms
+
+cdef extern from "stormpy/app/http/ring.h" nogil:
+    struct sp_http_ring_config:
         uint32_t max_connections
         uint32_t request_timeout_ms
         uint32_t idle_timeout_ms
@@ -359,6 +367,7 @@ cdef extern from "stormpy/app/http/stream.h" nogil:
 cdef extern from "stormpy/app/http/worker.h" nogil:
     struct sp_http_worker:
         sp_http_counters counters
+    int sp_http_worker_init_ring(sp_http_worker *w, const sp_http_ring_config *cfg)
 
 cdef extern from "stormpy/engine/worker.h" nogil:
     enum sp_app:
@@ -447,7 +456,7 @@ cdef extern from "stormpy/io/xdp_program.h" nogil:
         SP_XDP_ATTACH_GENERIC
     struct sp_xdp_prog:
         pass
-    sp_xdp_prog *sp_xdp_prog_attach(const char *ifname, uint16_t port, sp_xdp_attach_mode mode,
+    sp_xdp_prog *sp_xdp_prog_attach(const char *ifname, uint16_t port, bint tcp, sp_xdp_attach_mode mode,
                                     char *err, size_t errlen)
     void sp_xdp_prog_detach(sp_xdp_prog *prog)
     sp_xdp_attach_mode sp_xdp_prog_mode(const sp_xdp_prog *prog)

@@ -8,13 +8,23 @@ int sp_http_worker_init(struct sp_http_worker *w, const struct sp_http_stream_co
     return w->stream ? 0 : -1;
 }
 
+int sp_http_worker_init_ring(struct sp_http_worker *w, const struct sp_http_ring_config *cfg)
+{
+    sp_http_ring_close(w->ring);
+    w->ring = sp_http_ring_open(cfg);
+    return w->ring ? 0 : -1;
+}
+
 void sp_http_worker_rearm(struct sp_http_worker *w)
 {
     w->stream = NULL;
+    w->ring = NULL;
 }
 
 void sp_http_worker_close(struct sp_http_worker *w)
 {
     sp_http_stream_close(w->stream);
+    sp_http_ring_close(w->ring);
     w->stream = NULL;
+    w->ring = NULL;
 }

@@ -16,6 +16,7 @@
 #ifndef STORMPY_ENGINE_FRAME_H
 #define STORMPY_ENGINE_FRAME_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -69,6 +70,15 @@ enum sp_frame_kind {
     SP_FRAME_NOT_OURS,       /* ARP, ICMP, other ports...: the kernel's, or the own stack's
                               * reply of *stack bytes already written to tx */
 };
+
+/* Whether a frame is for this host (always, without cfg->check_dst): its MAC, and
+ * one of its addresses. */
+bool sp_frame_for_us(const struct sp_frame_config *cfg, const uint8_t *rx, uint8_t family,
+                     const uint8_t *dst);
+/* Sources a reply must never go to (broadcast or multicast, port 0, loopback,
+ * "this network"): reflecting to them would amplify or flood. */
+bool sp_frame_source_refused(uint8_t family, const uint8_t *src, const uint8_t *dst,
+                             uint16_t sport, const uint8_t *eth_src);
 
 /* L2-L4 checks and counters. */
 enum sp_frame_kind sp_frame_parse(const struct sp_frame_config *cfg, const uint8_t *rx,

@@ -63,6 +63,9 @@ struct sp_frame_worker {
     struct sp_dns_worker dns;        /* also a DNS responder's (SP_APP_RULES) */
     struct sp_rules_worker rules;
     struct sp_http_worker http;
+    /* Tables that answers still point into after their batch (HTTP on the rings):
+     * the worker enters and leaves with them announced (table_ref.h). */
+    struct sp_table_pins pins;
 };
 
 /* How sp_frame_worker_init() sets a worker up. */

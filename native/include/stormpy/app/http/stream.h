@@ -34,6 +34,7 @@ struct sp_http_counters {
     uint64_t evicted;            /* idle connections closed to make room */
     uint64_t refused;            /* connections closed at once: the pool was full */
     uint64_t open;               /* open now */
+    uint64_t retransmits;        /* segments sent again (stormpy's own TCP) */
 };
 
 struct sp_http_stream_config {

@@ -1,0 +1,636 @@
+/* stormpy's own TCP for serve-http on the rings. See stormpy/app/http/ring.h. */
+#define _GNU_SOURCE
+#include "stormpy/app/http/ring.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include "stormpy/app/http/reply.h"
+#include "stormpy/engine/clock.h"
+#include "stormpy/proto/csum.h"
+#include "stormpy/proto/eth.h"
+#include "stormpy/proto/tcpip.h"
+
+#define IN_CAP (SP_HTTP_HEAD_MAX + 1024)
+#define BUCKETS 4096
+#define L2_MAX (SP_ETH_HEADER_LEN + 2 * SP_VLAN_TAG_LEN)
+#define INIT_CWND_SEGMENTS 10
+#define RTO_INITIAL_MS 1000
+#define RTO_MIN_MS 200
+#define RTO_MAX_MS 60000
+#define RETRIES_MAX 10
+#define WINDOW_MAX 65535
+
+enum state { FREE = 0, SYN_RCVD, ESTABLISHED };
+
+#define SEQ_LT(a, b) ((int32_t)((a) - (b)) < 0)
+#define SEQ_LEQ(a, b) ((int32_t)((a) - (b)) <= 0)
+
+struct tcb {
+    struct tcb *hnext;                   /* hash chain */
+    struct tcb *next, *prev;             /* in use */
+    uint8_t state;
+    bool peer_fin, fin_queued, recovery, rtt_timing, has_reply, ack_owed;
+    uint8_t l2_len, wscale, dupacks, retries;
+    uint16_t mss;
+    struct sp_tcpip peer;                /* the client's addresses and ports, as it sends */
+    uint8_t l2[L2_MAX];                  /* the link header of frames to the client */
+    uint32_t iss, snd_una, snd_nxt, snd_max, snd_wnd, cwnd, ssthresh, recover;
+    uint32_t rcv_nxt;
+    uint32_t reply_seq;                  /* the sequence number of the answer's first byte */
+    uint32_t fin_seq;
+    uint32_t rtt_seq;
+    uint64_t rtt_start_ns, rto_at_ns, last_ns, request_since_ns;
+    uint64_t clock_ns;                   /* now, for the timers this batch starts */
+    uint32_t srtt_us, rttvar_us, rto_ms;
+    uint64_t gen;                        /* the answer's table generation, pinned */
+    uint64_t discard;
+    struct sp_http_reply reply;
+    uint32_t in_len;
+    uint8_t in[IN_CAP];
+};
+
+struct sp_http_ring {
+    struct sp_http_ring_config cfg;
+    struct tcb *tcbs, *free_list, *active;
+    struct tcb *bucket[BUCKETS];
+    uint64_t secret;
+    int64_t date_second;
+    uint8_t date[SP_HTTP_DATE_LEN];
+    struct sp_http_request req;          /* scratch */
+};
+
+static uint64_t mix(uint64_t x)
+{
+    x ^= x >> 30;
+    x *= 0xbf58476d1ce4e5b9ull;
+    x ^= x >> 27;
+    x *= 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
+static uint32_t flow_hash(const struct sp_tcpip *t)
+{
+    uint64_t a, b;
+    memcpy(&a, t->src, 8);
+    memcpy(&b, t->src + 8, 8);
+    return (uint32_t)mix(a ^ mix(b ^ ((uint64_t)t->sport << 16 | t->dport))) % BUCKETS;
+}
+
+static bool same_flow(const struct tcb *c, const struct sp_tcpip *t)
+{
+    return c->peer.sport == t->sport && c->peer.dport == t->dport &&
+           c->peer.family == t->family && memcmp(c->peer.src, t->src, 16) == 0 &&
+           memcmp(c->peer.dst, t->dst, 16) == 0;
+}
+
+static struct tcb *find(struct sp_http_ring *r, const struct sp_tcpip *t)
+{
+    for (struct tcb *c = r->bucket[flow_hash(t)]; c; c = c->hnext)
+        if (same_flow(c, t))
+            return c;
+    return NULL;
+}
+
+struct sp_http_ring *sp_http_ring_open(const struct sp_http_ring_config *cfg)
+{
+    struct sp_http_ring *r = calloc(1, sizeof(*r));
+    if (!r)
+        return NULL;
+    r->cfg = *cfg;
+    if (!r->cfg.max_connections)
+        r->cfg.max_connections = 1024;
+    r->tcbs = calloc(r->cfg.max_connections, sizeof(struct tcb));
+    if (!r->tcbs) {
+        free(r);
+        return NULL;
+    }
+    for (uint32_t i = r->cfg.max_connections; i-- > 0;) {
+        r->tcbs[i].next = r->free_list;
+        r->free_list = &r->tcbs[i];
+    }
+    if (getrandom(&r->secret, sizeof(r->secret), 0) != sizeof(r->secret))
+        r->secret = mix((uint64_t)time(NULL) ^ (uint64_t)(uintptr_t)r);
+    r->date_second = -1;
+    return r;
+}
+
+void sp_http_ring_close(struct sp_http_ring *r)
+{
+    if (!r)
+        return;
+    free(r->tcbs);
+    free(r);
+}
+
+static void release(struct sp_http_ring *r, struct tcb *c, struct sp_table_pins *pins,
+                    struct sp_http_counters *k)
+{
+    if (c->has_reply)
+        sp_table_unpin(pins, c->gen);
+    struct tcb **p = &r->bucket[flow_hash(&c->peer)];
+    while (*p && *p != c)
+        p = &(*p)->hnext;
+    if (*p)
+        *p = c->hnext;
+    *(c->prev ? &c->prev->next : &r->active) = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    c->state = FREE;
+    c->next = r->free_list;
+    r->free_list = c;
+    k->open--;
+}
+
+/* The segment's frame in tx: link header, IP and TCP headers, payload from the answer. */
+static void emit(const struct tcb *c, const struct sp_batch *b, struct sp_frame *tx, uint32_t seq,
+                 uint8_t flags, uint32_t len, uint32_t window, const struct sp_tcp_options *syn)
+{
+    struct sp_tcp_segment seg = {.seq = seq, .ack = c->rcv_nxt, .flags = flags,
+                                 .window = (uint16_t)window, .syn = syn};
+    size_t hl = c->l2_len + sp_tcpip_header_len(c->peer.family, &seg);
+    uint8_t *payload = tx->data + hl;
+    uint64_t skip = seq - c->reply_seq, left = len;
+    for (int i = 0; i < c->reply.niov && left; i++) {
+        const struct iovec *v = &c->reply.iov[i];
+        if (skip >= v->iov_len) {
+            skip -= v->iov_len;
+            continue;
+        }
+        size_t n = v->iov_len - skip < left ? v->iov_len - skip : left;
+        memcpy(payload, (const uint8_t *)v->iov_base + skip, n);
+        payload += n;
+        left -= n;
+        skip = 0;
+    }
+    memcpy(tx->data, c->l2, c->l2_len);
+    sp_tcpip_write_reply(tx->data + c->l2_len, &c->peer, &seg, len,
+                         sp_csum_partial(tx->data + hl, len, 0), b->cfg->ttl);
+    tx->len = (uint32_t)(hl + len);
+}
+
+static uint32_t rcv_window(const struct tcb *c)
+{
+    uint32_t room = IN_CAP - c->in_len;
+    return room < WINDOW_MAX ? room : WINDOW_MAX;
+}
+
+/* Sends one segment at seq (a retransmission when seq is before snd_nxt). */
+static bool send_at(struct tcb *c, struct sp_batch *b, unsigned *used, uint32_t seq,
+                    uint32_t limit, struct sp_http_counters *k)
+{
+    if (*used >= b->reserved)
+        return false;
+    uint32_t end = c->reply_seq + (c->has_reply ? (uint32_t)c->reply.len : 0);
+    uint32_t len = SEQ_LT(seq, end) ? end - seq : 0;
+    len = len < c->mss ? len : c->mss;
+    len = len < limit ? len : limit;
+    uint8_t flags = SP_TCP_ACK;
+    if (len && seq + len == end)
+        flags |= SP_TCP_PSH;
+    if (c->fin_queued && seq + len == c->fin_seq && (len || seq == c->fin_seq))
+        flags |= SP_TCP_FIN;
+    if (!len && !(flags & SP_TCP_FIN))
+        return false;
+    emit(c, b, &b->tx[*used], seq, flags, len, rcv_window(c), NULL);
+    (*used)++;
+    k->bytes += len;
+    uint32_t next = seq + len + ((flags & SP_TCP_FIN) ? 1 : 0);
+    if (SEQ_LT(c->snd_max, next)) {
+        c->snd_max = next;
+        if (!c->rtt_timing) {                /* Karn: time new data only */
+            c->rtt_timing = true;
+            c->rtt_seq = seq;
+            c->rtt_start_ns = c->clock_ns;
+        }
+    } else {
+        k->retransmits++;
+        c->rtt_timing = false;
+    }
+    if (SEQ_LT(c->snd_nxt, next))
+        c->snd_nxt = next;
+    if (!c->rto_at_ns)
+        c->rto_at_ns = c->clock_ns + (uint64_t)c->rto_ms * 1000000;
+    return true;
+}
+
+/* New data and the FIN, within min(cwnd, the peer's window). */
+static bool send_more(struct tcb *c, struct sp_batch *b, unsigned *used, struct sp_http_counters *k)
+{
+    bool sent = false;
+    for (;;) {
+        uint32_t wnd = c->cwnd < c->snd_wnd ? c->cwnd : c->snd_wnd;
+        uint32_t flight = c->snd_nxt - c->snd_una;
+        if (flight >= wnd && !(c->snd_wnd == 0 && flight == 0))
+            break;
+        uint32_t room = flight < wnd ? wnd - flight : 1;   /* a zero window gets a probe */
+        if (!send_at(c, b, used, c->snd_nxt, room, k))
+            break;
+        sent = true;
+    }
+    return sent;
+}
+
+static void send_ack(struct tcb *c, struct sp_batch *b, unsigned *used)
+{
+    if (*used < b->reserved) {
+        emit(c, b, &b->tx[*used], c->snd_nxt, SP_TCP_ACK, 0, rcv_window(c), NULL);
+        (*used)++;
+    }
+}
+
+static void rtt_sample(struct tcb *c, uint64_t now_ns)
+{
+    uint32_t rtt = (uint32_t)((now_ns - c->rtt_start_ns) / 1000);
+    if (!c->srtt_us) {
+        c->srtt_us = rtt;
+        c->rttvar_us = rtt / 2;
+    } else {
+        uint32_t err = rtt > c->srtt_us ? rtt - c->srtt_us : c->srtt_us - rtt;
+        c->rttvar_us = (3 * c->rttvar_us + err) / 4;
+        c->srtt_us = (7 * c->srtt_us + rtt) / 8;
+    }
+    uint32_t rto = (c->srtt_us + 4 * c->rttvar_us) / 1000;
+    c->rto_ms = rto < RTO_MIN_MS ? RTO_MIN_MS : rto > RTO_MAX_MS ? RTO_MAX_MS : rto;
+}
+
+/* An acceptable ACK: the window, RFC 5681 growth, NewReno recovery (RFC 6582). */
+static void on_ack(struct tcb *c, const struct sp_tcpip *t, struct sp_batch *b, unsigned *used,
+                   struct sp_http_counters *k)
+{
+    uint32_t wnd = (uint32_t)t->window << c->wscale;
+    if (SEQ_LT(c->snd_max, t->ack))
+        return;                          /* acks what was never sent */
+    if (t->ack == c->snd_una) {
+        bool dup = !t->payload_len && !(t->flags & (SP_TCP_SYN | SP_TCP_FIN)) &&
+                   wnd == c->snd_wnd && c->snd_una != c->snd_max;
+        c->snd_wnd = wnd;
+        if (!dup)
+            return;
+        if (++c->dupacks == 3 && !c->recovery) {
+            uint32_t flight = c->snd_max - c->snd_una;
+            c->ssthresh = flight / 2 > 2u * c->mss ? flight / 2 : 2u * c->mss;
+            c->recover = c->snd_max;
+            c->recovery = true;
+            send_at(c, b, used, c->snd_una, c->mss, k);
+            c->cwnd = c->ssthresh + 3u * c->mss;
+        } else if (c->recovery) {
+            c->cwnd += c->mss;
+        }
+        return;
+    }
+    if (SEQ_LT(t->ack, c->snd_una))
+        return;                          /* old */
+    uint32_t acked = t->ack - c->snd_una;
+    c->snd_una = t->ack;
+    c->snd_wnd = wnd;
+    c->dupacks = 0;
+    c->retries = 0;
+    if (SEQ_LT(c->snd_nxt, c->snd_una))
+        c->snd_nxt = c->snd_una;
+    if (c->rtt_timing && SEQ_LT(c->rtt_seq, t->ack)) {
+        c->rtt_timing = false;
+        rtt_sample(c, c->clock_ns);
+    }
+    if (c->recovery) {
+        if (SEQ_LEQ(c->recover, t->ack)) {   /* full ACK: recovery is over */
+            c->recovery = false;
+            c->cwnd = c->ssthresh;
+        } else {                         /* partial ACK: the next hole, at once */
+            send_at(c, b, used, c->snd_una, c->mss, k);
+            c->cwnd = c->cwnd > acked ? c->cwnd - acked + c->mss : c->mss;
+        }
+    } else if (c->cwnd < c->ssthresh) {
+        c->cwnd += acked < c->mss ? acked : c->mss;
+    } else {
+        c->cwnd += (uint32_t)((uint64_t)c->mss * c->mss / c->cwnd) + 1;
+    }
+    c->rto_at_ns = c->snd_una == c->snd_max ? 0 : c->clock_ns + (uint64_t)c->rto_ms * 1000000;
+}
+
+/* The next answer, once the last is acknowledged whole: from the requests received. */
+static void take_request(struct sp_http_ring *r, struct tcb *c, const struct sp_table *t,
+                         const struct sp_http_site *site, uint64_t gen, struct sp_table_pins *pins,
+                         struct sp_http_counters *k)
+{
+    if (c->has_reply) {
+        if (c->snd_una != c->reply_seq + (uint32_t)c->reply.len)
+            return;                      /* still in flight */
+        sp_table_unpin(pins, c->gen);
+        c->has_reply = false;
+    }
+    while (c->discard && c->in_len) {
+        uint64_t n = c->discard < c->in_len ? c->discard : c->in_len;
+        memmove(c->in, c->in + n, c->in_len - n);
+        c->in_len -= (uint32_t)n;
+        c->discard -= n;
+    }
+    if (c->fin_queued || c->discard || !c->in_len || !site)
+        return;
+    size_t used = sp_http_parse_request(c->in, c->in_len, &r->req);
+    if (used == 0 && c->in_len < IN_CAP)
+        return;
+    if (!sp_table_pin(pins, gen))
+        return;                          /* SP_TABLE_PINS reloads all held: later */
+    c->gen = gen;
+    c->has_reply = true;
+    c->reply_seq = c->snd_max;
+    if (used == 0) {
+        sp_http_answer_error(t, site, 431, false, r->date, &c->reply);
+        used = c->in_len;
+    } else {
+        sp_http_answer(t, site, &r->req, r->date, &c->reply);
+        if (r->req.body == SP_HTTP_LENGTH)
+            c->discard = r->req.content_length;
+        else if (r->req.body == SP_HTTP_CHUNKED)
+            c->reply.close = true;
+    }
+    memmove(c->in, c->in + used, c->in_len - used);
+    c->in_len -= (uint32_t)used;
+    c->request_since_ns = c->in_len ? c->clock_ns : 0;
+    if (c->reply.close) {
+        c->fin_queued = true;
+        c->fin_seq = c->reply_seq + (uint32_t)c->reply.len;
+    }
+    k->requests++;
+    k->status[c->reply.status / 100 < 6 ? c->reply.status / 100 : 0]++;
+}
+
+static void close_gracefully(struct tcb *c)
+{
+    if (!c->fin_queued) {
+        c->fin_queued = true;
+        c->fin_seq = c->has_reply ? c->reply_seq + (uint32_t)c->reply.len : c->snd_max;
+    }
+}
+
+/* A SYN for a new connection: its SYN-ACK. */
+static void accept_syn(struct sp_http_ring *r, const struct sp_tcpip *t, const uint8_t *rx,
+                       size_t l2, struct sp_batch *b, unsigned *used, struct sp_http_counters *k)
+{
+    struct tcb *c = r->free_list;
+    if (!c) {
+        k->refused++;
+        return;                          /* the table is full: the client retries */
+    }
+    r->free_list = c->next;
+    memset(c, 0, offsetof(struct tcb, reply));
+    c->state = SYN_RCVD;
+    c->peer = *t;
+    c->l2_len = (uint8_t)l2;
+    sp_eth_write_reply(c->l2, rx + 6, rx, rx, l2);
+    size_t ip_tcp = (t->family == 4 ? SP_IPV4_HEADER_LEN : SP_IPV6_HEADER_LEN) + SP_TCP_HEADER_LEN;
+    uint32_t mtu = b->cfg->mtu ? b->cfg->mtu : 1500;
+    uint32_t ours = mtu - (uint32_t)ip_tcp;
+    uint32_t theirs = t->opt.has_mss ? t->opt.mss : 536;
+    c->mss = (uint16_t)(ours < theirs ? ours : theirs);
+    if (c->mss < 64)
+        c->mss = 64;
+    c->wscale = t->opt.has_wscale ? t->opt.wscale : 0;
+    c->rcv_nxt = t->seq + 1;
+    c->last_ns = c->clock_ns = sp_now_ns();
+    c->iss = (uint32_t)mix(r->secret ^ ((uint64_t)flow_hash(t) << 32) ^ t->seq ^ c->last_ns / 4000);
+    c->snd_una = c->iss;
+    c->snd_nxt = c->snd_max = c->iss + 1;
+    c->reply_seq = c->iss + 1;
+    c->snd_wnd = t->window;              /* a SYN's window is never scaled */
+    c->cwnd = INIT_CWND_SEGMENTS * (uint32_t)c->mss;
+    c->ssthresh = UINT32_MAX;
+    c->rto_ms = RTO_INITIAL_MS;
+    c->rto_at_ns = c->last_ns + (uint64_t)RTO_INITIAL_MS * 1000000;
+    c->request_since_ns = c->last_ns;
+    uint32_t h = flow_hash(t);
+    c->hnext = r->bucket[h];
+    r->bucket[h] = c;
+    c->prev = NULL;
+    c->next = r->active;
+    if (r->active)
+        r->active->prev = c;
+    r->active = c;
+    k->open++;
+    k->connections++;
+    if (*used < b->reserved) {
+        struct sp_tcp_options syn = {.has_mss = true, .mss = c->mss,
+                                     .has_wscale = t->opt.has_wscale, .wscale = 0};
+        emit(c, b, &b->tx[*used], c->iss, SP_TCP_SYN | SP_TCP_ACK, 0, rcv_window(c), &syn);
+        (*used)++;
+    }
+}
+
+/* A reset for a segment that belongs to no connection (RFC 9293 3.10.7.1). */
+static void refuse(const struct sp_tcpip *t, const uint8_t *rx, size_t l2, struct sp_batch *b,
+                   unsigned *used)
+{
+    if ((t->flags & SP_TCP_RST) || *used >= b->reserved)
+        return;
+    struct tcb tmp;
+    memset(&tmp, 0, offsetof(struct tcb, reply));
+    tmp.peer = *t;
+    tmp.l2_len = (uint8_t)l2;
+    sp_eth_write_reply(tmp.l2, rx + 6, rx, rx, l2);
+    uint32_t seq = (t->flags & SP_TCP_ACK) ? t->ack : 0;
+    tmp.rcv_nxt = t->seq + (uint32_t)t->payload_len + ((t->flags & SP_TCP_SYN) ? 1 : 0) +
+                  ((t->flags & SP_TCP_FIN) ? 1 : 0);
+    emit(&tmp, b, &b->tx[*used], seq,
+         (t->flags & SP_TCP_ACK) ? SP_TCP_RST : SP_TCP_RST | SP_TCP_ACK, 0, 0, NULL);
+    (*used)++;
+}
+
+/* One segment of an existing connection. Returns false when it is gone. */
+static bool on_segment(struct sp_http_ring *r, struct tcb *c, const struct sp_tcpip *t,
+                       const uint8_t *ip, struct sp_batch *b, unsigned *used,
+                       struct sp_table_pins *pins, struct sp_http_counters *k)
+{
+    c->last_ns = c->clock_ns = sp_now_ns();
+    if (t->flags & SP_TCP_RST) {
+        if (SEQ_LEQ(c->rcv_nxt, t->seq) && SEQ_LT(t->seq, c->rcv_nxt + rcv_window(c) + 1)) {
+            release(r, c, pins, k);
+            return false;
+        }
+        return true;
+    }
+    if (t->flags & SP_TCP_SYN) {         /* the SYN again: our SYN-ACK was lost */
+        if (c->state == SYN_RCVD && *used < b->reserved) {
+            struct sp_tcp_options syn = {.has_mss = true, .mss = c->mss,
+                                         .has_wscale = t->opt.has_wscale, .wscale = 0};
+            emit(c, b, &b->tx[*used], c->iss, SP_TCP_SYN | SP_TCP_ACK, 0, rcv_window(c), &syn);
+            (*used)++;
+        }
+        return true;
+    }
+    if (!(t->flags & SP_TCP_ACK))
+        return true;
+    if (c->state == SYN_RCVD) {
+        if (t->ack != c->iss + 1) {
+            refuse(t, ip - c->l2_len, c->l2_len, b, used);
+            return true;
+        }
+        c->state = ESTABLISHED;
+        c->snd_una = t->ack;
+        c->snd_wnd = (uint32_t)t->window << c->wscale;
+        c->rto_at_ns = 0;
+        c->retries = 0;
+    } else {
+        on_ack(c, t, b, used, k);
+    }
+    /* in-order bytes only; what overlaps the last ones is trimmed */
+    bool ack_now = false;
+    uint32_t len = (uint32_t)t->payload_len;
+    const uint8_t *data = ip + t->payload_off;
+    if (len || (t->flags & SP_TCP_FIN)) {
+        uint32_t off = c->rcv_nxt - t->seq;
+        if (SEQ_LEQ(t->seq, c->rcv_nxt) && off <= len) {
+            uint32_t n = len - off, room = IN_CAP - c->in_len;
+            n = n < room ? n : room;
+            if (n && !c->peer_fin) {
+                if (!c->in_len && !c->discard)
+                    c->request_since_ns = c->last_ns;
+                memcpy(c->in + c->in_len, data + off, n);
+                c->in_len += n;
+                c->rcv_nxt += n;
+            }
+            if ((t->flags & SP_TCP_FIN) && off + n == len && !c->peer_fin) {
+                c->peer_fin = true;
+                c->rcv_nxt++;
+            }
+        }
+        ack_now = true;                  /* every data segment and FIN, at once */
+    }
+    c->ack_owed |= ack_now;
+    return true;
+}
+
+/* The retransmission timer went off: everything unacknowledged goes again from
+ * snd_una, one segment first (RFC 5681 3.1, RFC 6298 5.5-5.7). */
+static bool on_timeout(struct tcb *c, struct sp_http_counters *k)
+{
+    if (++c->retries > RETRIES_MAX) {
+        k->timeouts++;
+        return false;
+    }
+    uint32_t flight = c->snd_max - c->snd_una;
+    c->ssthresh = flight / 2 > 2u * c->mss ? flight / 2 : 2u * c->mss;
+    c->cwnd = c->mss;
+    c->snd_nxt = c->snd_una;
+    c->recovery = false;
+    c->dupacks = 0;
+    c->rtt_timing = false;
+    c->rto_ms = c->rto_ms * 2 < RTO_MAX_MS ? c->rto_ms * 2 : RTO_MAX_MS;
+    c->rto_at_ns = 0;
+    return true;
+}
+
+/* Answers, timers and sending for one connection; false when it is gone. */
+static bool run_connection(struct sp_http_ring *r, struct tcb *c, const struct sp_table *t,
+                           const struct sp_http_site *site, uint64_t gen,
+                           struct sp_table_pins *pins, struct sp_batch *b, unsigned *used,
+                           struct sp_http_counters *k, uint64_t now)
+{
+    c->clock_ns = now;
+    if (c->state == SYN_RCVD) {
+        if (c->rto_at_ns && now >= c->rto_at_ns) {
+            if (++c->retries > RETRIES_MAX)
+                return false;
+            c->rto_ms = c->rto_ms * 2 < RTO_MAX_MS ? c->rto_ms * 2 : RTO_MAX_MS;
+            c->rto_at_ns = now + (uint64_t)c->rto_ms * 1000000;
+            if (*used < b->reserved) {
+                struct sp_tcp_options syn = {.has_mss = true, .mss = c->mss,
+                                             .has_wscale = c->peer.opt.has_wscale};
+                emit(c, b, &b->tx[*used], c->iss, SP_TCP_SYN | SP_TCP_ACK, 0, rcv_window(c), &syn);
+                (*used)++;
+            }
+        }
+        return true;
+    }
+    take_request(r, c, t, site, gen, pins, k);
+    if (c->rto_at_ns && now >= c->rto_at_ns && !on_timeout(c, k))
+        return false;
+    uint64_t ms = 1000000;
+    if (!c->has_reply && !c->fin_queued && c->in_len && c->request_since_ns && site &&
+        now - c->request_since_ns > r->cfg.request_timeout_ms * ms && sp_table_pin(pins, gen)) {
+        c->gen = gen;                    /* a request began and never ended: 408 */
+        c->has_reply = true;
+        c->reply_seq = c->snd_max;
+        sp_http_answer_error(t, site, 408, false, r->date, &c->reply);
+        c->in_len = 0;
+        close_gracefully(c);
+        k->timeouts++;
+    }
+    if (c->peer_fin && !c->has_reply)
+        close_gracefully(c);             /* nothing more will be asked */
+    if (!c->has_reply && !c->in_len && !c->fin_queued && now - c->last_ns > r->cfg.idle_timeout_ms * ms)
+        close_gracefully(c);
+    if (c->fin_queued && SEQ_LT(c->fin_seq, c->snd_una) &&
+        (c->peer_fin || now - c->last_ns > r->cfg.idle_timeout_ms * ms))
+        return false;                    /* both FINs are through (or the peer's never came) */
+    if (send_more(c, b, used, k))
+        c->ack_owed = false;
+    if (c->ack_owed) {
+        send_ack(c, b, used);
+        c->ack_owed = false;
+    }
+    return true;
+}
+
+static void tick_date(struct sp_http_ring *r)
+{
+    int64_t second = (int64_t)time(NULL);
+    if (second != r->date_second) {
+        r->date_second = second;
+        sp_http_format_date(second, r->date);
+    }
+}
+
+void sp_http_ring_batch(struct sp_http_ring *r, const struct sp_table *t, uint64_t gen,
+                        struct sp_table_pins *pins, struct sp_batch *b,
+                        struct sp_http_counters *k)
+{
+    const struct sp_frame_config *cfg = b->cfg;
+    struct sp_frame_counters *fc = b->counters;
+    const struct sp_http_site *site = sp_http_site_of(t);
+    unsigned used = 0;
+    tick_date(r);
+    for (unsigned i = 0; i < b->n; i++) {
+        const uint8_t *rx = b->rx[i].data;
+        size_t len = b->rx[i].len;
+        uint16_t type;
+        struct sp_tcpip tp;
+        fc->frames++;
+        size_t l2 = sp_eth_parse(rx, len, &type);
+        if (!l2 || l2 > L2_MAX) {
+            fc->malformed++;
+            continue;
+        }
+        if ((type != SP_ETHERTYPE_IPV4 && type != SP_ETHERTYPE_IPV6) ||
+            !sp_tcpip_parse(rx + l2, len - l2, &tp) ||
+            tp.family != (type == SP_ETHERTYPE_IPV4 ? 4 : 6) || tp.dport != cfg->port ||
+            !sp_frame_for_us(cfg, rx, tp.family, tp.dst)) {
+            fc->not_ours++;
+            continue;
+        }
+        if (!sp_tcpip_checksums_ok(rx + l2, &tp)) {
+            fc->malformed++;
+            continue;
+        }
+        if (sp_frame_source_refused(tp.family, tp.src, tp.dst, tp.sport, rx + 6)) {
+            fc->bad_source++;
+            continue;
+        }
+        struct tcb *c = find(r, &tp);
+        if (c)
+            on_segment(r, c, &tp, rx + l2, b, &used, pins, k);
+        else if ((tp.flags & (SP_TCP_SYN | SP_TCP_ACK | SP_TCP_RST)) == SP_TCP_SYN)
+            accept_syn(r, &tp, rx, l2, b, &used, k);
+        else
+            refuse(&tp, rx, l2, b, &used);
+    }
+    uint64_t now = sp_now_ns();
+    for (struct tcb *c = r->active, *next; c; c = next) {
+        next = c->next;
+        if (!run_connection(r, c, t, site, gen, pins, b, &used, k, now))
+            release(r, c, pins, k);
+    }
+    b->sent = b->used = used;
+}

@@ -1,0 +1,141 @@
+"""serve-http on an interface's rings: stormpy's own TCP on AF_XDP across a veth pair
+(a server and a client namespace). curl and wget download every file of the generated
+site (0 B to 8 MB) byte-exact over IPv4 and IPv6, on one kept-alive connection and on
+many; through `stormpy impair` the same holds under loss, reordering and duplication."""
+import concurrent.futures
+import hashlib
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.parse
+
+import pytest
+
+from stormpy.bench.site import make_site, sha256_of
+from support.backends import NO_NETNS, NO_XDP
+from support.netns import CLIENT_V6, SERVER_V4, SERVER_V6, ImpairedPath, VethPair
+
+pytestmark = [pytest.mark.skipif(NO_NETNS is not None, reason=f"{NO_NETNS}"),
+              pytest.mark.skipif(NO_XDP is not None, reason=f"{NO_XDP}")]
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    root = tmp_path_factory.mktemp("rings-site") / "site"
+    make_site(root)
+    return root, sha256_of(root)
+
+
+def serve(ns, root, *extra):
+    env = dict(os.environ, PYTHONPATH=REPO, PYTHONUNBUFFERED="1")
+    proc = subprocess.Popen(["ip", "netns", "exec", ns, sys.executable, "-m", "stormpy",
+                             "serve-http", str(root), "--iface", "veth0", "--backend", "xdp",
+                             "--control", "", *extra], cwd=REPO, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    return proc
+
+
+def stop(proc) -> str:
+    proc.send_signal(signal.SIGTERM)
+    out, _ = proc.communicate(timeout=15)
+    return out
+
+
+def curl(run, ns, host, paths, timeout=60):
+    """All paths on one curl run (one kept-alive connection): their SHA-256s."""
+    where = f"[{host}]" if ":" in host else host
+    cmd = ["curl", "-sS", "--fail", "-g", "--max-time", str(timeout), "--retry", "5",
+           "--retry-connrefused", "--retry-delay", "0"]
+    outs = [f"/tmp/springs-{os.getpid()}-{time.monotonic_ns()}-{i}" for i in range(len(paths))]
+    for out, path in zip(outs, paths):
+        cmd += ["-o", out, f"http://{where}{urllib.parse.quote(path)}"]
+    r = run(ns, *cmd, timeout=timeout + 30)
+    assert r.returncode == 0, r.stderr
+    digests = []
+    for out in outs:
+        with open(out, "rb") as f:
+            digests.append(hashlib.sha256(f.read()).hexdigest())
+        os.unlink(out)
+    return digests
+
+
+@pytest.fixture(scope="module")
+def pair(site):
+    with VethPair() as p:
+        server = serve(p.server, site[0])
+        try:
+            time.sleep(1.0)
+            assert server.poll() is None, server.communicate()
+            yield p
+        finally:
+            p.log = stop(server)
+
+
+def test_every_file_on_one_connection_ipv4(pair, site):
+    _, digests = site
+    paths = sorted(digests)
+    assert curl(pair.run, pair.client, SERVER_V4, paths) == [digests[p] for p in paths]
+
+
+def test_every_file_on_one_connection_ipv6(pair, site):
+    _, digests = site
+    paths = sorted(digests)
+    assert curl(pair.run, pair.client, SERVER_V6, paths) == [digests[p] for p in paths]
+
+
+def test_many_connections_at_once(pair, site):
+    _, digests = site
+    paths = [p for p in sorted(digests) if p != "/f-8388608.bin"]
+    with concurrent.futures.ThreadPoolExecutor(6) as pool:
+        got = list(pool.map(lambda p: curl(pair.run, pair.client, SERVER_V4, [p])[0], paths * 3))
+    assert got == [digests[p] for p in paths * 3]
+
+
+def test_wget_and_the_site_answers(pair, site):
+    r = pair.run(pair.client, "wget", "-q", "-O", "-", f"http://{SERVER_V4}/docs/a.txt")
+    assert r.returncode == 0 and hashlib.sha256(r.stdout.encode()).hexdigest() == \
+        site[1]["/docs/a.txt"]
+    r = pair.run(pair.client, "curl", "-sS", "-o", "/dev/null", "-w", "%{http_code} %{redirect_url}",
+                 f"http://{SERVER_V4}/docs")
+    assert r.stdout == f"301 http://{SERVER_V4}/docs/"
+    r = pair.run(pair.client, "curl", "-sS", "-o", "/dev/null", "-w", "%{http_code}",
+                 f"http://[{SERVER_V6}]/missing", "-g")
+    assert r.stdout == "404"
+
+
+def test_a_segment_for_no_connection_gets_a_reset(pair):
+    """An ACK out of nowhere (a server restarted under a client) is answered with RST,
+    so the client gives up at once instead of hanging."""
+    script = ("import socket,struct,sys\n"
+              "from scapy.all import IP,TCP,sr1,conf\nconf.verb=0\n"
+              f"r=sr1(IP(dst='{SERVER_V4}')/TCP(sport=40000,dport=80,flags='A',seq=5,ack=77),"
+              "timeout=3)\nprint(r[TCP].flags if r else 'none')")
+    r = pair.run(pair.client, sys.executable, "-c", script, timeout=30)
+    assert r.stdout.strip() == "R", r.stdout + r.stderr
+
+
+@pytest.mark.parametrize("impairment", [("--loss", "1"), ("--loss", "5"),
+                                        ("--reorder", "5", "--reorder-delay", "3"),
+                                        ("--duplicate", "5"),
+                                        ("--loss", "2", "--duplicate", "2", "--reorder", "2")])
+def test_downloads_are_byte_exact_through_an_impaired_path(site, impairment):
+    root, digests = site
+    paths = [p for p in sorted(digests) if p != "/f-8388608.bin"] * 2
+    with ImpairedPath() as p:
+        server = serve(p.server, root)
+        impair = p.popen(p.bridge, sys.executable, "-m", "stormpy", "impair", "left", "right",
+                         *impairment)
+        try:
+            time.sleep(1.0)
+            got = curl(p.run, p.client, p.SERVER, paths, timeout=90)
+        finally:
+            impair.send_signal(signal.SIGINT)
+            counters, _ = impair.communicate(timeout=15)
+            log = stop(server)
+    assert got == [digests[x] for x in paths]
+    kind = {"--loss": "lost", "--reorder": "reordered", "--duplicate": "duplicated"}[impairment[0]]
+    assert f" {kind}=0 " not in counters.splitlines()[1], counters
+    assert "requests=" in log
