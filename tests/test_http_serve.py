@@ -234,9 +234,12 @@ def test_start_errors_are_one_line(tmp_path, server):
     out = run_cli("serve-http", str(tmp_path), "--listen", f"127.0.0.1:{server.port}",
                   "--control", "")
     assert out.returncode == 1 and out.stderr.count("\n") == 1 and "in use" in out.stderr
-    out = run_cli("serve-http", str(tmp_path), "--iface", "lo", "--control", "")
-    assert out.returncode == 1 and out.stderr.count("\n") == 1
-    assert "Traceback" not in out.stderr
+    for args, why in ((["--iface", "lo", "--backend", "packet"], "AF_XDP"),
+                      (["--iface", "nosuch0"], "nosuch0" if os.geteuid() == 0 else ""),
+                      (["--iface", "lo", "--mode", "precopy"], "precopy")):
+        out = run_cli("serve-http", str(tmp_path), "--control", "", *args)
+        assert out.returncode == 1 and out.stderr.count("\n") == 1, out.stderr
+        assert why in out.stderr and "Traceback" not in out.stderr
 
 
 def test_a_wildcard_listener_answers_on_loopback(site):
