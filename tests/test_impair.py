@@ -173,6 +173,7 @@ def test_the_loss_benchmark_measures_both_servers_through_the_path():
     for row in rows:
         for name in ("stormpy", "nginx"):
             assert row[name]["requests"] > 0 and row[name]["errors"] == 0, row
+        assert row["stormpy-xdp"]["requests"] > 0, row       # its own TCP on AF_XDP
     # lost frames cost throughput, for both
     for name in ("stormpy", "nginx"):
         assert rows[1][name]["transfer_bytes_per_s"] < rows[0][name]["transfer_bytes_per_s"]

@@ -1,12 +1,12 @@
-"""`stormpy bench http-loss`: the paper's loss experiment. stormpy serve-http and nginx
-serve the same site from a server namespace; wrk in a client namespace reaches them
+"""`stormpy bench http-loss`: the paper's loss experiment. stormpy serve-http (on the
+kernel's TCP, and with its own TCP on AF_XDP) and nginx serve the same site from a
+server namespace; wrk in a client namespace reaches them
 through `stormpy impair` in a bridge namespace (ImpairedPath: no netem on this
 kernel), first with no loss, then with each --loss. Throughput in MB/s and requests/s
 per file size, stormpy/nginx as a ratio, in one run.
 
-Both servers run on the kernel's TCP here, so today this measures the harness and the
-servers' HTTP side; with stormpy's own TCP on the rings it will measure its loss
-recovery against the kernel's, as the paper's Figure did against FreeBSD's."""
+stormpy-xdp against nginx compares stormpy's own TCP's loss recovery with the
+kernel's, as the paper did against FreeBSD's."""
 from __future__ import annotations
 
 import hashlib
@@ -25,14 +25,17 @@ from stormpy.bench.nginx import nginx_path, write_nginx_config
 from stormpy.bench.report import say
 from stormpy.bench.site import bin_name, make_site, sha256_of
 
-PORTS = {"stormpy": 80, "nginx": 8080}
+# stormpy on the kernel's TCP, stormpy's own TCP on AF_XDP, nginx
+PORTS = {"stormpy": 80, "stormpy-xdp": 81, "nginx": 8080}
 
 
 def _start(path: ImpairedPath, site: Path, workdir: Path) -> dict:
     """Both servers in the server namespace; {name: Popen}."""
-    procs = {"stormpy": path.popen(path.server, sys.executable, "-m", "stormpy", "serve-http",
-                                   str(site), "--listen", f"{path.SERVER}:{PORTS['stormpy']}",
-                                   "--workers", "1", "--control", "")}
+    serve = [sys.executable, "-m", "stormpy", "serve-http", str(site), "--control", ""]
+    procs = {"stormpy": path.popen(path.server, *serve, "--listen",
+                                   f"{path.SERVER}:{PORTS['stormpy']}", "--workers", "1"),
+             "stormpy-xdp": path.popen(path.server, *serve, "--iface", "veth0", "--backend",
+                                       "xdp", "--port", str(PORTS["stormpy-xdp"]))}
     conf = write_nginx_config(workdir / "nginx", site, PORTS["nginx"], path.SERVER)
     procs["nginx"] = path.popen(path.server, nginx_path(), "-p", str(workdir / "nginx"), "-e",
                                 str(workdir / "nginx" / "error.log"), "-c", str(conf), "-g",
@@ -114,16 +117,17 @@ def _report(results: list, args) -> None:
         print(json.dumps({"connections": args.connections, "seconds": args.seconds,
                           "results": results}, indent=2))
         return
+    names = list(PORTS)
     print(f"\n### through stormpy impair: wrk -t1 -c{args.connections} -d{args.seconds:g}s, "
-          f"client and servers in namespaces\n")
-    print("| loss | size | stormpy MB/s | stormpy req/s | nginx MB/s | nginx req/s | "
-          "stormpy/nginx |")
-    print("|---|---|---|---|---|---|---|")
+          f"client and servers in namespaces (MB/s, and the ratio to nginx)\n")
+    print("| loss | size | " + " | ".join(f"{n} MB/s" for n in names) + " | " +
+          " | ".join(f"{n}/nginx" for n in names if n != "nginx") + " |")
+    print("|---|---|" + "---|" * (2 * len(names) - 1))
     for r in results:
-        s, n = r["stormpy"], r["nginx"]
-        ratio = s["requests_per_s"] / n["requests_per_s"] if n["requests_per_s"] else 0
-        marks = "".join("!" for x in (s, n) if x["errors"])
-        print(f"| {r['loss']:g}% | {size_label(r['size'])} | "
-              f"{s['transfer_bytes_per_s'] / 1e6:,.1f} | {s['requests_per_s']:,.0f} | "
-              f"{n['transfer_bytes_per_s'] / 1e6:,.1f} | {n['requests_per_s']:,.0f} | "
-              f"{ratio:.2f}x{marks} |")
+        mbs = {n: r[n]["transfer_bytes_per_s"] / 1e6 for n in names}
+        marks = {n: "!" if r[n]["errors"] else "" for n in names}
+        ratios = [f"{mbs[n] / mbs['nginx']:.2f}x" if mbs["nginx"] else "-"
+                  for n in names if n != "nginx"]
+        print(f"| {r['loss']:g}% | {size_label(r['size'])} | " +
+              " | ".join(f"{mbs[n]:,.1f}{marks[n]}" for n in names) + " | " +
+              " | ".join(ratios) + " |")

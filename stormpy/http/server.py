@@ -66,7 +66,7 @@ class HttpServer(Server):
         return (f"http connections={c['http_connections']} open={c['http_open']} "
                 f"requests={c['http_requests']} {classes} bytes={c['http_bytes']} "
                 f"timeouts={c['http_timeouts']} evicted={c['http_evicted']} "
-                f"refused={c['http_refused']}").replace("  ", " ")
+                f"refused={c['http_refused']} retransmits={c['http_retransmits']}").replace("  ", " ")
 
     def snapshot(self) -> dict:
         snap = super().snapshot()
