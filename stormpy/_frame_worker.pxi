@@ -76,9 +76,10 @@ cdef class FrameWorker:
     def xdp(XdpProgram prog not None, int index, TableRef ref not None, uint16_t port,
             unsigned batch=32, bint busy_poll=False, str copy_mode="auto",
             uint16_t max_udp=1232, uint8_t ttl=64, str mode="memcpy",
-            unsigned precopy_frames=PRECOPY_FRAMES):
+            unsigned precopy_frames=PRECOPY_FRAMES, int poll_ms=100):
         """A worker on an AF_XDP socket bound to queue `index` of prog's interface;
-        mode "precopy" keeps precopy_frames reply copies in its UMEM."""
+        mode "precopy" keeps precopy_frames reply copies in its UMEM. poll_ms: the
+        longest it waits for frames (timers need it short)."""
         cdef FrameWorker self = FrameWorker.__new__(FrameWorker)
         cdef sp_xdp_config cfg
         cdef char err[256]
@@ -90,7 +91,7 @@ cdef class FrameWorker:
         cfg.pool_frames = precopy_frames if precopy else 0
         cfg.copy_mode = XDP_COPY_MODES[copy_mode]
         cfg.poll_busy = busy_poll
-        cfg.poll_timeout_ms = 100
+        cfg.poll_timeout_ms = poll_ms
         err[0] = 0
         cdef sp_io *io = sp_xdp_io_open(prog.prog, index, &cfg, err, sizeof(err))
         self.keep = prog

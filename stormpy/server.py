@@ -56,6 +56,7 @@ class Server(ABC):
     serves_tcp = False          # tcp_client() answers on the served addresses
     # what a socket worker reads: its own UDP socket, or (stream) its own TCP listener
     stream = False
+    ring_poll_ms = 100          # the longest a ring worker waits for frames
     steer_all = False           # ring workers take every frame, not just the port's
 
     def __init__(self, cfg: ServerConfig):
@@ -181,7 +182,8 @@ class Server(ABC):
         if cfg.backend == "xdp":
             w = _core.FrameWorker.xdp(self.xdp, index, self.ref, cfg.port, cfg.batch,
                                       busy_poll=cfg.busy_poll, copy_mode=cfg.copy_mode,
-                                      max_udp=cfg.max_udp, mode=cfg.mode)
+                                      max_udp=cfg.max_udp, mode=cfg.mode,
+                                      poll_ms=self.ring_poll_ms)
         elif cfg.backend == "netmap":
             w = _core.FrameWorker.netmap(cfg.iface, index, self.ref, cfg.port, cfg.batch,
                                          busy_poll=cfg.busy_poll, max_udp=cfg.max_udp,

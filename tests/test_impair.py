@@ -177,3 +177,17 @@ def test_the_loss_benchmark_measures_both_servers_through_the_path():
     # lost frames cost throughput, for both
     for name in ("stormpy", "nginx"):
         assert rows[1][name]["transfer_bytes_per_s"] < rows[0][name]["transfer_bytes_per_s"]
+
+
+def test_it_stops_with_one_line_when_an_interface_goes_away():
+    with ImpairedPath() as p:
+        proc = p.popen(p.bridge, sys.executable, "-m", "stormpy", "impair", "left", "right")
+        time.sleep(1.0)
+        assert proc.poll() is None
+        p.sh("ip", "-n", p.bridge, "link", "del", "left")   # takes its peer with it
+        try:
+            out, err = proc.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            raise AssertionError("impair kept running without its interface")
+    assert proc.returncode == 1 and "No such device" in err and "Traceback" not in err, err

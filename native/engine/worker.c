@@ -57,7 +57,7 @@ uint64_t sp_frame_worker_run(struct sp_frame_worker *w)
         }
         ops->reclaim(io);
         struct sp_batch b = {
-            .rx = rx, .n = n, .tx = tx, .reserved = ops->tx_reserve(io, tx, every_round ? batch : n),
+            .rx = rx, .n = n, .tx = tx, .reserved = ops->tx_reserve(io, tx, every_round ? SP_IO_BATCH_MAX : n),
             .datagrams = io->datagrams, .cfg = &w->cfg, .counters = &w->counters,
             .spare = spare, .slow = slow, .slow_path = w->slow_path != NULL, .out = tx,
         };

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "stormpy/app/dns/precopy.h"
@@ -33,6 +34,7 @@ struct packet_io {
     int fd;
     int busy_poll;
     int promiscuous;
+    unsigned ifindex;
     unsigned poll_ms;
     uint8_t *map;
     size_t map_len;
@@ -75,6 +77,24 @@ static int block_ready(struct packet_io *p)
            TP_STATUS_USER;
 }
 
+/* The socket reported an error (the link went down, or away): poll() would report it
+ * again at once, so this is where a worker would spin. An interface that is gone ends
+ * the backend (ENODEV); one that is down is waited for, a poll interval at a time. */
+static void link_error(struct packet_io *p)
+{
+    int e = 0;
+    socklen_t len = sizeof(e);
+    getsockopt(p->fd, SOL_SOCKET, SO_ERROR, &e, &len);   /* reading it clears it */
+    char name[IF_NAMESIZE];
+    if (!if_indextoname(p->ifindex, name)) {
+        p->io.error = ENODEV;
+        p->io.finished = 1;
+        return;
+    }
+    struct timespec pause = {.tv_sec = p->poll_ms / 1000, .tv_nsec = (long)(p->poll_ms % 1000) * 1000000};
+    nanosleep(&pause, NULL);
+}
+
 static unsigned packet_rx_burst(struct sp_io *io, struct sp_frame *rx, unsigned max)
 {
     struct packet_io *p = (struct packet_io *)io;
@@ -83,7 +103,11 @@ static unsigned packet_rx_burst(struct sp_io *io, struct sp_frame *rx, unsigned 
             if (p->busy_poll || io->rx_nowait)
                 return 0;
             struct pollfd pfd = {.fd = p->fd, .events = POLLIN | POLLERR};
-            poll(&pfd, 1, (int)p->poll_ms);
+            if (poll(&pfd, 1, (int)p->poll_ms) > 0 && (pfd.revents & (POLLERR | POLLNVAL)) &&
+                !block_ready(p)) {
+                link_error(p);
+                return 0;
+            }
             if (!block_ready(p))
                 return 0;
         }
@@ -323,6 +347,7 @@ struct sp_io *sp_packet_io_open(const struct sp_packet_config *cfg, char *err, s
     p->poll_ms = cfg->poll_ms ? cfg->poll_ms : 100;
     p->promiscuous = cfg->promiscuous;
     unsigned ifindex = if_nametoindex(cfg->ifname);
+    p->ifindex = ifindex;
     if (!ifindex) {
         snprintf(err, errlen, "AF_PACKET: no interface named %s", cfg->ifname);
         packet_close(&p->io);

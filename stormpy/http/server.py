@@ -26,6 +26,7 @@ class HttpConfig(ServerConfig):
 class HttpServer(Server):
     """The site's table on the workers; each worker its own TCP listener."""
     stream = True
+    ring_poll_ms = 5            # its own TCP's timers run when the worker wakes
 
     def __init__(self, cfg: HttpConfig):
         if cfg.iface and cfg.backend != "xdp":

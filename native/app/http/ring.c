@@ -44,6 +44,7 @@ struct tcb {
     uint32_t rtt_seq;
     uint64_t rtt_start_ns, rto_at_ns, last_ns, request_since_ns;
     uint64_t clock_ns;                   /* now, for the timers this batch starts */
+    uint64_t probe_at_ns;                /* tail loss probe, when the ACKs stop coming */
     uint32_t srtt_us, rttvar_us, rto_ms;
     uint64_t gen;                        /* the answer's table generation, pinned */
     uint64_t discard;
@@ -177,6 +178,16 @@ static uint32_t rcv_window(const struct tcb *c)
     return room < WINDOW_MAX ? room : WINDOW_MAX;
 }
 
+/* A tail loss probe (after RFC 8985 7): when ACKs stop while data is out, the last
+ * segment goes again after two round trips, so a lost tail is repaired by the
+ * ACKs it draws instead of by the retransmission timer. */
+static void arm_probe(struct tcb *c)
+{
+    uint64_t pto_us = c->srtt_us ? 2 * (uint64_t)c->srtt_us : 10000;
+    pto_us = pto_us < 5000 ? 5000 : pto_us;
+    c->probe_at_ns = c->snd_una == c->snd_max ? 0 : c->clock_ns + pto_us * 1000;
+}
+
 /* Sends one segment at seq (a retransmission when seq is before snd_nxt). */
 static bool send_at(struct tcb *c, struct sp_batch *b, unsigned *used, uint32_t seq,
                     uint32_t limit, struct sp_http_counters *k)
@@ -213,6 +224,7 @@ static bool send_at(struct tcb *c, struct sp_batch *b, unsigned *used, uint32_t 
         c->snd_nxt = next;
     if (!c->rto_at_ns)
         c->rto_at_ns = c->clock_ns + (uint64_t)c->rto_ms * 1000000;
+    arm_probe(c);
     return true;
 }
 
@@ -264,8 +276,11 @@ static void on_ack(struct tcb *c, const struct sp_tcpip *t, struct sp_batch *b, 
     if (SEQ_LT(c->snd_max, t->ack))
         return;                          /* acks what was never sent */
     if (t->ack == c->snd_una) {
+        /* RFC 5681 also asks for an unchanged window; a receiver that reads as data
+         * arrives moves its window in nearly every ACK, and without SACK the duplicate
+         * ACKs are all there is to go on */
         bool dup = !t->payload_len && !(t->flags & (SP_TCP_SYN | SP_TCP_FIN)) &&
-                   wnd == c->snd_wnd && c->snd_una != c->snd_max;
+                   c->snd_una != c->snd_max;
         c->snd_wnd = wnd;
         if (!dup)
             return;
@@ -302,12 +317,13 @@ static void on_ack(struct tcb *c, const struct sp_tcpip *t, struct sp_batch *b, 
             send_at(c, b, used, c->snd_una, c->mss, k);
             c->cwnd = c->cwnd > acked ? c->cwnd - acked + c->mss : c->mss;
         }
-    } else if (c->cwnd < c->ssthresh) {
-        c->cwnd += acked < c->mss ? acked : c->mss;
+    } else if (c->cwnd < c->ssthresh) {        /* byte counting (RFC 3465): receivers */
+        c->cwnd += acked < 2u * c->mss ? acked : 2u * c->mss;   /* ACK every second segment */
     } else {
-        c->cwnd += (uint32_t)((uint64_t)c->mss * c->mss / c->cwnd) + 1;
+        c->cwnd += (uint32_t)((uint64_t)c->mss * acked / c->cwnd) + 1;
     }
     c->rto_at_ns = c->snd_una == c->snd_max ? 0 : c->clock_ns + (uint64_t)c->rto_ms * 1000000;
+    arm_probe(c);
 }
 
 /* The next answer, once the last is acknowledged whole: from the requests received. */
@@ -547,6 +563,12 @@ static bool run_connection(struct sp_http_ring *r, struct tcb *c, const struct s
     take_request(r, c, t, site, gen, pins, k);
     if (c->rto_at_ns && now >= c->rto_at_ns && !on_timeout(c, k))
         return false;
+    if (c->probe_at_ns && now >= c->probe_at_ns && !c->recovery) {
+        uint32_t last = c->snd_max - c->snd_una > c->mss ? c->snd_max - c->mss : c->snd_una;
+        c->probe_at_ns = 0;              /* once per flight: then the timer */
+        if (send_at(c, b, used, last, c->snd_max - last, k))
+            c->probe_at_ns = 0;
+    }
     uint64_t ms = 1000000;
     if (!c->has_reply && !c->fin_queued && c->in_len && c->request_since_ns && site &&
         now - c->request_since_ns > r->cfg.request_timeout_ms * ms && sp_table_pin(pins, gen)) {
