@@ -96,7 +96,7 @@ class ImpairedPath:
     SERVER, CLIENT = "198.18.4.1", "198.18.4.2"
 
     def __init__(self):
-        n = f"{os.getpid() % 100000}"
+        n = f"{os.getpid() % 100000}x{next(_serial)}"
         self.client, self.bridge, self.server = (f"spi-cli-{n}", f"spi-br-{n}", f"spi-srv-{n}")
 
     def sh(self, *cmd):
