@@ -34,6 +34,7 @@ struct packet_io {
     int fd;
     int busy_poll;
     int promiscuous;
+    int link_down;                   /* the socket said so once: look for the device again */
     unsigned ifindex;
     unsigned poll_ms;
     uint8_t *map;
@@ -77,22 +78,28 @@ static int block_ready(struct packet_io *p)
            TP_STATUS_USER;
 }
 
-/* The socket reported an error (the link went down, or away): poll() would report it
- * again at once, so this is where a worker would spin. An interface that is gone ends
- * the backend (ENODEV); one that is down is waited for, a poll interval at a time. */
+/* The socket reported an error: the link went down, perhaps on its way out (a device
+ * being deleted goes down first, and the socket says so only once). poll() would
+ * report it again at once, so this is where a worker would spin. An interface that
+ * is gone ends the backend (ENODEV); one that is down is waited for, and looked for
+ * again at every empty poll until it is back. */
 static void link_error(struct packet_io *p)
 {
     int e = 0;
     socklen_t len = sizeof(e);
     getsockopt(p->fd, SOL_SOCKET, SO_ERROR, &e, &len);   /* reading it clears it */
+    p->link_down = 1;
+    struct timespec pause = {.tv_sec = p->poll_ms / 1000, .tv_nsec = (long)(p->poll_ms % 1000) * 1000000};
+    nanosleep(&pause, NULL);
+}
+
+static void check_link(struct packet_io *p)
+{
     char name[IF_NAMESIZE];
     if (!if_indextoname(p->ifindex, name)) {
         p->io.error = ENODEV;
         p->io.finished = 1;
-        return;
     }
-    struct timespec pause = {.tv_sec = p->poll_ms / 1000, .tv_nsec = (long)(p->poll_ms % 1000) * 1000000};
-    nanosleep(&pause, NULL);
 }
 
 static unsigned packet_rx_burst(struct sp_io *io, struct sp_frame *rx, unsigned max)
@@ -108,8 +115,12 @@ static unsigned packet_rx_burst(struct sp_io *io, struct sp_frame *rx, unsigned 
                 link_error(p);
                 return 0;
             }
-            if (!block_ready(p))
+            if (!block_ready(p)) {
+                if (p->link_down)
+                    check_link(p);
                 return 0;
+            }
+            p->link_down = 0;
         }
         struct tpacket_block_desc *d = rx_desc(p, p->rx_block);
         p->rx_left = d->hdr.bh1.num_pkts;
