@@ -7,43 +7,10 @@
 #include "stormpy/proto/ownstack.h"
 #include "stormpy/proto/udpip.h"
 
-bool sp_frame_source_refused(uint8_t family, const uint8_t *src, const uint8_t *dst,
-                             uint16_t sport, const uint8_t *eth_src)
-{
-    if ((eth_src[0] & 1) || sport == 0)
-        return true;
-    if (family == 4) {
-        uint8_t a = src[0];
-        return a == 0 || a >= 224 || (a == 127) ||
-               (dst[0] >= 224);      /* multicast, broadcast, "this network", loopback */
-    }
-    static const uint8_t unspecified[16];
-    return src[0] == 0xff || dst[0] == 0xff || memcmp(src, unspecified, 16) == 0;
-}
-
 /* A reply never exceeds the interface MTU (plus its link header). */
 static inline size_t mtu_cap(const struct sp_frame_config *cfg, size_t l2, size_t cap)
 {
     return cfg->mtu && cap > l2 + cfg->mtu ? l2 + cfg->mtu : cap;
-}
-
-bool sp_frame_for_us(const struct sp_frame_config *cfg, const uint8_t *rx, uint8_t family,
-                     const uint8_t *dst)
-{
-    if (!cfg->check_dst)
-        return true;
-    if (memcmp(rx, cfg->mac, 6) != 0)
-        return false;
-    if (family == 4) {
-        for (unsigned i = 0; i < cfg->nv4; i++)
-            if (memcmp(dst, cfg->v4[i], 4) == 0)
-                return true;
-        return false;
-    }
-    for (unsigned i = 0; i < cfg->nv6; i++)
-        if (memcmp(dst, cfg->v6[i], 16) == 0)
-            return true;
-    return false;
 }
 
 enum sp_frame_kind sp_frame_parse(const struct sp_frame_config *cfg, const uint8_t *rx,

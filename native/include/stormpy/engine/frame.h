@@ -19,6 +19,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "stormpy/proto/eth.h"
 #include "stormpy/proto/udpip.h"
@@ -72,13 +73,42 @@ enum sp_frame_kind {
 };
 
 /* Whether a frame is for this host (always, without cfg->check_dst): its MAC, and
- * one of its addresses. */
-bool sp_frame_for_us(const struct sp_frame_config *cfg, const uint8_t *rx, uint8_t family,
-                     const uint8_t *dst);
+ * one of its addresses. Inline: every frame asks. */
+static inline bool sp_frame_for_us(const struct sp_frame_config *cfg, const uint8_t *rx,
+                                   uint8_t family, const uint8_t *dst)
+{
+    if (!cfg->check_dst)
+        return true;
+    if (memcmp(rx, cfg->mac, 6) != 0)
+        return false;
+    if (family == 4) {
+        for (unsigned i = 0; i < cfg->nv4; i++)
+            if (memcmp(dst, cfg->v4[i], 4) == 0)
+                return true;
+        return false;
+    }
+    for (unsigned i = 0; i < cfg->nv6; i++)
+        if (memcmp(dst, cfg->v6[i], 16) == 0)
+            return true;
+    return false;
+}
+
 /* Sources a reply must never go to (broadcast or multicast, port 0, loopback,
  * "this network"): reflecting to them would amplify or flood. */
-bool sp_frame_source_refused(uint8_t family, const uint8_t *src, const uint8_t *dst,
-                             uint16_t sport, const uint8_t *eth_src);
+static inline bool sp_frame_source_refused(uint8_t family, const uint8_t *src,
+                                           const uint8_t *dst, uint16_t sport,
+                                           const uint8_t *eth_src)
+{
+    if ((eth_src[0] & 1) || sport == 0)
+        return true;
+    if (family == 4) {
+        uint8_t a = src[0];
+        return a == 0 || a >= 224 || (a == 127) ||
+               (dst[0] >= 224);      /* multicast, broadcast, "this network", loopback */
+    }
+    static const uint8_t unspecified[16];
+    return src[0] == 0xff || dst[0] == 0xff || memcmp(src, unspecified, 16) == 0;
+}
 
 /* L2-L4 checks and counters. */
 enum sp_frame_kind sp_frame_parse(const struct sp_frame_config *cfg, const uint8_t *rx,
