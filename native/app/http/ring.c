@@ -1,67 +1,13 @@
 /* stormpy's own TCP for serve-http on the rings. See stormpy/app/http/ring.h. */
 #define _GNU_SOURCE
-#include "stormpy/app/http/ring.h"
+#include "ring_internal.h"
 
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 #include <time.h>
 
-#include "stormpy/app/http/reply.h"
 #include "stormpy/engine/clock.h"
-#include "stormpy/proto/csum.h"
-#include "stormpy/proto/eth.h"
-#include "stormpy/proto/tcpip.h"
-
-#define IN_CAP (SP_HTTP_HEAD_MAX + 1024)
-#define BUCKETS 4096
-#define L2_MAX (SP_ETH_HEADER_LEN + 2 * SP_VLAN_TAG_LEN)
-#define INIT_CWND_SEGMENTS 10
-#define RTO_INITIAL_MS 1000
-#define RTO_MIN_MS 200
-#define RTO_MAX_MS 60000
-#define RETRIES_MAX 10
-#define WINDOW_MAX 65535
-
-enum state { FREE = 0, SYN_RCVD, ESTABLISHED };
-
-#define SEQ_LT(a, b) ((int32_t)((a) - (b)) < 0)
-#define SEQ_LEQ(a, b) ((int32_t)((a) - (b)) <= 0)
-
-struct tcb {
-    struct tcb *hnext;                   /* hash chain */
-    struct tcb *next, *prev;             /* in use */
-    uint8_t state;
-    bool peer_fin, fin_queued, recovery, rtt_timing, has_reply, ack_owed;
-    uint8_t l2_len, wscale, dupacks, retries;
-    uint16_t mss;
-    struct sp_tcpip peer;                /* the client's addresses and ports, as it sends */
-    uint8_t l2[L2_MAX];                  /* the link header of frames to the client */
-    uint32_t iss, snd_una, snd_nxt, snd_max, snd_wnd, cwnd, ssthresh, recover;
-    uint32_t rcv_nxt;
-    uint32_t reply_seq;                  /* the sequence number of the answer's first byte */
-    uint32_t fin_seq;
-    uint32_t rtt_seq;
-    uint64_t rtt_start_ns, rto_at_ns, last_ns, request_since_ns;
-    uint64_t clock_ns;                   /* now, for the timers this batch starts */
-    uint64_t probe_at_ns;                /* tail loss probe, when the ACKs stop coming */
-    uint32_t srtt_us, rttvar_us, rto_ms;
-    uint64_t gen;                        /* the answer's table generation, pinned */
-    uint64_t discard;
-    struct sp_http_reply reply;
-    uint32_t in_len;
-    uint8_t in[IN_CAP];
-};
-
-struct sp_http_ring {
-    struct sp_http_ring_config cfg;
-    struct tcb *tcbs, *free_list, *active;
-    struct tcb *bucket[BUCKETS];
-    uint64_t secret;
-    int64_t date_second;
-    uint8_t date[SP_HTTP_DATE_LEN];
-    struct sp_http_request req;          /* scratch */
-};
 
 static uint64_t mix(uint64_t x)
 {
@@ -143,187 +89,6 @@ static void release(struct sp_http_ring *r, struct tcb *c, struct sp_table_pins 
     c->next = r->free_list;
     r->free_list = c;
     k->open--;
-}
-
-/* The segment's frame in tx: link header, IP and TCP headers, payload from the answer. */
-static void emit(const struct tcb *c, const struct sp_batch *b, struct sp_frame *tx, uint32_t seq,
-                 uint8_t flags, uint32_t len, uint32_t window, const struct sp_tcp_options *syn)
-{
-    struct sp_tcp_segment seg = {.seq = seq, .ack = c->rcv_nxt, .flags = flags,
-                                 .window = (uint16_t)window, .syn = syn};
-    size_t hl = c->l2_len + sp_tcpip_header_len(c->peer.family, &seg);
-    uint8_t *payload = tx->data + hl;
-    uint64_t skip = seq - c->reply_seq, left = len;
-    for (int i = 0; i < c->reply.niov && left; i++) {
-        const struct iovec *v = &c->reply.iov[i];
-        if (skip >= v->iov_len) {
-            skip -= v->iov_len;
-            continue;
-        }
-        size_t n = v->iov_len - skip < left ? v->iov_len - skip : left;
-        memcpy(payload, (const uint8_t *)v->iov_base + skip, n);
-        payload += n;
-        left -= n;
-        skip = 0;
-    }
-    memcpy(tx->data, c->l2, c->l2_len);
-    sp_tcpip_write_reply(tx->data + c->l2_len, &c->peer, &seg, len,
-                         sp_csum_partial(tx->data + hl, len, 0), b->cfg->ttl);
-    tx->len = (uint32_t)(hl + len);
-}
-
-static uint32_t rcv_window(const struct tcb *c)
-{
-    uint32_t room = IN_CAP - c->in_len;
-    return room < WINDOW_MAX ? room : WINDOW_MAX;
-}
-
-/* A tail loss probe (after RFC 8985 7): when ACKs stop while data is out, the last
- * segment goes again after two round trips, so a lost tail is repaired by the
- * ACKs it draws instead of by the retransmission timer. */
-static void arm_probe(struct tcb *c)
-{
-    uint64_t pto_us = c->srtt_us ? 2 * (uint64_t)c->srtt_us : 10000;
-    pto_us = pto_us < 5000 ? 5000 : pto_us;
-    c->probe_at_ns = c->snd_una == c->snd_max ? 0 : c->clock_ns + pto_us * 1000;
-}
-
-/* Sends one segment at seq (a retransmission when seq is before snd_nxt). */
-static bool send_at(struct tcb *c, struct sp_batch *b, unsigned *used, uint32_t seq,
-                    uint32_t limit, struct sp_http_counters *k)
-{
-    if (*used >= b->reserved)
-        return false;
-    uint32_t end = c->reply_seq + (c->has_reply ? (uint32_t)c->reply.len : 0);
-    uint32_t len = SEQ_LT(seq, end) ? end - seq : 0;
-    len = len < c->mss ? len : c->mss;
-    len = len < limit ? len : limit;
-    uint8_t flags = SP_TCP_ACK;
-    if (len && seq + len == end)
-        flags |= SP_TCP_PSH;
-    if (c->fin_queued && seq + len == c->fin_seq && (len || seq == c->fin_seq))
-        flags |= SP_TCP_FIN;
-    if (!len && !(flags & SP_TCP_FIN))
-        return false;
-    emit(c, b, &b->tx[*used], seq, flags, len, rcv_window(c), NULL);
-    (*used)++;
-    k->bytes += len;
-    uint32_t next = seq + len + ((flags & SP_TCP_FIN) ? 1 : 0);
-    if (SEQ_LT(c->snd_max, next)) {
-        c->snd_max = next;
-        if (!c->rtt_timing) {                /* Karn: time new data only */
-            c->rtt_timing = true;
-            c->rtt_seq = seq;
-            c->rtt_start_ns = c->clock_ns;
-        }
-    } else {
-        k->retransmits++;
-        c->rtt_timing = false;
-    }
-    if (SEQ_LT(c->snd_nxt, next))
-        c->snd_nxt = next;
-    if (!c->rto_at_ns)
-        c->rto_at_ns = c->clock_ns + (uint64_t)c->rto_ms * 1000000;
-    arm_probe(c);
-    return true;
-}
-
-/* New data and the FIN, within min(cwnd, the peer's window). */
-static bool send_more(struct tcb *c, struct sp_batch *b, unsigned *used, struct sp_http_counters *k)
-{
-    bool sent = false;
-    for (;;) {
-        uint32_t wnd = c->cwnd < c->snd_wnd ? c->cwnd : c->snd_wnd;
-        uint32_t flight = c->snd_nxt - c->snd_una;
-        if (flight >= wnd && !(c->snd_wnd == 0 && flight == 0))
-            break;
-        uint32_t room = flight < wnd ? wnd - flight : 1;   /* a zero window gets a probe */
-        if (!send_at(c, b, used, c->snd_nxt, room, k))
-            break;
-        sent = true;
-    }
-    return sent;
-}
-
-static void send_ack(struct tcb *c, struct sp_batch *b, unsigned *used)
-{
-    if (*used < b->reserved) {
-        emit(c, b, &b->tx[*used], c->snd_nxt, SP_TCP_ACK, 0, rcv_window(c), NULL);
-        (*used)++;
-    }
-}
-
-static void rtt_sample(struct tcb *c, uint64_t now_ns)
-{
-    uint32_t rtt = (uint32_t)((now_ns - c->rtt_start_ns) / 1000);
-    if (!c->srtt_us) {
-        c->srtt_us = rtt;
-        c->rttvar_us = rtt / 2;
-    } else {
-        uint32_t err = rtt > c->srtt_us ? rtt - c->srtt_us : c->srtt_us - rtt;
-        c->rttvar_us = (3 * c->rttvar_us + err) / 4;
-        c->srtt_us = (7 * c->srtt_us + rtt) / 8;
-    }
-    uint32_t rto = (c->srtt_us + 4 * c->rttvar_us) / 1000;
-    c->rto_ms = rto < RTO_MIN_MS ? RTO_MIN_MS : rto > RTO_MAX_MS ? RTO_MAX_MS : rto;
-}
-
-/* An acceptable ACK: the window, RFC 5681 growth, NewReno recovery (RFC 6582). */
-static void on_ack(struct tcb *c, const struct sp_tcpip *t, struct sp_batch *b, unsigned *used,
-                   struct sp_http_counters *k)
-{
-    uint32_t wnd = (uint32_t)t->window << c->wscale;
-    if (SEQ_LT(c->snd_max, t->ack))
-        return;                          /* acks what was never sent */
-    if (t->ack == c->snd_una) {
-        /* RFC 5681 also asks for an unchanged window; a receiver that reads as data
-         * arrives moves its window in nearly every ACK, and without SACK the duplicate
-         * ACKs are all there is to go on */
-        bool dup = !t->payload_len && !(t->flags & (SP_TCP_SYN | SP_TCP_FIN)) &&
-                   c->snd_una != c->snd_max;
-        c->snd_wnd = wnd;
-        if (!dup)
-            return;
-        if (++c->dupacks == 3 && !c->recovery) {
-            uint32_t flight = c->snd_max - c->snd_una;
-            c->ssthresh = flight / 2 > 2u * c->mss ? flight / 2 : 2u * c->mss;
-            c->recover = c->snd_max;
-            c->recovery = true;
-            send_at(c, b, used, c->snd_una, c->mss, k);
-            c->cwnd = c->ssthresh + 3u * c->mss;
-        } else if (c->recovery) {
-            c->cwnd += c->mss;
-        }
-        return;
-    }
-    if (SEQ_LT(t->ack, c->snd_una))
-        return;                          /* old */
-    uint32_t acked = t->ack - c->snd_una;
-    c->snd_una = t->ack;
-    c->snd_wnd = wnd;
-    c->dupacks = 0;
-    c->retries = 0;
-    if (SEQ_LT(c->snd_nxt, c->snd_una))
-        c->snd_nxt = c->snd_una;
-    if (c->rtt_timing && SEQ_LT(c->rtt_seq, t->ack)) {
-        c->rtt_timing = false;
-        rtt_sample(c, c->clock_ns);
-    }
-    if (c->recovery) {
-        if (SEQ_LEQ(c->recover, t->ack)) {   /* full ACK: recovery is over */
-            c->recovery = false;
-            c->cwnd = c->ssthresh;
-        } else {                         /* partial ACK: the next hole, at once */
-            send_at(c, b, used, c->snd_una, c->mss, k);
-            c->cwnd = c->cwnd > acked ? c->cwnd - acked + c->mss : c->mss;
-        }
-    } else if (c->cwnd < c->ssthresh) {        /* byte counting (RFC 3465): receivers */
-        c->cwnd += acked < 2u * c->mss ? acked : 2u * c->mss;   /* ACK every second segment */
-    } else {
-        c->cwnd += (uint32_t)((uint64_t)c->mss * acked / c->cwnd) + 1;
-    }
-    c->rto_at_ns = c->snd_una == c->snd_max ? 0 : c->clock_ns + (uint64_t)c->rto_ms * 1000000;
-    arm_probe(c);
 }
 
 /* The next answer, once the last is acknowledged whole: from the requests received. */
@@ -430,7 +195,7 @@ static void accept_syn(struct sp_http_ring *r, const struct sp_tcpip *t, const u
     if (*used < b->reserved) {
         struct sp_tcp_options syn = {.has_mss = true, .mss = c->mss,
                                      .has_wscale = t->opt.has_wscale, .wscale = 0};
-        emit(c, b, &b->tx[*used], c->iss, SP_TCP_SYN | SP_TCP_ACK, 0, rcv_window(c), &syn);
+        ring_emit(c, b, &b->tx[*used], c->iss, SP_TCP_SYN | SP_TCP_ACK, 0, ring_rcv_window(c), &syn);
         (*used)++;
     }
 }
@@ -449,7 +214,7 @@ static void refuse(const struct sp_tcpip *t, const uint8_t *rx, size_t l2, struc
     uint32_t seq = (t->flags & SP_TCP_ACK) ? t->ack : 0;
     tmp.rcv_nxt = t->seq + (uint32_t)t->payload_len + ((t->flags & SP_TCP_SYN) ? 1 : 0) +
                   ((t->flags & SP_TCP_FIN) ? 1 : 0);
-    emit(&tmp, b, &b->tx[*used], seq,
+    ring_emit(&tmp, b, &b->tx[*used], seq,
          (t->flags & SP_TCP_ACK) ? SP_TCP_RST : SP_TCP_RST | SP_TCP_ACK, 0, 0, NULL);
     (*used)++;
 }
@@ -461,7 +226,7 @@ static bool on_segment(struct sp_http_ring *r, struct tcb *c, const struct sp_tc
 {
     c->last_ns = c->clock_ns = sp_now_ns();
     if (t->flags & SP_TCP_RST) {
-        if (SEQ_LEQ(c->rcv_nxt, t->seq) && SEQ_LT(t->seq, c->rcv_nxt + rcv_window(c) + 1)) {
+        if (SEQ_LEQ(c->rcv_nxt, t->seq) && SEQ_LT(t->seq, c->rcv_nxt + ring_rcv_window(c) + 1)) {
             release(r, c, pins, k);
             return false;
         }
@@ -471,7 +236,7 @@ static bool on_segment(struct sp_http_ring *r, struct tcb *c, const struct sp_tc
         if (c->state == SYN_RCVD && *used < b->reserved) {
             struct sp_tcp_options syn = {.has_mss = true, .mss = c->mss,
                                          .has_wscale = t->opt.has_wscale, .wscale = 0};
-            emit(c, b, &b->tx[*used], c->iss, SP_TCP_SYN | SP_TCP_ACK, 0, rcv_window(c), &syn);
+            ring_emit(c, b, &b->tx[*used], c->iss, SP_TCP_SYN | SP_TCP_ACK, 0, ring_rcv_window(c), &syn);
             (*used)++;
         }
         return true;
@@ -489,7 +254,7 @@ static bool on_segment(struct sp_http_ring *r, struct tcb *c, const struct sp_tc
         c->rto_at_ns = 0;
         c->retries = 0;
     } else {
-        on_ack(c, t, b, used, k);
+        ring_on_ack(c, t, b, used, k);
     }
     /* in-order bytes only; what overlaps the last ones is trimmed */
     bool ack_now = false;
@@ -518,26 +283,6 @@ static bool on_segment(struct sp_http_ring *r, struct tcb *c, const struct sp_tc
     return true;
 }
 
-/* The retransmission timer went off: everything unacknowledged goes again from
- * snd_una, one segment first (RFC 5681 3.1, RFC 6298 5.5-5.7). */
-static bool on_timeout(struct tcb *c, struct sp_http_counters *k)
-{
-    if (++c->retries > RETRIES_MAX) {
-        k->timeouts++;
-        return false;
-    }
-    uint32_t flight = c->snd_max - c->snd_una;
-    c->ssthresh = flight / 2 > 2u * c->mss ? flight / 2 : 2u * c->mss;
-    c->cwnd = c->mss;
-    c->snd_nxt = c->snd_una;
-    c->recovery = false;
-    c->dupacks = 0;
-    c->rtt_timing = false;
-    c->rto_ms = c->rto_ms * 2 < RTO_MAX_MS ? c->rto_ms * 2 : RTO_MAX_MS;
-    c->rto_at_ns = 0;
-    return true;
-}
-
 /* Answers, timers and sending for one connection; false when it is gone. */
 static bool run_connection(struct sp_http_ring *r, struct tcb *c, const struct sp_table *t,
                            const struct sp_http_site *site, uint64_t gen,
@@ -554,19 +299,19 @@ static bool run_connection(struct sp_http_ring *r, struct tcb *c, const struct s
             if (*used < b->reserved) {
                 struct sp_tcp_options syn = {.has_mss = true, .mss = c->mss,
                                              .has_wscale = c->peer.opt.has_wscale};
-                emit(c, b, &b->tx[*used], c->iss, SP_TCP_SYN | SP_TCP_ACK, 0, rcv_window(c), &syn);
+                ring_emit(c, b, &b->tx[*used], c->iss, SP_TCP_SYN | SP_TCP_ACK, 0, ring_rcv_window(c), &syn);
                 (*used)++;
             }
         }
         return true;
     }
     take_request(r, c, t, site, gen, pins, k);
-    if (c->rto_at_ns && now >= c->rto_at_ns && !on_timeout(c, k))
+    if (c->rto_at_ns && now >= c->rto_at_ns && !ring_on_timeout(c, k))
         return false;
     if (c->probe_at_ns && now >= c->probe_at_ns && !c->recovery) {
         uint32_t last = c->snd_max - c->snd_una > c->mss ? c->snd_max - c->mss : c->snd_una;
         c->probe_at_ns = 0;              /* once per flight: then the timer */
-        if (send_at(c, b, used, last, c->snd_max - last, k))
+        if (ring_send_at(c, b, used, last, c->snd_max - last, k))
             c->probe_at_ns = 0;
     }
     uint64_t ms = 1000000;
@@ -587,10 +332,10 @@ static bool run_connection(struct sp_http_ring *r, struct tcb *c, const struct s
     if (c->fin_queued && SEQ_LT(c->fin_seq, c->snd_una) &&
         (c->peer_fin || now - c->last_ns > r->cfg.idle_timeout_ms * ms))
         return false;                    /* both FINs are through (or the peer's never came) */
-    if (send_more(c, b, used, k))
+    if (ring_send_more(c, b, used, k))
         c->ack_owed = false;
     if (c->ack_owed) {
-        send_ack(c, b, used);
+        ring_send_ack(c, b, used);
         c->ack_owed = false;
     }
     return true;

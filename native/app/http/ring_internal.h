@@ -1,0 +1,86 @@
+/*
+ * Inside serve-http's own TCP (ring.h), shared by ring.c (connections, handshake,
+ * receiving, requests) and ring_send.c (the sender: segments, the ACK clock,
+ * congestion control and loss recovery). Not an API.
+ */
+#ifndef STORMPY_APP_HTTP_RING_INTERNAL_H
+#define STORMPY_APP_HTTP_RING_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "stormpy/app/http/reply.h"
+#include "stormpy/app/http/ring.h"
+#include "stormpy/proto/eth.h"
+#include "stormpy/proto/tcpip.h"
+
+#define IN_CAP (SP_HTTP_HEAD_MAX + 1024)
+#define BUCKETS 4096
+#define L2_MAX (SP_ETH_HEADER_LEN + 2 * SP_VLAN_TAG_LEN)
+#define INIT_CWND_SEGMENTS 10
+#define RTO_INITIAL_MS 1000
+#define RTO_MIN_MS 200
+#define RTO_MAX_MS 60000
+#define RETRIES_MAX 10
+#define WINDOW_MAX 65535
+
+enum state { FREE = 0, SYN_RCVD, ESTABLISHED };
+
+#define SEQ_LT(a, b) ((int32_t)((a) - (b)) < 0)
+#define SEQ_LEQ(a, b) ((int32_t)((a) - (b)) <= 0)
+
+struct tcb {
+    struct tcb *hnext;                   /* hash chain */
+    struct tcb *next, *prev;             /* in use */
+    uint8_t state;
+    bool peer_fin, fin_queued, recovery, rtt_timing, has_reply, ack_owed;
+    uint8_t l2_len, wscale, dupacks, retries;
+    uint16_t mss;
+    struct sp_tcpip peer;                /* the client's addresses and ports, as it sends */
+    uint8_t l2[L2_MAX];                  /* the link header of frames to the client */
+    uint32_t iss, snd_una, snd_nxt, snd_max, snd_wnd, cwnd, ssthresh, recover;
+    uint32_t rcv_nxt;
+    uint32_t reply_seq;                  /* the sequence number of the answer's first byte */
+    uint32_t fin_seq;
+    uint32_t rtt_seq;
+    uint64_t rtt_start_ns, rto_at_ns, last_ns, request_since_ns;
+    uint64_t clock_ns;                   /* now, for the timers this batch starts */
+    uint64_t probe_at_ns;                /* tail loss probe, when the ACKs stop coming */
+    uint32_t srtt_us, rttvar_us, rto_ms;
+    uint64_t gen;                        /* the answer's table generation, pinned */
+    uint64_t discard;
+    struct sp_http_reply reply;
+    uint32_t in_len;
+    uint8_t in[IN_CAP];
+};
+
+struct sp_http_ring {
+    struct sp_http_ring_config cfg;
+    struct tcb *tcbs, *free_list, *active;
+    struct tcb *bucket[BUCKETS];
+    uint64_t secret;
+    int64_t date_second;
+    uint8_t date[SP_HTTP_DATE_LEN];
+    struct sp_http_request req;          /* scratch */
+};
+
+/* The segment at seq, flags, len payload bytes from the answer (and a SYN's options)
+ * into tx. */
+void ring_emit(const struct tcb *c, const struct sp_batch *b, struct sp_frame *tx, uint32_t seq,
+               uint8_t flags, uint32_t len, uint32_t window, const struct sp_tcp_options *syn);
+/* The window to advertise: the request buffer's room. */
+uint32_t ring_rcv_window(const struct tcb *c);
+/* One segment at seq, at most limit bytes; false when there is no TX buffer or nothing
+ * to send there. */
+bool ring_send_at(struct tcb *c, struct sp_batch *b, unsigned *used, uint32_t seq,
+                  uint32_t limit, struct sp_http_counters *k);
+/* New data and the FIN, within min(cwnd, the peer's window); true when any went. */
+bool ring_send_more(struct tcb *c, struct sp_batch *b, unsigned *used, struct sp_http_counters *k);
+void ring_send_ack(struct tcb *c, struct sp_batch *b, unsigned *used);
+/* An ACK that arrived on an established connection. */
+void ring_on_ack(struct tcb *c, const struct sp_tcpip *t, struct sp_batch *b, unsigned *used,
+                 struct sp_http_counters *k);
+/* The retransmission timer went off; false when the connection has tried enough. */
+bool ring_on_timeout(struct tcb *c, struct sp_http_counters *k);
+
+#endif

@@ -1,0 +1,209 @@
+/* The sender of serve-http's own TCP: segments cut from the answer, the ACK clock,
+ * congestion control (RFC 5681, byte counting per RFC 3465) and loss recovery (NewReno,
+ * RFC 6582; the retransmission timer, RFC 6298; tail loss probes). See ring.h. */
+#include "ring_internal.h"
+
+#include <string.h>
+
+#include "stormpy/proto/csum.h"
+
+/* The segment's frame in tx: link header, IP and TCP headers, payload from the answer. */
+void ring_emit(const struct tcb *c, const struct sp_batch *b, struct sp_frame *tx, uint32_t seq,
+                 uint8_t flags, uint32_t len, uint32_t window, const struct sp_tcp_options *syn)
+{
+    struct sp_tcp_segment seg = {.seq = seq, .ack = c->rcv_nxt, .flags = flags,
+                                 .window = (uint16_t)window, .syn = syn};
+    size_t hl = c->l2_len + sp_tcpip_header_len(c->peer.family, &seg);
+    uint8_t *payload = tx->data + hl;
+    uint64_t skip = seq - c->reply_seq, left = len;
+    for (int i = 0; i < c->reply.niov && left; i++) {
+        const struct iovec *v = &c->reply.iov[i];
+        if (skip >= v->iov_len) {
+            skip -= v->iov_len;
+            continue;
+        }
+        size_t n = v->iov_len - skip < left ? v->iov_len - skip : left;
+        memcpy(payload, (const uint8_t *)v->iov_base + skip, n);
+        payload += n;
+        left -= n;
+        skip = 0;
+    }
+    memcpy(tx->data, c->l2, c->l2_len);
+    sp_tcpip_write_reply(tx->data + c->l2_len, &c->peer, &seg, len,
+                         sp_csum_partial(tx->data + hl, len, 0), b->cfg->ttl);
+    tx->len = (uint32_t)(hl + len);
+}
+
+uint32_t ring_rcv_window(const struct tcb *c)
+{
+    uint32_t room = IN_CAP - c->in_len;
+    return room < WINDOW_MAX ? room : WINDOW_MAX;
+}
+
+/* A tail loss probe (after RFC 8985 7): when ACKs stop while data is out, the last
+ * segment goes again after two round trips, so a lost tail is repaired by the
+ * ACKs it draws instead of by the retransmission timer. */
+static void ring_arm_probe(struct tcb *c)
+{
+    uint64_t pto_us = c->srtt_us ? 2 * (uint64_t)c->srtt_us : 10000;
+    pto_us = pto_us < 5000 ? 5000 : pto_us;
+    c->probe_at_ns = c->snd_una == c->snd_max ? 0 : c->clock_ns + pto_us * 1000;
+}
+
+/* Sends one segment at seq (a retransmission when seq is before snd_nxt). */
+bool ring_send_at(struct tcb *c, struct sp_batch *b, unsigned *used, uint32_t seq,
+                    uint32_t limit, struct sp_http_counters *k)
+{
+    if (*used >= b->reserved)
+        return false;
+    uint32_t end = c->reply_seq + (c->has_reply ? (uint32_t)c->reply.len : 0);
+    uint32_t len = SEQ_LT(seq, end) ? end - seq : 0;
+    len = len < c->mss ? len : c->mss;
+    len = len < limit ? len : limit;
+    uint8_t flags = SP_TCP_ACK;
+    if (len && seq + len == end)
+        flags |= SP_TCP_PSH;
+    if (c->fin_queued && seq + len == c->fin_seq && (len || seq == c->fin_seq))
+        flags |= SP_TCP_FIN;
+    if (!len && !(flags & SP_TCP_FIN))
+        return false;
+    ring_emit(c, b, &b->tx[*used], seq, flags, len, ring_rcv_window(c), NULL);
+    (*used)++;
+    k->bytes += len;
+    uint32_t next = seq + len + ((flags & SP_TCP_FIN) ? 1 : 0);
+    if (SEQ_LT(c->snd_max, next)) {
+        c->snd_max = next;
+        if (!c->rtt_timing) {                /* Karn: time new data only */
+            c->rtt_timing = true;
+            c->rtt_seq = seq;
+            c->rtt_start_ns = c->clock_ns;
+        }
+    } else {
+        k->retransmits++;
+        c->rtt_timing = false;
+    }
+    if (SEQ_LT(c->snd_nxt, next))
+        c->snd_nxt = next;
+    if (!c->rto_at_ns)
+        c->rto_at_ns = c->clock_ns + (uint64_t)c->rto_ms * 1000000;
+    ring_arm_probe(c);
+    return true;
+}
+
+/* New data and the FIN, within min(cwnd, the peer's window). */
+bool ring_send_more(struct tcb *c, struct sp_batch *b, unsigned *used, struct sp_http_counters *k)
+{
+    bool sent = false;
+    for (;;) {
+        uint32_t wnd = c->cwnd < c->snd_wnd ? c->cwnd : c->snd_wnd;
+        uint32_t flight = c->snd_nxt - c->snd_una;
+        if (flight >= wnd && !(c->snd_wnd == 0 && flight == 0))
+            break;
+        uint32_t room = flight < wnd ? wnd - flight : 1;   /* a zero window gets a probe */
+        if (!ring_send_at(c, b, used, c->snd_nxt, room, k))
+            break;
+        sent = true;
+    }
+    return sent;
+}
+
+void ring_send_ack(struct tcb *c, struct sp_batch *b, unsigned *used)
+{
+    if (*used < b->reserved) {
+        ring_emit(c, b, &b->tx[*used], c->snd_nxt, SP_TCP_ACK, 0, ring_rcv_window(c), NULL);
+        (*used)++;
+    }
+}
+
+static void ring_rtt_sample(struct tcb *c, uint64_t now_ns)
+{
+    uint32_t rtt = (uint32_t)((now_ns - c->rtt_start_ns) / 1000);
+    if (!c->srtt_us) {
+        c->srtt_us = rtt;
+        c->rttvar_us = rtt / 2;
+    } else {
+        uint32_t err = rtt > c->srtt_us ? rtt - c->srtt_us : c->srtt_us - rtt;
+        c->rttvar_us = (3 * c->rttvar_us + err) / 4;
+        c->srtt_us = (7 * c->srtt_us + rtt) / 8;
+    }
+    uint32_t rto = (c->srtt_us + 4 * c->rttvar_us) / 1000;
+    c->rto_ms = rto < RTO_MIN_MS ? RTO_MIN_MS : rto > RTO_MAX_MS ? RTO_MAX_MS : rto;
+}
+
+/* An acceptable ACK: the window, RFC 5681 growth, NewReno recovery (RFC 6582). */
+void ring_on_ack(struct tcb *c, const struct sp_tcpip *t, struct sp_batch *b, unsigned *used,
+                   struct sp_http_counters *k)
+{
+    uint32_t wnd = (uint32_t)t->window << c->wscale;
+    if (SEQ_LT(c->snd_max, t->ack))
+        return;                          /* acks what was never sent */
+    if (t->ack == c->snd_una) {
+        /* RFC 5681 also asks for an unchanged window; a receiver that reads as data
+         * arrives moves its window in nearly every ACK, and without SACK the duplicate
+         * ACKs are all there is to go on */
+        bool dup = !t->payload_len && !(t->flags & (SP_TCP_SYN | SP_TCP_FIN)) &&
+                   c->snd_una != c->snd_max;
+        c->snd_wnd = wnd;
+        if (!dup)
+            return;
+        if (++c->dupacks == 3 && !c->recovery) {
+            uint32_t flight = c->snd_max - c->snd_una;
+            c->ssthresh = flight / 2 > 2u * c->mss ? flight / 2 : 2u * c->mss;
+            c->recover = c->snd_max;
+            c->recovery = true;
+            ring_send_at(c, b, used, c->snd_una, c->mss, k);
+            c->cwnd = c->ssthresh + 3u * c->mss;
+        } else if (c->recovery) {
+            c->cwnd += c->mss;
+        }
+        return;
+    }
+    if (SEQ_LT(t->ack, c->snd_una))
+        return;                          /* old */
+    uint32_t acked = t->ack - c->snd_una;
+    c->snd_una = t->ack;
+    c->snd_wnd = wnd;
+    c->dupacks = 0;
+    c->retries = 0;
+    if (SEQ_LT(c->snd_nxt, c->snd_una))
+        c->snd_nxt = c->snd_una;
+    if (c->rtt_timing && SEQ_LT(c->rtt_seq, t->ack)) {
+        c->rtt_timing = false;
+        ring_rtt_sample(c, c->clock_ns);
+    }
+    if (c->recovery) {
+        if (SEQ_LEQ(c->recover, t->ack)) {   /* full ACK: recovery is over */
+            c->recovery = false;
+            c->cwnd = c->ssthresh;
+        } else {                         /* partial ACK: the next hole, at once */
+            ring_send_at(c, b, used, c->snd_una, c->mss, k);
+            c->cwnd = c->cwnd > acked ? c->cwnd - acked + c->mss : c->mss;
+        }
+    } else if (c->cwnd < c->ssthresh) {        /* byte counting (RFC 3465): receivers */
+        c->cwnd += acked < 2u * c->mss ? acked : 2u * c->mss;   /* ACK every second segment */
+    } else {
+        c->cwnd += (uint32_t)((uint64_t)c->mss * acked / c->cwnd) + 1;
+    }
+    c->rto_at_ns = c->snd_una == c->snd_max ? 0 : c->clock_ns + (uint64_t)c->rto_ms * 1000000;
+    ring_arm_probe(c);
+}
+
+/* The retransmission timer went off: everything unacknowledged goes again from
+ * snd_una, one segment first (RFC 5681 3.1, RFC 6298 5.5-5.7). */
+bool ring_on_timeout(struct tcb *c, struct sp_http_counters *k)
+{
+    if (++c->retries > RETRIES_MAX) {
+        k->timeouts++;
+        return false;
+    }
+    uint32_t flight = c->snd_max - c->snd_una;
+    c->ssthresh = flight / 2 > 2u * c->mss ? flight / 2 : 2u * c->mss;
+    c->cwnd = c->mss;
+    c->snd_nxt = c->snd_una;
+    c->recovery = false;
+    c->dupacks = 0;
+    c->rtt_timing = false;
+    c->rto_ms = c->rto_ms * 2 < RTO_MAX_MS ? c->rto_ms * 2 : RTO_MAX_MS;
+    c->rto_at_ns = 0;
+    return true;
+}
