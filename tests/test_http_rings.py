@@ -9,12 +9,12 @@ import signal
 import subprocess
 import sys
 import time
-import urllib.parse
 
 import pytest
 
 from stormpy.bench.site import make_site, sha256_of
 from support.backends import NO_NETNS, NO_XDP
+from support.http import curl_digests
 from support.netns import CLIENT_V6, SERVER_V4, SERVER_V6, ImpairedPath, VethPair
 
 pytestmark = [pytest.mark.skipif(NO_NETNS is not None, reason=f"{NO_NETNS}"),
@@ -44,24 +44,6 @@ def stop(proc) -> str:
     return out
 
 
-def curl(run, ns, host, paths, timeout=60):
-    """All paths on one curl run (one kept-alive connection): their SHA-256s."""
-    where = f"[{host}]" if ":" in host else host
-    cmd = ["curl", "-sS", "--fail", "-g", "--max-time", str(timeout), "--retry", "5",
-           "--retry-connrefused", "--retry-delay", "0"]
-    outs = [f"/tmp/springs-{os.getpid()}-{time.monotonic_ns()}-{i}" for i in range(len(paths))]
-    for out, path in zip(outs, paths):
-        cmd += ["-o", out, f"http://{where}{urllib.parse.quote(path)}"]
-    r = run(ns, *cmd, timeout=timeout + 30)
-    assert r.returncode == 0, r.stderr
-    digests = []
-    for out in outs:
-        with open(out, "rb") as f:
-            digests.append(hashlib.sha256(f.read()).hexdigest())
-        os.unlink(out)
-    return digests
-
-
 @pytest.fixture(scope="module")
 def pair(site):
     with VethPair() as p:
@@ -77,20 +59,20 @@ def pair(site):
 def test_every_file_on_one_connection_ipv4(pair, site):
     _, digests = site
     paths = sorted(digests)
-    assert curl(pair.run, pair.client, SERVER_V4, paths) == [digests[p] for p in paths]
+    assert curl_digests(pair.run, pair.client, SERVER_V4, paths) == [digests[p] for p in paths]
 
 
 def test_every_file_on_one_connection_ipv6(pair, site):
     _, digests = site
     paths = sorted(digests)
-    assert curl(pair.run, pair.client, SERVER_V6, paths) == [digests[p] for p in paths]
+    assert curl_digests(pair.run, pair.client, SERVER_V6, paths) == [digests[p] for p in paths]
 
 
 def test_many_connections_at_once(pair, site):
     _, digests = site
     paths = [p for p in sorted(digests) if p != "/f-8388608.bin"]
     with concurrent.futures.ThreadPoolExecutor(6) as pool:
-        got = list(pool.map(lambda p: curl(pair.run, pair.client, SERVER_V4, [p])[0], paths * 3))
+        got = list(pool.map(lambda p: curl_digests(pair.run, pair.client, SERVER_V4, [p])[0], paths * 3))
     assert got == [digests[p] for p in paths * 3]
 
 
@@ -130,7 +112,7 @@ def test_downloads_are_byte_exact_through_an_impaired_path(site, impairment):
                          *impairment)
         try:
             time.sleep(1.0)
-            got = curl(p.run, p.client, p.SERVER, paths, timeout=90)
+            got = curl_digests(p.run, p.client, p.SERVER, paths, timeout=90)
         finally:
             impair.send_signal(signal.SIGINT)
             counters, _ = impair.communicate(timeout=15)

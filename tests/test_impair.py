@@ -2,7 +2,6 @@
 while it runs, and under loss, duplication, reordering and delay real clients still
 download serve-http's files byte-exact from the kernel's TCP, while the counters show
 the impairment happened."""
-import hashlib
 import os
 import signal
 import subprocess
@@ -13,12 +12,12 @@ import pytest
 
 from stormpy.bench.nginx import nginx_path
 from stormpy.bench.site import make_site, sha256_of
+from support.http import curl_digests
 from support.netns import ImpairedPath, why_no_netns
 from support.process import REPO_ROOT
 
 NO_NETNS = why_no_netns()
 pytestmark = pytest.mark.skipif(NO_NETNS is not None, reason=f"{NO_NETNS}")
-CURL = "curl"
 FILES = ["/f-1024.bin", "/f-65536.bin", "/f-1048576.bin", "/index.html"]
 
 
@@ -65,20 +64,7 @@ class Impair:
 
 def download(p, paths, timeout=60):
     """Every path on one curl run (one kept-alive connection); their SHA-256s."""
-    cmd = [CURL, "-sS", "--fail", "--max-time", str(timeout)]
-    outs = []
-    for i, path in enumerate(paths):
-        out = f"/tmp/spi-{os.getpid()}-{i}"
-        outs.append(out)
-        cmd += ["-o", out, f"http://{p.SERVER}{path}"]
-    r = p.run(p.client, *cmd, timeout=timeout + 10)
-    assert r.returncode == 0, r.stderr
-    digests = []
-    for out in outs:
-        with open(out, "rb") as f:
-            digests.append(hashlib.sha256(f.read()).hexdigest())
-        os.unlink(out)
-    return digests
+    return curl_digests(p.run, p.client, p.SERVER, paths, timeout, retries=0)
 
 
 def test_nothing_crosses_without_it(path):

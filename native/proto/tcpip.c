@@ -138,26 +138,7 @@ size_t sp_tcpip_write_reply(uint8_t *out, const struct sp_tcpip *to, const struc
 {
     size_t ip_len = to->family == 4 ? SP_IPV4_HEADER_LEN : SP_IPV6_HEADER_LEN;
     size_t tcp_len = SP_TCP_HEADER_LEN + options_len(seg);
-    if (to->family == 4) {
-        out[0] = 0x45;
-        out[1] = 0;
-        sp_put16(out + 2, (uint16_t)(ip_len + tcp_len + payload_len));
-        sp_put16(out + 4, 0);
-        sp_put16(out + 6, 0x4000);       /* DF: path MTU discovery, as every TCP does */
-        out[8] = ttl;
-        out[9] = PROTO_TCP;
-        sp_put16(out + 10, 0);
-        memcpy(out + 12, to->dst, 4);
-        memcpy(out + 16, to->src, 4);
-        sp_put16(out + 10, sp_csum_fold(sp_csum_partial(out, ip_len, 0)));
-    } else {
-        put32(out, 0x60000000u);
-        sp_put16(out + 4, (uint16_t)(tcp_len + payload_len));
-        out[6] = PROTO_TCP;
-        out[7] = ttl;
-        memcpy(out + 8, to->dst, 16);
-        memcpy(out + 24, to->src, 16);
-    }
+    sp_ip_write_reply(out, to->family, to->dst, to->src, PROTO_TCP, tcp_len + payload_len, ttl);
     uint8_t *h = out + ip_len;
     sp_put16(h, to->dport);
     sp_put16(h + 2, to->sport);

@@ -61,27 +61,7 @@ size_t sp_udpip_write_reply(uint8_t *out, const struct sp_udpip *req, size_t pay
     uint16_t udp_len = (uint16_t)(SP_UDP_HEADER_LEN + payload_len);
     uint8_t *udp = out + ip_len;
 
-    if (req->family == 4) {
-        out[0] = 0x45;
-        out[1] = 0;
-        sp_put16(out + 2, (uint16_t)(ip_len + udp_len));
-        sp_put16(out + 4, 0);
-        sp_put16(out + 6, 0x4000);   /* DF */
-        out[8] = ttl;
-        out[9] = PROTO_UDP;
-        sp_put16(out + 10, 0);
-        memcpy(out + 12, req->dst, 4);
-        memcpy(out + 16, req->src, 4);
-        sp_put16(out + 10, sp_csum_fold(sp_csum_partial(out, SP_IPV4_HEADER_LEN, 0)));
-    } else {
-        sp_put16(out, 0x6000);
-        sp_put16(out + 2, 0);
-        sp_put16(out + 4, udp_len);
-        out[6] = PROTO_UDP;
-        out[7] = ttl;
-        memcpy(out + 8, req->dst, 16);
-        memcpy(out + 24, req->src, 16);
-    }
+    sp_ip_write_reply(out, req->family, req->dst, req->src, PROTO_UDP, udp_len, ttl);
     sp_put16(udp, req->dport);
     sp_put16(udp + 2, req->sport);
     sp_put16(udp + 4, udp_len);

@@ -6,9 +6,12 @@ several answers on one connection, heads without bodies, the connection's close.
 """
 from __future__ import annotations
 
+import hashlib
+import os
 import socket
 import sys
 import time
+import urllib.parse
 from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
@@ -135,3 +138,22 @@ class HttpServerProcess(ServerProcess):
 
     def __exit__(self, *exc):
         self.cleanup()
+
+
+def curl_digests(run, ns, host, paths, timeout=60, retries=5):
+    """Every path fetched by one curl run in namespace ns (one kept-alive connection),
+    through run(ns, *cmd, timeout=); the SHA-256 of each body."""
+    where = f"[{host}]" if ":" in host else host
+    cmd = ["curl", "-sS", "--fail", "-g", "--max-time", str(timeout), "--retry", str(retries),
+           "--retry-connrefused", "--retry-delay", "0"]
+    outs = [f"/tmp/sp-curl-{os.getpid()}-{time.monotonic_ns()}-{i}" for i in range(len(paths))]
+    for out, path in zip(outs, paths):
+        cmd += ["-o", out, f"http://{where}{urllib.parse.quote(path)}"]
+    r = run(ns, *cmd, timeout=timeout + 30)
+    assert r.returncode == 0, r.stderr
+    digests = []
+    for out in outs:
+        with open(out, "rb") as f:
+            digests.append(hashlib.sha256(f.read()).hexdigest())
+        os.unlink(out)
+    return digests

@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "stormpy/proto/csum.h"
 #include "stormpy/proto/wire.h"
 
 #define SP_IPV4_HEADER_LEN 20
@@ -64,6 +65,36 @@ static inline bool sp_ip_parse(const uint8_t *ip, size_t len, uint8_t proto, uin
         return true;
     }
     return false;
+}
+
+/* Writes the IP header of a reply from `from` to `to` carrying l4_len bytes of protocol
+ * proto (IPv4 with DF and its header checksum); returns its length. */
+static inline size_t sp_ip_write_reply(uint8_t *out, uint8_t family, const uint8_t *from,
+                                       const uint8_t *to, uint8_t proto, size_t l4_len,
+                                       uint8_t ttl)
+{
+    if (family == 4) {
+        out[0] = 0x45;
+        out[1] = 0;
+        sp_put16(out + 2, (uint16_t)(SP_IPV4_HEADER_LEN + l4_len));
+        sp_put16(out + 4, 0);
+        sp_put16(out + 6, 0x4000);   /* DF: path MTU discovery */
+        out[8] = ttl;
+        out[9] = proto;
+        sp_put16(out + 10, 0);
+        memcpy(out + 12, from, 4);
+        memcpy(out + 16, to, 4);
+        sp_put16(out + 10, sp_csum_fold(sp_csum_partial(out, SP_IPV4_HEADER_LEN, 0)));
+        return SP_IPV4_HEADER_LEN;
+    }
+    sp_put16(out, 0x6000);
+    sp_put16(out + 2, 0);
+    sp_put16(out + 4, (uint16_t)l4_len);
+    out[6] = proto;
+    out[7] = ttl;
+    memcpy(out + 8, from, 16);
+    memcpy(out + 24, to, 16);
+    return SP_IPV6_HEADER_LEN;
 }
 
 #endif
