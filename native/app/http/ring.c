@@ -147,6 +147,18 @@ static void close_gracefully(struct tcb *c)
     }
 }
 
+/* The SYN-ACK, again when it was lost: MSS, and window scale (ours 0) and SACK
+ * when the client offered them. */
+static void send_syn_ack(struct tcb *c, struct sp_batch *b, unsigned *used)
+{
+    if (*used >= b->reserved)
+        return;
+    struct sp_tcp_options syn = {.has_mss = true, .mss = c->mss, .wscale = 0,
+                                 .has_wscale = c->peer.opt.has_wscale, .sack_permitted = c->sack_ok};
+    ring_emit(c, b, &b->tx[*used], c->iss, SP_TCP_SYN | SP_TCP_ACK, 0, ring_rcv_window(c), &syn);
+    (*used)++;
+}
+
 /* A SYN for a new connection: its SYN-ACK. */
 static void accept_syn(struct sp_http_ring *r, const struct sp_tcpip *t, const uint8_t *rx,
                        size_t l2, struct sp_batch *b, unsigned *used, struct sp_http_counters *k)
@@ -170,11 +182,12 @@ static void accept_syn(struct sp_http_ring *r, const struct sp_tcpip *t, const u
     if (c->mss < 64)
         c->mss = 64;
     c->wscale = t->opt.has_wscale ? t->opt.wscale : 0;
+    c->sack_ok = t->opt.sack_permitted;
     c->rcv_nxt = t->seq + 1;
     c->last_ns = c->clock_ns = sp_now_ns();
     c->iss = (uint32_t)mix(r->secret ^ ((uint64_t)flow_hash(t) << 32) ^ t->seq ^ c->last_ns / 4000);
     c->snd_una = c->iss;
-    c->snd_nxt = c->snd_max = c->iss + 1;
+    c->snd_nxt = c->snd_max = c->recover = c->iss + 1;
     c->reply_seq = c->iss + 1;
     c->snd_wnd = t->window;              /* a SYN's window is never scaled */
     c->cwnd = INIT_CWND_SEGMENTS * (uint32_t)c->mss;
@@ -192,12 +205,7 @@ static void accept_syn(struct sp_http_ring *r, const struct sp_tcpip *t, const u
     r->active = c;
     k->open++;
     k->connections++;
-    if (*used < b->reserved) {
-        struct sp_tcp_options syn = {.has_mss = true, .mss = c->mss,
-                                     .has_wscale = t->opt.has_wscale, .wscale = 0};
-        ring_emit(c, b, &b->tx[*used], c->iss, SP_TCP_SYN | SP_TCP_ACK, 0, ring_rcv_window(c), &syn);
-        (*used)++;
-    }
+    send_syn_ack(c, b, used);
 }
 
 /* A reset for a segment that belongs to no connection (RFC 9293 3.10.7.1). */
@@ -233,12 +241,8 @@ static bool on_segment(struct sp_http_ring *r, struct tcb *c, const struct sp_tc
         return true;
     }
     if (t->flags & SP_TCP_SYN) {         /* the SYN again: our SYN-ACK was lost */
-        if (c->state == SYN_RCVD && *used < b->reserved) {
-            struct sp_tcp_options syn = {.has_mss = true, .mss = c->mss,
-                                         .has_wscale = t->opt.has_wscale, .wscale = 0};
-            ring_emit(c, b, &b->tx[*used], c->iss, SP_TCP_SYN | SP_TCP_ACK, 0, ring_rcv_window(c), &syn);
-            (*used)++;
-        }
+        if (c->state == SYN_RCVD)
+            send_syn_ack(c, b, used);
         return true;
     }
     if (!(t->flags & SP_TCP_ACK))
@@ -296,12 +300,7 @@ static bool run_connection(struct sp_http_ring *r, struct tcb *c, const struct s
                 return false;
             c->rto_ms = c->rto_ms * 2 < RTO_MAX_MS ? c->rto_ms * 2 : RTO_MAX_MS;
             c->rto_at_ns = now + (uint64_t)c->rto_ms * 1000000;
-            if (*used < b->reserved) {
-                struct sp_tcp_options syn = {.has_mss = true, .mss = c->mss,
-                                             .has_wscale = c->peer.opt.has_wscale};
-                ring_emit(c, b, &b->tx[*used], c->iss, SP_TCP_SYN | SP_TCP_ACK, 0, ring_rcv_window(c), &syn);
-                (*used)++;
-            }
+            send_syn_ack(c, b, used);
         }
         return true;
     }

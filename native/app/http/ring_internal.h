@@ -29,17 +29,29 @@ enum state { FREE = 0, SYN_RCVD, ESTABLISHED };
 #define SEQ_LT(a, b) ((int32_t)((a) - (b)) < 0)
 #define SEQ_LEQ(a, b) ((int32_t)((a) - (b)) <= 0)
 
+/* What a SACKing peer holds above snd_una (RFC 2018): ranges [left, right), sorted,
+ * disjoint and not touching. Bounded: a range that does not fit is forgotten. */
+#define SACK_RANGES 6
+struct sack_board {
+    uint8_t n;
+    uint32_t edge[SACK_RANGES][2];
+};
+
 struct tcb {
     struct tcb *hnext;                   /* hash chain */
     struct tcb *next, *prev;             /* in use */
     uint8_t state;
     bool peer_fin, fin_queued, recovery, rtt_timing, has_reply, ack_owed;
+    bool sack_ok;                        /* both offered SACK: RFC 6675 recovery */
     uint8_t l2_len, wscale, dupacks, retries;
     uint16_t mss;
     struct sp_tcpip peer;                /* the client's addresses and ports, as it sends */
     uint8_t l2[L2_MAX];                  /* the link header of frames to the client */
-    uint32_t iss, snd_una, snd_nxt, snd_max, snd_wnd, cwnd, ssthresh, recover;
+    uint32_t iss, snd_una, snd_nxt, snd_max, snd_wnd, cwnd, ssthresh;
+    uint32_t recover;                    /* snd_max when recovery or the timer began */
     uint32_t rcv_nxt;
+    uint32_t high_rxt;                   /* RFC 6675 HighRxt: holes retransmitted below it */
+    struct sack_board sack;
     uint32_t reply_seq;                  /* the sequence number of the answer's first byte */
     uint32_t fin_seq;
     uint32_t rtt_seq;
@@ -82,5 +94,25 @@ void ring_on_ack(struct tcb *c, const struct sp_tcpip *t, struct sp_batch *b, un
                  struct sp_http_counters *k);
 /* The retransmission timer went off; false when the connection has tried enough. */
 bool ring_on_timeout(struct tcb *c, struct sp_http_counters *k);
+
+/* ring_sack.c. The SACK blocks of an ACK whose cumulative ACK is una, into the board;
+ * blocks outside (una, max] are ignored. */
+void sack_update(struct sack_board *s, uint32_t una, uint32_t max, const struct sp_tcp_options *o);
+/* Every un-SACKed byte below this is lost (RFC 6675 IsLost()); una when none is. */
+uint32_t sack_lost_edge(const struct sack_board *s, uint32_t una, uint32_t mss);
+/* Bytes in [a, b) that no range covers. */
+uint32_t sack_unsacked(const struct sack_board *s, uint32_t a, uint32_t b);
+/* RFC 6675 SetPipe(): the bytes believed in the network. */
+uint32_t sack_pipe(const struct sack_board *s, uint32_t una, uint32_t max, uint32_t high_rxt,
+                   uint32_t lost);
+/* The lowest un-SACKed byte in [from, limit) and how far it runs un-SACKed (up to limit);
+ * false when there is none. */
+bool sack_hole(const struct sack_board *s, uint32_t from, uint32_t limit, uint32_t *seq,
+               uint32_t *len);
+/* After an ACK has updated the board and snd_una: enters recovery when a loss shows
+ * (DupThresh duplicate ACKs or IsLost(snd_una)), sending the first hole. */
+void sack_on_ack(struct tcb *c, struct sp_batch *b, unsigned *used, struct sp_http_counters *k);
+/* In recovery: holes, new data and unconfirmed holes while the pipe is below cwnd. */
+bool sack_send(struct tcb *c, struct sp_batch *b, unsigned *used, struct sp_http_counters *k);
 
 #endif

@@ -1,6 +1,7 @@
 /* The sender of serve-http's own TCP: segments cut from the answer, the ACK clock,
  * congestion control (RFC 5681, byte counting per RFC 3465) and loss recovery (NewReno,
- * RFC 6582; the retransmission timer, RFC 6298; tail loss probes). See ring.h. */
+ * RFC 6582, for peers without SACK; ring_sack.c for the others; the retransmission
+ * timer, RFC 6298; tail loss probes). See ring.h. */
 #include "ring_internal.h"
 
 #include <string.h>
@@ -93,13 +94,24 @@ bool ring_send_at(struct tcb *c, struct sp_batch *b, unsigned *used, uint32_t se
 /* New data and the FIN, within min(cwnd, the peer's window). */
 bool ring_send_more(struct tcb *c, struct sp_batch *b, unsigned *used, struct sp_http_counters *k)
 {
+    if (c->recovery && c->sack_ok)
+        return sack_send(c, b, used, k);
     bool sent = false;
     for (;;) {
         uint32_t wnd = c->cwnd < c->snd_wnd ? c->cwnd : c->snd_wnd;
-        uint32_t flight = c->snd_nxt - c->snd_una;
+        uint32_t flight = c->sack.n ? sack_unsacked(&c->sack, c->snd_una, c->snd_nxt)
+                                    : c->snd_nxt - c->snd_una;
         if (flight >= wnd && !(c->snd_wnd == 0 && flight == 0))
             break;
         uint32_t room = flight < wnd ? wnd - flight : 1;   /* a zero window gets a probe */
+        if (c->sack.n && SEQ_LT(c->snd_nxt, c->snd_max)) {
+            /* going back over the flight after a timeout: what the peer SACKed since
+             * stays where it is */
+            uint32_t seq, len;
+            c->snd_nxt = sack_hole(&c->sack, c->snd_nxt, c->snd_max, &seq, &len) ? seq : c->snd_max;
+            if (SEQ_LT(c->snd_nxt, c->snd_max))
+                room = room < len ? room : len;
+        }
         if (!ring_send_at(c, b, used, c->snd_nxt, room, k))
             break;
         sent = true;
@@ -135,18 +147,26 @@ void ring_on_ack(struct tcb *c, const struct sp_tcpip *t, struct sp_batch *b, un
                    struct sp_http_counters *k)
 {
     uint32_t wnd = (uint32_t)t->window << c->wscale;
-    if (SEQ_LT(c->snd_max, t->ack))
-        return;                          /* acks what was never sent */
+    if (SEQ_LT(c->snd_max, t->ack) || SEQ_LT(t->ack, c->snd_una))
+        return;                          /* acks what was never sent, or old */
+    if (c->sack_ok)
+        sack_update(&c->sack, t->ack, c->snd_max, &t->opt);
     if (t->ack == c->snd_una) {
         /* RFC 5681 also asks for an unchanged window; a receiver that reads as data
          * arrives moves its window in nearly every ACK, and without SACK the duplicate
-         * ACKs are all there is to go on */
+         * ACKs are all there is to go on. A SACKing receiver says what it got. */
         bool dup = !t->payload_len && !(t->flags & (SP_TCP_SYN | SP_TCP_FIN)) &&
-                   c->snd_una != c->snd_max;
+                   c->snd_una != c->snd_max && (!c->sack_ok || t->opt.nsack);
         c->snd_wnd = wnd;
         if (!dup)
             return;
-        if (++c->dupacks == 3 && !c->recovery) {
+        if (c->dupacks < UINT8_MAX)
+            c->dupacks++;
+        if (c->sack_ok) {
+            sack_on_ack(c, b, used, k);
+            return;
+        }
+        if (c->dupacks == 3 && !c->recovery) {
             uint32_t flight = c->snd_max - c->snd_una;
             c->ssthresh = flight / 2 > 2u * c->mss ? flight / 2 : 2u * c->mss;
             c->recover = c->snd_max;
@@ -158,8 +178,6 @@ void ring_on_ack(struct tcb *c, const struct sp_tcpip *t, struct sp_batch *b, un
         }
         return;
     }
-    if (SEQ_LT(t->ack, c->snd_una))
-        return;                          /* old */
     uint32_t acked = t->ack - c->snd_una;
     c->snd_una = t->ack;
     c->snd_wnd = wnd;
@@ -175,6 +193,8 @@ void ring_on_ack(struct tcb *c, const struct sp_tcpip *t, struct sp_batch *b, un
         if (SEQ_LEQ(c->recover, t->ack)) {   /* full ACK: recovery is over */
             c->recovery = false;
             c->cwnd = c->ssthresh;
+        } else if (c->sack_ok) {
+            ;                            /* the holes go from sack_send() */
         } else {                         /* partial ACK: the next hole, at once */
             ring_send_at(c, b, used, c->snd_una, c->mss, k);
             c->cwnd = c->cwnd > acked ? c->cwnd - acked + c->mss : c->mss;
@@ -186,6 +206,8 @@ void ring_on_ack(struct tcb *c, const struct sp_tcpip *t, struct sp_batch *b, un
     }
     c->rto_at_ns = c->snd_una == c->snd_max ? 0 : c->clock_ns + (uint64_t)c->rto_ms * 1000000;
     ring_arm_probe(c);
+    if (c->sack_ok)
+        sack_on_ack(c, b, used, k);
 }
 
 /* The retransmission timer went off: everything unacknowledged goes again from
@@ -199,9 +221,11 @@ bool ring_on_timeout(struct tcb *c, struct sp_http_counters *k)
     uint32_t flight = c->snd_max - c->snd_una;
     c->ssthresh = flight / 2 > 2u * c->mss ? flight / 2 : 2u * c->mss;
     c->cwnd = c->mss;
+    c->recover = c->snd_max;
     c->snd_nxt = c->snd_una;
     c->recovery = false;
     c->dupacks = 0;
+    c->sack.n = 0;                       /* the receiver may have reneged (RFC 6675 5.1) */
     c->rtt_timing = false;
     c->rto_ms = c->rto_ms * 2 < RTO_MAX_MS ? c->rto_ms * 2 : RTO_MAX_MS;
     c->rto_at_ns = 0;
