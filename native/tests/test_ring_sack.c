@@ -156,29 +156,80 @@ static void ack(struct tcb *c, uint32_t a, unsigned n, const uint32_t (*e)[2], u
     ring_on_ack(c, &t, &batch, used, &k);
 }
 
+static void setup(struct tcb *c, bool sack, uint32_t iss)
+{
+    memset(c, 0, sizeof(*c));
+    for (unsigned i = 0; i < sizeof(answer); i++)
+        answer[i] = (uint8_t)i;
+    c->state = ESTABLISHED;
+    c->sack_ok = sack;
+    c->peer.family = 4;
+    c->l2_len = 14;
+    c->mss = 1000;
+    c->iss = iss;
+    c->snd_una = c->snd_nxt = c->snd_max = c->reply_seq = c->recover = c->iss + 1;
+    c->snd_wnd = 65535;
+    c->cwnd = 20000;
+    c->ssthresh = UINT32_MAX;
+    c->rto_ms = 1000;
+    c->clock_ns = 1000000000;
+    c->has_reply = true;
+    c->reply.iov[0].iov_base = answer;
+    c->reply.iov[0].iov_len = sizeof(answer);
+    c->reply.niov = 1;
+    c->reply.len = sizeof(answer);
+}
+
+/* The probe timer: a hole at the flight's tail with one SACK above it, then a
+ * retransmission that is lost too. */
+static void probe(void)
+{
+    static struct tcb c;
+    setup(&c, true, 7);
+    uint32_t s0 = c.reply_seq;
+    c.cwnd = 5000;
+    unsigned used = 0;
+    new_batch();
+    ring_send_more(&c, &batch, &used, &k);
+    CHECK_EQ(used, 5);
+    used = 0;
+    new_batch();
+    const uint32_t r1[][2] = {{s0 + 4000, s0 + 5000}};
+    ack(&c, s0 + 3000, 1, r1, &used);
+    CHECK(!c.recovery);                  /* too little SACKed for IsLost() */
+    CHECK(c.probe_at_ns > c.clock_ns);
+    CHECK(sack_on_probe(&c, &batch, &used, &k));
+    CHECK(c.recovery);
+    CHECK_EQ(used, 1);
+    CHECK_EQ(seq_of(0) - s0, 3000);
+    CHECK_EQ(len_of(0), 1000);
+    uint64_t armed = c.probe_at_ns;
+    CHECK(armed > c.clock_ns);
+    /* duplicate ACKs that move nothing do not defer the probe */
+    c.clock_ns += 1000000;
+    ack(&c, s0 + 3000, 1, r1, &used);
+    CHECK_EQ(c.probe_at_ns, armed);
+    ring_send_more(&c, &batch, &used, &k);
+    unsigned before = used;
+    CHECK(sack_on_probe(&c, &batch, &used, &k));   /* the retransmission was lost too */
+    CHECK(ring_send_more(&c, &batch, &used, &k));
+    CHECK(used > before);
+    CHECK_EQ(seq_of(before) - s0, 3000);
+    ack(&c, s0 + 5000, 0, NULL, &used);
+    ring_send_more(&c, &batch, &used, &k);
+    CHECK(!c.recovery);                  /* the whole flight at recovery's start is through */
+    /* no SACKs, no recovery: the probe is the tail loss probe's */
+    setup(&c, true, 7);
+    used = 0;
+    new_batch();
+    ring_send_more(&c, &batch, &used, &k);
+    CHECK(!sack_on_probe(&c, &batch, &used, &k));
+}
+
 static void recovery(int sack)
 {
     static struct tcb c;
-    memset(&c, 0, sizeof(c));
-    for (unsigned i = 0; i < sizeof(answer); i++)
-        answer[i] = (uint8_t)i;
-    c.state = ESTABLISHED;
-    c.sack_ok = sack;
-    c.peer.family = 4;
-    c.l2_len = 14;
-    c.mss = 1000;
-    c.iss = 0xfffff000;                  /* the flight wraps */
-    c.snd_una = c.snd_nxt = c.snd_max = c.reply_seq = c.recover = c.iss + 1;
-    c.snd_wnd = 65535;
-    c.cwnd = 20000;
-    c.ssthresh = UINT32_MAX;
-    c.rto_ms = 1000;
-    c.clock_ns = 1000000000;
-    c.has_reply = true;
-    c.reply.iov[0].iov_base = answer;
-    c.reply.iov[0].iov_len = sizeof(answer);
-    c.reply.niov = 1;
-    c.reply.len = sizeof(answer);
+    setup(&c, sack, 0xfffff000);         /* the flight wraps */
     uint32_t s0 = c.reply_seq;
 
     unsigned used = 0;
@@ -251,6 +302,7 @@ int main(void)
     lost_pipe_holes(77);
     lost_pipe_holes(0xfffffc00);
     recovery(1);
+    probe();
     memset(&k, 0, sizeof(k));
     recovery(0);
     return check_report("test_ring_sack");

@@ -307,7 +307,10 @@ static bool run_connection(struct sp_http_ring *r, struct tcb *c, const struct s
     take_request(r, c, t, site, gen, pins, k);
     if (c->rto_at_ns && now >= c->rto_at_ns && !ring_on_timeout(c, k))
         return false;
-    if (c->probe_at_ns && now >= c->probe_at_ns && !c->recovery) {
+    if (c->probe_at_ns && now >= c->probe_at_ns && c->sack_ok &&
+        sack_on_probe(c, b, used, k)) {
+        ;                                /* the holes go from ring_send_more() */
+    } else if (c->probe_at_ns && now >= c->probe_at_ns && !c->recovery) {
         uint32_t last = c->snd_max - c->snd_una > c->mss ? c->snd_max - c->mss : c->snd_una;
         c->probe_at_ns = 0;              /* once per flight: then the timer */
         if (ring_send_at(c, b, used, last, c->snd_max - last, k))

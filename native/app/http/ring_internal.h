@@ -51,6 +51,7 @@ struct tcb {
     uint32_t recover;                    /* snd_max when recovery or the timer began */
     uint32_t rcv_nxt;
     uint32_t high_rxt;                   /* RFC 6675 HighRxt: holes retransmitted below it */
+    uint32_t lost_to;                    /* the probe timer found the holes below lost */
     struct sack_board sack;
     uint32_t reply_seq;                  /* the sequence number of the answer's first byte */
     uint32_t fin_seq;
@@ -92,6 +93,8 @@ void ring_send_ack(struct tcb *c, struct sp_batch *b, unsigned *used);
 /* An ACK that arrived on an established connection. */
 void ring_on_ack(struct tcb *c, const struct sp_tcpip *t, struct sp_batch *b, unsigned *used,
                  struct sp_http_counters *k);
+/* The tail loss probe's timer, from now. */
+void ring_arm_probe(struct tcb *c);
 /* The retransmission timer went off; false when the connection has tried enough. */
 bool ring_on_timeout(struct tcb *c, struct sp_http_counters *k);
 
@@ -112,6 +115,10 @@ bool sack_hole(const struct sack_board *s, uint32_t from, uint32_t limit, uint32
 /* After an ACK has updated the board and snd_una: enters recovery when a loss shows
  * (DupThresh duplicate ACKs or IsLost(snd_una)), sending the first hole. */
 void sack_on_ack(struct tcb *c, struct sp_batch *b, unsigned *used, struct sp_http_counters *k);
+/* The probe timer went off with a SACKing peer: in recovery, or when the board
+ * shows holes, the holes are lost (entering recovery); false when it does not apply
+ * (then a tail loss probe goes). */
+bool sack_on_probe(struct tcb *c, struct sp_batch *b, unsigned *used, struct sp_http_counters *k);
 /* In recovery: holes, new data and unconfirmed holes while the pipe is below cwnd. */
 bool sack_send(struct tcb *c, struct sp_batch *b, unsigned *used, struct sp_http_counters *k);
 

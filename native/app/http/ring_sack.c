@@ -145,39 +145,76 @@ static bool resend(struct tcb *c, struct sp_batch *b, unsigned *used, uint32_t s
     return true;
 }
 
-void sack_on_ack(struct tcb *c, struct sp_batch *b, unsigned *used, struct sp_http_counters *k)
+/* IsLost() by the SACKs, or further by the probe timer (see sack_on_probe) */
+static uint32_t lost_edge(const struct tcb *c)
 {
-    if (c->recovery) {
-        c->high_rxt = seq_max(c->high_rxt, c->snd_una);
-        return;
-    }
-    /* after a timeout, not before the flight it went back over is acknowledged
-     * (RFC 6675 5.1): its duplicates would start a recovery of their own */
-    if (c->snd_una == c->snd_max || SEQ_LT(c->snd_una, c->recover))
-        return;
-    if (c->dupacks < DUP_THRESH && !SEQ_LT(c->snd_una, sack_lost_edge(&c->sack, c->snd_una, c->mss)))
-        return;
-    /* RFC 6675 5 (4): half the flight, no inflation: the pipe estimate decides what
-     * may go, and the first hole goes at once */
+    uint32_t lost = sack_lost_edge(&c->sack, c->snd_una, c->mss);
+    return SEQ_LT(lost, c->lost_to) && SEQ_LEQ(c->lost_to, c->snd_max) ? c->lost_to : lost;
+}
+
+/* RFC 6675 5 (4): half the flight, no inflation: the pipe estimate decides what may
+ * go, and the first hole goes at once. */
+static void enter(struct tcb *c, struct sp_batch *b, unsigned *used, struct sp_http_counters *k)
+{
     uint32_t flight = c->snd_max - c->snd_una;
     c->ssthresh = flight / 2 > 2u * c->mss ? flight / 2 : 2u * c->mss;
     c->cwnd = c->ssthresh;
     c->recover = c->snd_max;
     c->recovery = true;
     c->high_rxt = c->snd_una;
+    ring_arm_probe(c);
     uint32_t seq, len;
     if (sack_hole(&c->sack, c->snd_una, c->snd_max, &seq, &len))
         resend(c, b, used, seq, len, k);
+}
+
+/* After a timeout, not before the flight it went back over is acknowledged (RFC 6675
+ * 5.1): its duplicates would start a recovery of their own. */
+static bool may_enter(const struct tcb *c)
+{
+    return !c->recovery && c->snd_una != c->snd_max && !SEQ_LT(c->snd_una, c->recover);
+}
+
+void sack_on_ack(struct tcb *c, struct sp_batch *b, unsigned *used, struct sp_http_counters *k)
+{
+    if (c->recovery) {
+        c->high_rxt = seq_max(c->high_rxt, c->snd_una);
+        return;
+    }
+    c->lost_to = c->snd_una;
+    if (may_enter(c) &&
+        (c->dupacks >= DUP_THRESH || SEQ_LT(c->snd_una, sack_lost_edge(&c->sack, c->snd_una, c->mss))))
+        enter(c, b, used, k);
+}
+
+bool sack_on_probe(struct tcb *c, struct sp_batch *b, unsigned *used, struct sp_http_counters *k)
+{
+    if (!c->recovery && (!c->sack.n || !may_enter(c)))
+        return false;
+    /* After RFC 8985 (RACK): no ACK has moved snd_una for two round trips although
+     * the peer holds data above the holes, so every hole below the highest SACKed
+     * range is lost, and so is what was retransmitted into them. Without this a
+     * hole with too few SACKs above it (the flight's tail) or a lost retransmission
+     * would wait for the retransmission timer. */
+    uint32_t top = c->sack.n ? c->sack.edge[c->sack.n - 1][0] : c->snd_una + c->mss;
+    c->lost_to = seq_min(top, c->snd_max);
+    if (!c->recovery) {
+        enter(c, b, used, k);
+        return true;
+    }
+    c->high_rxt = c->snd_una;
+    ring_arm_probe(c);
+    return true;
 }
 
 bool sack_send(struct tcb *c, struct sp_batch *b, unsigned *used, struct sp_http_counters *k)
 {
     bool sent = false;
     while (*used < b->reserved) {        /* each turn sends a segment or stops */
-        uint32_t lost = sack_lost_edge(&c->sack, c->snd_una, c->mss);
+        uint32_t lost = lost_edge(c);
         uint32_t pipe = sack_pipe(&c->sack, c->snd_una, c->snd_max, c->high_rxt, lost);
-        if (pipe >= c->cwnd || c->cwnd - pipe < c->mss)
-            break;
+        if (pipe >= c->cwnd)
+            break;                       /* counted in segments, as RFC 6675 allows */
         uint32_t from = seq_max(c->high_rxt, c->snd_una), seq, len;
         if (sack_hole(&c->sack, from, lost, &seq, &len)) {   /* (1) a lost hole */
             if (!resend(c, b, used, seq, len, k))

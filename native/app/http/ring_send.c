@@ -44,7 +44,7 @@ uint32_t ring_rcv_window(const struct tcb *c)
 /* A tail loss probe (after RFC 8985 7): when ACKs stop while data is out, the last
  * segment goes again after two round trips, so a lost tail is repaired by the
  * ACKs it draws instead of by the retransmission timer. */
-static void ring_arm_probe(struct tcb *c)
+void ring_arm_probe(struct tcb *c)
 {
     uint64_t pto_us = c->srtt_us ? 2 * (uint64_t)c->srtt_us : 10000;
     pto_us = pto_us < 5000 ? 5000 : pto_us;
@@ -87,7 +87,8 @@ bool ring_send_at(struct tcb *c, struct sp_batch *b, unsigned *used, uint32_t se
         c->snd_nxt = next;
     if (!c->rto_at_ns)
         c->rto_at_ns = c->clock_ns + (uint64_t)c->rto_ms * 1000000;
-    ring_arm_probe(c);
+    if (!c->recovery || !c->sack_ok)     /* SACK recovery: only progress defers it */
+        ring_arm_probe(c);
     return true;
 }
 
@@ -226,6 +227,7 @@ bool ring_on_timeout(struct tcb *c, struct sp_http_counters *k)
     c->recovery = false;
     c->dupacks = 0;
     c->sack.n = 0;                       /* the receiver may have reneged (RFC 6675 5.1) */
+    c->lost_to = c->snd_una;
     c->rtt_timing = false;
     c->rto_ms = c->rto_ms * 2 < RTO_MAX_MS ? c->rto_ms * 2 : RTO_MAX_MS;
     c->rto_at_ns = 0;
