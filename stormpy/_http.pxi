@@ -12,7 +12,8 @@ cdef dict _http_counters(const sp_http_counters *c):
     return dict(http_connections=c.connections, http_requests=c.requests,
                 http_status=[c.status[i] for i in range(6)], http_bytes=c.bytes,
                 http_timeouts=c.timeouts, http_evicted=c.evicted, http_refused=c.refused,
-                http_open=c.open, http_retransmits=c.retransmits)
+                http_open=c.open, http_retransmits=c.retransmits,
+                http_cookies_sent=c.cookies_sent, http_cookies_accepted=c.cookies_accepted)
 
 
 def http_date(int64_t t):

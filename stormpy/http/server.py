@@ -67,7 +67,9 @@ class HttpServer(Server):
         return (f"http connections={c['http_connections']} open={c['http_open']} "
                 f"requests={c['http_requests']} {classes} bytes={c['http_bytes']} "
                 f"timeouts={c['http_timeouts']} evicted={c['http_evicted']} "
-                f"refused={c['http_refused']} retransmits={c['http_retransmits']}").replace("  ", " ")
+                f"refused={c['http_refused']} retransmits={c['http_retransmits']} "
+                f"cookies_sent={c['http_cookies_sent']} "
+                f"cookies_accepted={c['http_cookies_accepted']}").replace("  ", " ")
 
     def snapshot(self) -> dict:
         snap = super().snapshot()

@@ -350,6 +350,8 @@ cdef extern from "stormpy/app/http/stream.h" nogil:
         uint64_t refused
         uint64_t open
         uint64_t retransmits
+        uint64_t cookies_sent
+        uint64_t cookies_accepted
     struct sp_http_stream_config:
         int listen_fd
         uint32_t max_connections

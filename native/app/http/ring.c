@@ -85,6 +85,8 @@ static void release(struct sp_http_ring *r, struct tcb *c, struct sp_table_pins 
     *(c->prev ? &c->prev->next : &r->active) = c->next;
     if (c->next)
         c->next->prev = c->prev;
+    if (c->state == SYN_RCVD)
+        r->half_open--;
     c->state = FREE;
     c->next = r->free_list;
     r->free_list = c;
@@ -159,33 +161,36 @@ static void send_syn_ack(struct tcb *c, struct sp_batch *b, unsigned *used)
     (*used)++;
 }
 
-/* A SYN for a new connection: its SYN-ACK. */
-static void accept_syn(struct sp_http_ring *r, const struct sp_tcpip *t, const uint8_t *rx,
-                       size_t l2, struct sp_batch *b, unsigned *used, struct sp_http_counters *k)
+/* The MSS of a connection: theirs, at most what our MTU carries. */
+static uint16_t path_mss(const struct sp_tcpip *t, const struct sp_batch *b, uint32_t theirs)
 {
-    struct tcb *c = r->free_list;
-    if (!c) {
-        k->refused++;
-        return;                          /* the table is full: the client retries */
-    }
-    r->free_list = c->next;
-    memset(c, 0, offsetof(struct tcb, reply));
-    c->state = SYN_RCVD;
-    c->peer = *t;
-    c->l2_len = (uint8_t)l2;
-    sp_eth_write_reply(c->l2, rx + 6, rx, rx, l2);
     size_t ip_tcp = (t->family == 4 ? SP_IPV4_HEADER_LEN : SP_IPV6_HEADER_LEN) + SP_TCP_HEADER_LEN;
     uint32_t mtu = b->cfg->mtu ? b->cfg->mtu : 1500;
     uint32_t ours = mtu - (uint32_t)ip_tcp;
-    uint32_t theirs = t->opt.has_mss ? t->opt.mss : 536;
-    c->mss = (uint16_t)(ours < theirs ? ours : theirs);
-    if (c->mss < 64)
-        c->mss = 64;
-    c->wscale = t->opt.has_wscale ? t->opt.wscale : 0;
-    c->sack_ok = t->opt.sack_permitted;
-    c->rcv_nxt = t->seq + 1;
-    c->last_ns = c->clock_ns = sp_now_ns();
-    c->iss = (uint32_t)mix(r->secret ^ ((uint64_t)flow_hash(t) << 32) ^ t->seq ^ c->last_ns / 4000);
+    uint32_t mss = ours < theirs ? ours : theirs;
+    return (uint16_t)(mss < 64 ? 64 : mss);
+}
+
+/* A connection from the free list for the flow of t, hashed and active: the client's
+ * ISN isn, ours iss, the options both agreed on. NULL when the table is full. */
+static struct tcb *open_tcb(struct sp_http_ring *r, const struct sp_tcpip *t, const uint8_t *rx,
+                            size_t l2, const struct cookie_opts *o, uint32_t isn, uint32_t iss,
+                            uint64_t now, struct sp_http_counters *k)
+{
+    struct tcb *c = r->free_list;
+    if (!c)
+        return NULL;
+    r->free_list = c->next;
+    memset(c, 0, offsetof(struct tcb, reply));
+    c->peer = *t;
+    c->l2_len = (uint8_t)l2;
+    sp_eth_write_reply(c->l2, rx + 6, rx, rx, l2);
+    c->mss = o->mss;
+    c->wscale = o->has_wscale ? o->wscale : 0;
+    c->sack_ok = o->sack;
+    c->rcv_nxt = isn + 1;
+    c->last_ns = c->clock_ns = now;
+    c->iss = iss;
     c->snd_una = c->iss;
     c->snd_nxt = c->snd_max = c->recover = c->iss + 1;
     c->reply_seq = c->iss + 1;
@@ -193,8 +198,7 @@ static void accept_syn(struct sp_http_ring *r, const struct sp_tcpip *t, const u
     c->cwnd = INIT_CWND_SEGMENTS * (uint32_t)c->mss;
     c->ssthresh = UINT32_MAX;
     c->rto_ms = RTO_INITIAL_MS;
-    c->rto_at_ns = c->last_ns + (uint64_t)RTO_INITIAL_MS * 1000000;
-    c->request_since_ns = c->last_ns;
+    c->request_since_ns = now;
     uint32_t h = flow_hash(t);
     c->hnext = r->bucket[h];
     r->bucket[h] = c;
@@ -205,6 +209,39 @@ static void accept_syn(struct sp_http_ring *r, const struct sp_tcpip *t, const u
     r->active = c;
     k->open++;
     k->connections++;
+    return c;
+}
+
+/* A SYN for a new connection: its SYN-ACK, from a connection in SYN_RCVD or, when
+ * the table is full or half of it half-open, from a cookie (ring_cookie.c). */
+static void accept_syn(struct sp_http_ring *r, const struct sp_tcpip *t, const uint8_t *rx,
+                       size_t l2, struct sp_batch *b, unsigned *used, struct sp_http_counters *k)
+{
+    struct cookie_opts o = {.mss = path_mss(t, b, t->opt.has_mss ? t->opt.mss : 536),
+                            .wscale = t->opt.wscale, .has_wscale = t->opt.has_wscale,
+                            .sack = t->opt.sack_permitted};
+    uint64_t now = sp_now_ns();
+    if (!r->free_list || r->half_open >= (r->cfg.max_connections + 1) / 2) {
+        struct tcb tmp;                  /* only to write the SYN-ACK: nothing stays */
+        memset(&tmp, 0, offsetof(struct tcb, reply));
+        tmp.in_len = 0;
+        tmp.peer = *t;
+        tmp.l2_len = (uint8_t)l2;
+        sp_eth_write_reply(tmp.l2, rx + 6, rx, rx, l2);
+        tmp.iss = cookie_make(r->secret, t, o.mss, now);
+        tmp.mss = o.mss;
+        tmp.sack_ok = o.sack;
+        tmp.rcv_nxt = t->seq + 1;
+        send_syn_ack(&tmp, b, used);
+        r->cookie_sent_ns = now;
+        k->cookies_sent++;
+        return;
+    }
+    uint32_t iss = (uint32_t)mix(r->secret ^ ((uint64_t)flow_hash(t) << 32) ^ t->seq ^ now / 4000);
+    struct tcb *c = open_tcb(r, t, rx, l2, &o, t->seq, iss, now, k);
+    c->state = SYN_RCVD;
+    r->half_open++;
+    c->rto_at_ns = now + (uint64_t)RTO_INITIAL_MS * 1000000;
     send_syn_ack(c, b, used);
 }
 
@@ -253,6 +290,7 @@ static bool on_segment(struct sp_http_ring *r, struct tcb *c, const struct sp_tc
             return true;
         }
         c->state = ESTABLISHED;
+        r->half_open--;
         c->snd_una = t->ack;
         c->snd_wnd = (uint32_t)t->window << c->wscale;
         c->rto_at_ns = 0;
@@ -284,6 +322,34 @@ static bool on_segment(struct sp_http_ring *r, struct tcb *c, const struct sp_tc
         ack_now = true;                  /* every data segment and FIN, at once */
     }
     c->ack_owed |= ack_now;
+    return true;
+}
+
+/* An ACK for no connection that completes a handshake answered with a cookie: the
+ * connection, established, and what came with the ACK (the request, often). False
+ * when it is no such ACK. */
+static bool accept_cookie(struct sp_http_ring *r, const struct sp_tcpip *t, const uint8_t *rx,
+                          size_t l2, struct sp_batch *b, unsigned *used,
+                          struct sp_table_pins *pins, struct sp_http_counters *k)
+{
+    struct cookie_opts o;
+    uint64_t now = sp_now_ns();
+    /* only while cookies were given out lately (as Linux does): a stray ACK then is
+     * not one more 2^-25 chance to open a connection */
+    if ((t->flags & (SP_TCP_SYN | SP_TCP_ACK | SP_TCP_RST)) != SP_TCP_ACK || !r->cookie_sent_ns ||
+        now - r->cookie_sent_ns > COOKIE_VALID_NS || !cookie_check(r->secret, t, now, &o))
+        return false;
+    o.mss = path_mss(t, b, o.mss);
+    struct tcb *c = open_tcb(r, t, rx, l2, &o, t->seq - 1, t->ack - 1, now, k);
+    if (!c) {
+        k->refused++;
+        return true;                     /* no room even so: its retransmission may find some */
+    }
+    c->state = ESTABLISHED;
+    c->snd_una = t->ack;
+    c->snd_wnd = (uint32_t)t->window << c->wscale;
+    k->cookies_accepted++;
+    on_segment(r, c, t, rx + l2, b, used, pins, k);
     return true;
 }
 
@@ -392,7 +458,7 @@ void sp_http_ring_batch(struct sp_http_ring *r, const struct sp_table *t, uint64
             on_segment(r, c, &tp, rx + l2, b, &used, pins, k);
         else if ((tp.flags & (SP_TCP_SYN | SP_TCP_ACK | SP_TCP_RST)) == SP_TCP_SYN)
             accept_syn(r, &tp, rx, l2, b, &used, k);
-        else
+        else if (!accept_cookie(r, &tp, rx, l2, b, &used, pins, k))
             refuse(&tp, rx, l2, b, &used);
     }
     uint64_t now = sp_now_ns();

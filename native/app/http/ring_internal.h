@@ -72,6 +72,8 @@ struct sp_http_ring {
     struct tcb *tcbs, *free_list, *active;
     struct tcb *bucket[BUCKETS];
     uint64_t secret;
+    uint32_t half_open;                  /* connections in SYN_RCVD */
+    uint64_t cookie_sent_ns;             /* the last SYN cookie, 0: none yet */
     int64_t date_second;
     uint8_t date[SP_HTTP_DATE_LEN];
     struct sp_http_request req;          /* scratch */
@@ -121,5 +123,25 @@ void sack_on_ack(struct tcb *c, struct sp_batch *b, unsigned *used, struct sp_ht
 bool sack_on_probe(struct tcb *c, struct sp_batch *b, unsigned *used, struct sp_http_counters *k);
 /* In recovery: holes, new data and unconfirmed holes while the pipe is below cwnd. */
 bool sack_send(struct tcb *c, struct sp_batch *b, unsigned *used, struct sp_http_counters *k);
+
+/* ring_cookie.c: SYN cookies. An ACK may complete a cookie's handshake this long
+ * after the last cookie went (its slot and the next). */
+#define COOKIE_VALID_NS (128ull * 1000000000ull)
+/* What a valid cookie says about the connection. What a valid cookie says about the connection. */
+struct cookie_opts {
+    uint16_t mss;
+    uint8_t wscale;                      /* the peer's shift */
+    bool has_wscale, sack;
+};
+/* The MAC of a cookie for the flow of t, the client's isn, the cookie's 7 data bits
+ * and a time slot. */
+uint32_t cookie_mac(uint64_t secret, const struct sp_tcpip *t, uint32_t isn, uint32_t data,
+                    uint64_t slot);
+/* The ISS answering syn, the path's MSS at most mss. */
+uint32_t cookie_make(uint64_t secret, const struct sp_tcpip *syn, uint16_t mss, uint64_t now_ns);
+/* True when ack->ack - 1 is a cookie this secret made for the flow and ack->seq - 1
+ * within the last two time slots; then its options in out. */
+bool cookie_check(uint64_t secret, const struct sp_tcpip *ack, uint64_t now_ns,
+                  struct cookie_opts *out);
 
 #endif

@@ -35,6 +35,8 @@ struct sp_http_counters {
     uint64_t refused;            /* connections closed at once: the pool was full */
     uint64_t open;               /* open now */
     uint64_t retransmits;        /* segments sent again (stormpy's own TCP) */
+    uint64_t cookies_sent;       /* SYN-ACKs with a SYN cookie (own TCP): no room for state */
+    uint64_t cookies_accepted;   /* connections opened from a cookie's ACK (own TCP) */
 };
 
 struct sp_http_stream_config {
