@@ -6,6 +6,7 @@ queries for those zones (dnspython writes the queries, scapy the frames).
 """
 import os
 import random
+import struct
 import sys
 import tempfile
 
@@ -128,6 +129,22 @@ def tcp_segments():
     return out
 
 
+def ring_sack_steps():
+    """fuzz_ring_sack: a flight, then duplicate ACKs with SACK blocks above a hole,
+    the probe, more ACKs, a timeout (op % 5: send, ACK, timeout, probe, clock)."""
+    def ack(offset, blocks):
+        out = bytes([1]) + struct.pack("!I", 0xffff0000 | (offset + 0x1000)) + bytes([len(blocks)])
+        return out + b"".join(struct.pack("!HH", (0x2000 + left) >> 2, size)
+                              for left, size in blocks)
+    flight = bytes([0])
+    holes = ack(0, [(1460, 1460)]) + ack(0, [(1460, 2920)]) + ack(0, [(1460, 4380)])
+    seeds = []
+    for first in (b"\x01\x03", b"\x00\x03", b"\x01\x00"):
+        seeds.append(first + flight + holes + flight + bytes([4, 3]) + flight + ack(2920, [])
+                     + flight + bytes([2]) + flight + ack(14600, []))
+    return seeds
+
+
 def write(directory, items):
     os.makedirs(directory, exist_ok=True)
     for i, data in enumerate(items):
@@ -151,6 +168,7 @@ def main(out):
     write(os.path.join(out, "seeds", "fuzz_rules"), rules)
     write(os.path.join(out, "seeds", "fuzz_http"), HTTP_SEEDS)
     write(os.path.join(out, "seeds", "fuzz_tcpip"), tcp_segments())
+    write(os.path.join(out, "seeds", "fuzz_ring_sack"), ring_sack_steps())
     with tempfile.TemporaryDirectory() as site:
         with open(os.path.join(out, "site.bin"), "wb") as f:
             f.write(site_table(site))
