@@ -8,9 +8,11 @@
  * arrived in order, and one answer at a time: the iovecs sp_http_answer() made,
  * pointing into the table (pinned, see table_ref.h), sent as segments cut at the
  * connection's MSS. Sending is clocked by ACKs within min(cwnd, the peer's window);
- * a loss is repaired by NewReno fast retransmit and recovery (RFC 6582) or by the
- * retransmission timer (RFC 6298), each time from the answer's bytes: there is no
- * retransmission buffer.
+ * a loss is repaired by SACK-based recovery (RFC 2018, RFC 6675) with a client that
+ * SACKs, by NewReno fast retransmit and recovery (RFC 6582) with one that does not,
+ * or by the retransmission timer (RFC 6298), each time from the answer's bytes: there
+ * is no retransmission buffer. When the table is full or half of it half-open, SYNs
+ * are answered with SYN cookies (RFC 4987 3.6) and no state.
  *
  * Every batch also runs the timers, so the worker calls it on empty batches too.
  */
