@@ -226,6 +226,38 @@ static void probe(void)
     CHECK(!sack_on_probe(&c, &batch, &used, &k));
 }
 
+/* A small flight with its first segment lost: while the duplicate ACKs report the
+ * rest, the pipe shrinks and new data keeps the ACK clock going, so the flight is not
+ * empty when recovery ends. */
+static void small_flight(void)
+{
+    static struct tcb c;
+    setup(&c, true, 100);
+    uint32_t s0 = c.reply_seq;
+    c.cwnd = 8000;
+    unsigned used = 0;
+    new_batch();
+    ring_send_more(&c, &batch, &used, &k);
+    CHECK_EQ(used, 8);
+    unsigned fresh = 0;
+    for (uint32_t i = 1; i < 8; i++) {
+        used = 0;
+        new_batch();
+        const uint32_t r[][2] = {{s0 + 1000, s0 + 1000 + 1000 * i}};
+        ack(&c, s0, 1, r, &used);
+        ring_send_more(&c, &batch, &used, &k);
+        for (unsigned j = 0; j < used; j++)
+            fresh += !SEQ_LT(seq_of(j), s0 + 8000);
+        if (i == 3)
+            CHECK(c.recovery);
+    }
+    CHECK(fresh >= 2);
+    CHECK(SEQ_LT(s0 + 8000, c.recover));  /* new data went before recovery, too */
+    ack(&c, c.recover, 0, NULL, &used);
+    CHECK(!c.recovery);
+    CHECK(c.snd_max - c.snd_una >= 2000);
+}
+
 static void recovery(int sack)
 {
     static struct tcb c;
@@ -303,6 +335,7 @@ int main(void)
     lost_pipe_holes(0xfffffc00);
     recovery(1);
     probe();
+    small_flight();
     memset(&k, 0, sizeof(k));
     recovery(0);
     return check_report("test_ring_sack");
