@@ -87,5 +87,6 @@ def format_http_worker(c: dict) -> str:
     return (f"connections={c.get('http_connections', 0)} open={c.get('http_open', 0)} "
             f"requests={c.get('http_requests', 0)} {classes} bytes={c.get('http_bytes', 0)} "
             f"timeouts={c.get('http_timeouts', 0)} evicted={c.get('http_evicted', 0)} "
-            f"refused={c.get('http_refused', 0)} pid={c.get('pid')} "
+            f"refused={c.get('http_refused', 0)} cookies_sent={c.get('http_cookies_sent', 0)} "
+            f"cookies_accepted={c.get('http_cookies_accepted', 0)} pid={c.get('pid')} "
             f"restarts={c.get('restarts', 0)}").replace("  ", " ")
