@@ -463,6 +463,13 @@ cdef extern from "stormpy/io/xdp_program.h" nogil:
     unsigned sp_xdp_prog_queues(const sp_xdp_prog *prog)
     int sp_have_xdp()
 
+cdef extern from "stormpy/io/tcp_guard.h" nogil:
+    struct sp_tcp_guard:
+        pass
+    sp_tcp_guard *sp_tcp_guard_attach(const char *ifname, uint16_t port, char *err, size_t errlen)
+    void sp_tcp_guard_detach(sp_tcp_guard *guard)
+    int sp_tcp_guard_uses_link(const sp_tcp_guard *guard)
+
 cdef extern from "stormpy/io/xdp_socket.h" nogil:
     struct sp_xdp_config:
         uint32_t frame_size, rx_size, fill_size, tx_size, comp_size
