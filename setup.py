@@ -28,25 +28,30 @@ if netmap:
     macros.append(("SP_HAVE_NETMAP", "1"))
     cflags += ["-isystem", netmap]   # netmap's own header is not ours to warn about
 
-def build_xdp_program():
-    """Compile native/bpf/steer.bpf.o; its absolute path is embedded (.incbin) in xdp_program.c."""
+def build_bpf_programs():
+    """Compile native/bpf/*.bpf.c; each object's absolute path is embedded (.incbin) in
+    the C file that loads it (steer: xdp_program.c, guard: tcp_guard.c)."""
     if os.environ.get("STORMPY_NO_XDP") or not shutil.which("clang") or not shutil.which("pkg-config"):
         return None
     if subprocess.run(["pkg-config", "--exists", "libxdp", "libbpf"]).returncode != 0:
         return None
-    obj = os.path.abspath(os.path.join("build", "bpf", "steer.bpf.o"))
-    os.makedirs(os.path.dirname(obj), exist_ok=True)
     arch = subprocess.run(["cc", "-print-multiarch"], capture_output=True, text=True).stdout.strip()
     cmd = ["clang", "-O2", "-g", "-Wall", "-Werror", "-target", "bpf"]
     cmd += [f"-I/usr/include/{arch}"] if arch else []
-    subprocess.check_call(cmd + ["-c", "native/bpf/steer.bpf.c", "-o", obj])
-    return obj
+    objs = {}
+    for name in ("steer", "guard"):
+        obj = os.path.abspath(os.path.join("build", "bpf", f"{name}.bpf.o"))
+        os.makedirs(os.path.dirname(obj), exist_ok=True)
+        subprocess.check_call(cmd + ["-c", f"native/bpf/{name}.bpf.c", "-o", obj])
+        objs[name] = obj
+    return objs
 
 
-xdp_obj = build_xdp_program()
-if xdp_obj:
+bpf_objs = build_bpf_programs()
+if bpf_objs:
     native += XDP
-    macros += [("SP_WITH_XDP", "1"), ("SP_XDP_BPF_OBJ", f'"{xdp_obj}"')]
+    macros += [("SP_WITH_XDP", "1"), ("SP_XDP_BPF_OBJ", f'"{bpf_objs["steer"]}"'),
+               ("SP_TCP_GUARD_OBJ", f'"{bpf_objs["guard"]}"')]
     libraries += ["xdp", "bpf"]
 
 core = Extension(

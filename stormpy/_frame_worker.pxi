@@ -105,9 +105,11 @@ cdef class FrameWorker:
     @staticmethod
     def packet(str ifname, int index, TableRef ref not None, uint16_t port, unsigned batch=32,
                uint16_t fanout_group=1, bint busy_poll=False, uint16_t max_udp=1232,
-               uint8_t ttl=64, str mode="memcpy", unsigned precopy_frames=PRECOPY_FRAMES):
+               uint8_t ttl=64, str mode="memcpy", unsigned precopy_frames=PRECOPY_FRAMES,
+               int poll_ms=100):
         """A worker on an AF_PACKET socket that joins fanout_group on ifname; mode
-        "precopy" opens it without a TX ring and sends with sendmmsg (io/packet.h)."""
+        "precopy" opens it without a TX ring and sends with sendmmsg (io/packet.h).
+        poll_ms: the longest it waits for a frame."""
         cdef FrameWorker self = FrameWorker.__new__(FrameWorker)
         cdef sp_packet_config cfg
         cdef char err[256]
@@ -119,7 +121,7 @@ cdef class FrameWorker:
         cfg.precopy = precopy
         cfg.fanout_group = fanout_group
         cfg.busy_poll = busy_poll
-        cfg.poll_ms = 100
+        cfg.poll_ms = poll_ms
         err[0] = 0
         cdef sp_io *io = sp_packet_io_open(&cfg, err, sizeof(err))
         self._init(w, io, err, ref, index, port, batch, max_udp, ttl,

@@ -6,6 +6,7 @@ HTTP_SITE_MAGIC = SP_HTTP_SITE_MAGIC
 HTTP_ERRORS = SP_HTTP_ERRORS
 HTTP_ENTRY_SIZE = sizeof(sp_http_entry)
 HTTP_SITE_SIZE = sizeof(sp_http_site)      # the header, padded to where the entries start
+HTTP_SUM_STRIDE = SP_HTTP_SUM_STRIDE
 
 
 cdef dict _http_counters(const sp_http_counters *c):
@@ -29,10 +30,12 @@ def http_parse_date(const uint8_t[:] s):
     return None if t < 0 else t
 
 
-def http_answer(Table table not None, const uint8_t[:] data, int64_t now=0):
+def http_answer(Table table not None, const uint8_t[:] data, int64_t now=0, size_t segment=0):
     """Answer the first request in data from the table's site, as a server would:
     (bytes consumed, status, whether the connection closes, the answer's bytes), or
-    None while the request is incomplete."""
+    None while the request is incomplete. With segment, the answer cut into payloads
+    of that many bytes as the own TCP cuts them: [(payload, its partial checksum from
+    the stored sums)]."""
     cdef sp_http_request *req
     cdef sp_http_reply reply
     cdef uint8_t date[SP_HTTP_DATE_LEN]
@@ -52,9 +55,19 @@ def http_answer(Table table not None, const uint8_t[:] data, int64_t now=0):
             return None
         sp_http_format_date(now, date)
         sp_http_answer(table.t, site, req, date, &reply)
+        if segment:
+            return [_segment(&reply, off, segment) for off in range(0, reply.len, segment)]
         out = b"".join(PyBytes_FromStringAndSize(<char *>reply.iov[i].iov_base,
                                                  reply.iov[i].iov_len)
                        for i in range(reply.niov))
         return used, reply.status, bool(reply.close), out
     finally:
         PyMem_Free(req)
+
+
+cdef tuple _segment(const sp_http_reply *reply, uint64_t off, size_t segment):
+    n = min(segment, reply.len - off)
+    buf = bytearray(n)
+    cdef uint8_t[:] view = buf
+    cdef uint32_t s = sp_http_reply_copy(reply, off, n, &view[0] if n else NULL)
+    return bytes(buf), s

@@ -26,6 +26,19 @@ def csum_partial(const uint8_t[:] data):
     return sp_csum_partial(&data[0] if len(data) else NULL, len(data), 0)
 
 
+def csum_prefix(const uint8_t[:] data, size_t stride):
+    """data's prefix sums, one per stride bytes (csum.h sp_csum_prefix), as the bytes of
+    a host-order uint16 array."""
+    if stride == 0 or stride % 2:
+        raise ValueError("stride must be even")
+    cdef size_t n = len(data)
+    out = bytearray(2 * ((n + stride - 1) // stride + 1))
+    cdef uint8_t[:] view = out
+    with nogil:
+        sp_csum_prefix(&data[0] if n else NULL, n, stride, <uint16_t *>&view[0])
+    return bytes(out)
+
+
 def parse_tcpip(const uint8_t[:] ip):
     """A TCP segment's fields as a dict (checksums_ok included), or None."""
     cdef sp_tcpip t

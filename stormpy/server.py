@@ -65,6 +65,7 @@ class Server(ABC):
         self.worker_sockets: list[socket.socket] = []
         self.tcp_sockets: list[socket.socket] = []
         self.xdp = None
+        self.guard = None           # AF_PACKET and a stream: the kernel's TCP kept off the port
         self.tcp_queries = self.reloads = self.reload_failures = 0
         self._reloading = False
         self._client_fds: set[int] = set()
@@ -169,6 +170,8 @@ class Server(ABC):
                 # port 0: the program steers every frame to the workers
                 self.xdp = _core.XdpProgram(cfg.iface, 0 if self.steer_all else cfg.port,
                                             cfg.xdp_mode, tcp=self.stream)
+            elif cfg.backend == "packet" and self.stream:
+                self.guard = _core.TcpGuard(cfg.iface, cfg.port)
         except Exception:
             self._close_sockets()
             raise
@@ -192,7 +195,8 @@ class Server(ABC):
         else:
             w = _core.FrameWorker.packet(cfg.iface, index, self.ref, cfg.port, cfg.batch,
                                          fanout_group=self.fanout_group, busy_poll=cfg.busy_poll,
-                                         max_udp=cfg.max_udp, mode=cfg.mode)
+                                         max_udp=cfg.max_udp, mode=cfg.mode,
+                                         poll_ms=self.ring_poll_ms)
         w.set_identity(self.identity)
         w.set_tx_flush_us(cfg.tx_flush_us)
         self.configure_worker(w, None)
@@ -253,6 +257,8 @@ class Server(ABC):
             return
         if self.xdp is not None:
             self.xdp.detach()
+        if self.guard is not None:
+            self.guard.detach()
         self._close_sockets()
 
     def counters(self) -> dict:

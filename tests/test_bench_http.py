@@ -162,3 +162,34 @@ def test_a_server_that_does_not_start_is_named_and_the_others_are_measured():
     assert "no server here" in failures[0]
     assert "| 1k | n/a | n/a |" in r.stdout  # stormpy's columns; nginx's have figures
     assert "stormpy was not measured" in r.stdout
+
+
+def test_table_gives_each_stormpy_server_its_ratio_to_nginx():
+    def run(server, rps, cpu):
+        return {"server": server, "mode": "keep-alive", "size": 1024, "round": 1,
+                "cpu_us_per_request": cpu, **parse_wrk(WRK_KEEPALIVE_64K.replace("55232.43", str(rps))),
+                "ok": True}
+    out = Outcome(runs=[run("stormpy-xdp", 30000, 2.0), run("stormpy-packet", 5000, 8.0),
+                        run("nginx", 10000, 10.0)])
+    text = table("keep-alive", ["stormpy-xdp", "stormpy-packet", "nginx"], [1024], out.best())
+    assert "stormpy-xdp/nginx req/s" in text and "stormpy-packet/nginx CPU/req" in text
+    assert text.splitlines()[-1].endswith("| 3.00x | 0.20x | 0.50x | 0.80x |")
+
+
+@needs_wrk_and_nginx
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("curl") is None,
+                    reason="--veth needs root (namespaces) and curl")
+def test_veth_measures_the_rings_beside_nginx():
+    """Every server across the pair, the rings included: each checked byte for byte
+    (a server serving wrong bytes would be named as failed) and measured."""
+    from support.backends import NO_NETNS, NO_XDP
+    if NO_NETNS or NO_XDP:
+        pytest.skip(NO_NETNS or NO_XDP)
+    r = bench("--veth", "--seconds", "1", "--sizes", "1k,64k", "--connections", "8", "--json")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["failed"] == {} and out["servers"] == ["stormpy", "stormpy-xdp", "stormpy-packet", "nginx"]
+    assert {(b["server"], b["size"]) for b in out["best"]} == \
+        {(s, n) for s in out["servers"] for n in (1024, 65536)}
+    for b in out["best"]:
+        assert b["ok"] and b["requests_per_s"] > 0 and b["cpu_us_per_request"] > 0, b

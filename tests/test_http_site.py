@@ -248,3 +248,50 @@ def test_a_site_that_is_not_a_directory_is_one_error(tmp_path):
     (tmp_path / "file").write_text("x")
     with pytest.raises(StormpyError, match="not a directory"):
         compile_site(str(tmp_path / "file"))
+
+
+@pytest.fixture(scope="module")
+def sizes_site(tmp_path_factory):
+    root = tmp_path_factory.mktemp("sizes")
+    for size in (1, 63, 64, 65, 10001):
+        (root / f"f{size}.bin").write_bytes(bytes((i * 7 + 3) & 0xFF for i in range(size)))
+    return compile_site(str(root))[0]
+
+
+SEGMENTED = [req("/f10001.bin"), req("/f10001.bin", Range="bytes=1-"),
+             req("/f10001.bin", Range="bytes=63-9000"), req("/f10001.bin", Range="bytes=128-129"),
+             req("/f10001.bin", Range="bytes=-3"), req("/f10001.bin", version="HTTP/1.0"),
+             req("/f65.bin"), req("/f64.bin"), req("/f63.bin"), req("/f1.bin"), req("/missing")]
+
+
+@pytest.mark.parametrize("segment", [1, 7, 64, 536, 1000, 1387, 1448, 1460, 8960])
+@pytest.mark.parametrize("request_", SEGMENTED)
+def test_segment_sums_from_the_stored_sums_are_the_payloads_sums(sizes_site, segment, request_):
+    """The own TCP cuts an answer into segments and takes each payload's checksum from
+    the body's stored prefix sums: at every cut (odd offsets, ranges starting on odd
+    bytes, heads of odd length, segments shorter than a stride, a body's last partial
+    stride) the sum must be the one of the bytes the segment carries, and the bytes
+    the whole answer's."""
+    whole = _core.http_answer(sizes_site, request_, NOW)[3]
+    segments = _core.http_answer(sizes_site, request_, NOW, segment=segment)
+    assert b"".join(p for p, _ in segments) == whole
+    for payload, stored in segments:
+        assert _same_sum(stored, _core.csum_partial(payload)), (len(payload), stored)
+
+
+def test_prefix_sums_cover_every_stride():
+    data = bytes(range(256)) * 3 + b"\x01"
+    sums = _core.csum_prefix(data, 64)
+    assert len(sums) == 2 * (len(data) // 64 + 2)
+    words = memoryview(sums).cast("H")
+    for k in range(len(words)):
+        assert _same_sum(words[k], _core.csum_partial(data[:64 * k]))
+
+
+def _same_sum(a, b):
+    """Equal as one's-complement values (0 and 0xFFFF are both zero)."""
+    def reduced(s):
+        while s >> 16:
+            s = (s & 0xFFFF) + (s >> 16)
+        return 0 if s == 0xFFFF else s
+    return reduced(a) == reduced(b)

@@ -45,7 +45,7 @@ uint64_t sp_frame_worker_run(struct sp_frame_worker *w)
         io->rx_nowait = unkicked || pending;
         unsigned n = ops->rx_burst(io, rx, batch);
         if (n == 0 && !(every_round && !io->finished)) {
-            ops->rx_release(io, rx, 0);     /* an empty or fully skipped block goes back too */
+            ops->rx_release(io, rx, 0);     /* skipped frames (or an empty block) go back too */
             if (unkicked) {                 /* idle: nothing may wait for the next burst */
                 ops->kick(io);
                 unkicked = 0;

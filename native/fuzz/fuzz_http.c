@@ -7,6 +7,7 @@
 
 #include "fuzz_common.h"
 #include "stormpy/app/http/reply.h"
+#include "stormpy/proto/csum.h"
 
 #define CHECK(cond)                  \
     do {                             \
@@ -21,6 +22,20 @@ static bool inside(const void *p, size_t n, const void *base, size_t len)
 {
     const uint8_t *b = base, *q = p;
     return q >= b && q + n <= b + len;
+}
+
+/* Cut as the own TCP cuts it, each payload's sum (from the stored sums) must be the
+ * sum of the bytes copied, and the bytes the answer's. */
+static void check_segments(const struct sp_http_reply *r, size_t mss)
+{
+    static uint8_t seg[2048];
+    uint64_t end = r->len < 65536 ? r->len : 65536;
+    for (uint64_t off = 0; off < end; off += mss) {
+        size_t n = end - off < mss ? (size_t)(end - off) : mss;
+        uint32_t sum = sp_http_reply_copy(r, off, n, seg);
+        CHECK(sp_csum_fold(sum) == sp_csum_fold(sp_csum_partial(seg, n, 0)) ||
+              (uint16_t)(sp_csum_fold(sum) + sp_csum_fold(sp_csum_partial(seg, n, 0))) == 0xFFFF);
+    }
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -53,6 +68,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             total += v->iov_len;
         }
         CHECK(total == reply.len);
+        check_segments(&reply, 1 + (size * 131 + at) % 1600);
         CHECK(reply.status >= 200 && reply.status < 600);
         CHECK(!req.error || reply.close);
         at += used;

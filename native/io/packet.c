@@ -1,4 +1,4 @@
-/* The AF_PACKET backend: TPACKET_V3 RX and TX rings with fanout. See stormpy/io/packet.h. */
+/* The AF_PACKET backend: TPACKET_V2 RX and TX rings with fanout. See stormpy/io/packet.h. */
 #define _GNU_SOURCE
 #include "stormpy/io/packet.h"
 
@@ -19,15 +19,17 @@
 #include "stormpy/app/dns/precopy.h"
 #include "stormpy/engine/frame.h"
 
+/* An RX slot holds the header, the sockaddr_ll, and the frame at tp_mac: a frame of
+ * SP_FRAME_MAX bytes fits; a longer one arrives cut short and is skipped. */
+#define RX_FRAME_SIZE (SP_FRAME_MAX + 256)
 #define RX_BLOCK_SIZE (1u << 16)
-#define RX_BLOCKS 64
-#define RX_BLOCK_TIMEOUT_MS 1        /* a block is handed over at most 1 ms after its first frame */
+#define RX_FRAMES (RX_BLOCK_SIZE / RX_FRAME_SIZE * 128)
 #define TX_FRAME_SIZE (SP_FRAME_MAX + 64)
 #define TX_FRAMES 1024
 #define TX_BLOCK_SIZE (1u << 16)
 /* TX data starts right after the aligned header (no PACKET_TX_HAS_OFF). */
-#define HDR3_ALIGNED ((sizeof(struct tpacket3_hdr) + TPACKET_ALIGNMENT - 1) & ~(size_t)(TPACKET_ALIGNMENT - 1))
-#define TX_DATA_OFFSET HDR3_ALIGNED
+#define HDR2_ALIGNED ((sizeof(struct tpacket2_hdr) + TPACKET_ALIGNMENT - 1) & ~(size_t)(TPACKET_ALIGNMENT - 1))
+#define TX_DATA_OFFSET HDR2_ALIGNED
 
 struct packet_io {
     struct sp_io io;
@@ -41,12 +43,10 @@ struct packet_io {
     size_t map_len;
     uint8_t *rx_ring;
     uint8_t *tx_ring;
-    unsigned tx_frames_per_block;
-    /* RX: the block being read, and where in it */
-    unsigned rx_block;
-    struct tpacket3_hdr *rx_next;
-    uint32_t rx_left;
-    int rx_block_done;               /* the block is consumed: release it in rx_release */
+    unsigned rx_frames_per_block, tx_frames_per_block;
+    /* RX: the next slot to read, and the slots read since the last release */
+    unsigned rx_head;
+    unsigned rx_taken;
     /* TX: the next frame to fill */
     unsigned tx_head;
     unsigned tx_frames;              /* the ring's real frame count (whole blocks) */
@@ -60,22 +60,23 @@ struct packet_io {
     struct iovec iov[SP_IO_BATCH_MAX];
 };
 
-static struct tpacket_block_desc *rx_desc(struct packet_io *p, unsigned block)
+static struct tpacket2_hdr *rx_frame(struct packet_io *p, unsigned i)
 {
-    return (struct tpacket_block_desc *)(p->rx_ring + (size_t)block * RX_BLOCK_SIZE);
+    unsigned block = i / p->rx_frames_per_block, slot = i % p->rx_frames_per_block;
+    return (struct tpacket2_hdr *)(p->rx_ring + (size_t)block * RX_BLOCK_SIZE +
+                                   (size_t)slot * RX_FRAME_SIZE);
 }
 
-static struct tpacket3_hdr *tx_frame(struct packet_io *p, unsigned i)
+static struct tpacket2_hdr *tx_frame(struct packet_io *p, unsigned i)
 {
     unsigned block = i / p->tx_frames_per_block, slot = i % p->tx_frames_per_block;
-    return (struct tpacket3_hdr *)(p->tx_ring + (size_t)block * TX_BLOCK_SIZE +
+    return (struct tpacket2_hdr *)(p->tx_ring + (size_t)block * TX_BLOCK_SIZE +
                                    (size_t)slot * (TX_FRAME_SIZE));
 }
 
-static int block_ready(struct packet_io *p)
+static int frame_ready(struct packet_io *p, unsigned i)
 {
-    return __atomic_load_n(&rx_desc(p, p->rx_block)->hdr.bh1.block_status, __ATOMIC_ACQUIRE) &
-           TP_STATUS_USER;
+    return __atomic_load_n(&rx_frame(p, i)->tp_status, __ATOMIC_ACQUIRE) & TP_STATUS_USER;
 }
 
 /* The socket reported an error: the link went down, perhaps on its way out (a device
@@ -102,76 +103,66 @@ static void check_link(struct packet_io *p)
     }
 }
 
+/* Why TPACKET_V2 and not V3's blocks: a V3 block reaches user space when it is full or
+ * when its timer (1 ms at the least) retires it, so at light load every frame waited up
+ * to a millisecond, which bounded a request-reply protocol (serve-http's TCP) at one
+ * round per millisecond per connection. A V2 slot is ours as soon as it is written. */
 static unsigned packet_rx_burst(struct sp_io *io, struct sp_frame *rx, unsigned max)
 {
     struct packet_io *p = (struct packet_io *)io;
-    if (!p->rx_left) {
-        if (!block_ready(p)) {
-            if (p->busy_poll || io->rx_nowait)
-                return 0;
-            struct pollfd pfd = {.fd = p->fd, .events = POLLIN | POLLERR};
-            if (poll(&pfd, 1, (int)p->poll_ms) > 0 && (pfd.revents & (POLLERR | POLLNVAL)) &&
-                !block_ready(p)) {
-                link_error(p);
-                return 0;
-            }
-            if (!block_ready(p)) {
-                if (p->link_down)
-                    check_link(p);
-                return 0;
-            }
-            p->link_down = 0;
-        }
-        struct tpacket_block_desc *d = rx_desc(p, p->rx_block);
-        p->rx_left = d->hdr.bh1.num_pkts;
-        p->rx_next = (struct tpacket3_hdr *)((uint8_t *)d + d->hdr.bh1.offset_to_first_pkt);
-        if (!p->rx_left) {
-            p->rx_block_done = 1;   /* an empty block still goes back (rx_release) */
+    unsigned i = (p->rx_head + p->rx_taken) % RX_FRAMES;
+    if (!frame_ready(p, i)) {
+        if (p->busy_poll || io->rx_nowait)
+            return 0;
+        struct pollfd pfd = {.fd = p->fd, .events = POLLIN | POLLERR};
+        if (poll(&pfd, 1, (int)p->poll_ms) > 0 && (pfd.revents & (POLLERR | POLLNVAL)) &&
+            !frame_ready(p, i)) {
+            link_error(p);
             return 0;
         }
+        if (!frame_ready(p, i)) {
+            if (p->link_down)
+                check_link(p);
+            return 0;
+        }
+        p->link_down = 0;
     }
     unsigned n = 0;
-    uint8_t *block = (uint8_t *)rx_desc(p, p->rx_block), *block_end = block + RX_BLOCK_SIZE;
-    while (n < max && p->rx_left) {
-        struct tpacket3_hdr *h = p->rx_next;
-        /* the kernel wrote these offsets, but nothing may lead outside the block */
-        if ((uint8_t *)h < block || (uint8_t *)h + sizeof(*h) + sizeof(struct sockaddr_ll) > block_end) {
-            p->rx_left = 0;
-            break;
-        }
-        const struct sockaddr_ll *ll =
-            (const struct sockaddr_ll *)((uint8_t *)h + HDR3_ALIGNED);
+    while (n < max && p->rx_taken < RX_FRAMES && frame_ready(p, i)) {
+        struct tpacket2_hdr *h = rx_frame(p, i);
+        const struct sockaddr_ll *ll = (const struct sockaddr_ll *)((uint8_t *)h + HDR2_ALIGNED);
         uint8_t *data = (uint8_t *)h + h->tp_mac;
         /* frames for other hosts (promiscuous devices, bridges, veth) are not ours,
-         * unless every frame is (a forwarder) */
+         * unless every frame is (a forwarder); the kernel wrote the offsets, but
+         * nothing may lead outside the slot, and a frame cut short is not answered */
         if ((p->promiscuous || ll->sll_pkttype != PACKET_OTHERHOST) &&
-            ll->sll_pkttype != PACKET_OUTGOING &&
-            data + h->tp_snaplen <= block_end) {
+            ll->sll_pkttype != PACKET_OUTGOING && h->tp_snaplen == h->tp_len &&
+            (size_t)h->tp_mac + h->tp_snaplen <= RX_FRAME_SIZE && h->tp_mac >= HDR2_ALIGNED) {
             rx[n].data = data;
             rx[n].len = h->tp_snaplen;
             rx[n].cap = h->tp_snaplen;
-            rx[n].id = p->rx_block;
+            rx[n].id = i;
             n++;
+        } else if (h->tp_snaplen != h->tp_len) {
+            io->counters.rx_truncated++;
         }
-        p->rx_left--;
-        p->rx_next = (struct tpacket3_hdr *)((uint8_t *)h + h->tp_next_offset);
+        p->rx_taken++;
+        i = (i + 1) % RX_FRAMES;
     }
-    if (!p->rx_left)
-        p->rx_block_done = 1;
     io->counters.rx_frames += n;
     return n;
 }
 
+/* Every slot read since the last release goes back, the skipped ones too. */
 static void packet_rx_release(struct sp_io *io, struct sp_frame *rx, unsigned n)
 {
     struct packet_io *p = (struct packet_io *)io;
     (void)rx, (void)n;
-    if (!p->rx_block_done)
-        return;
-    __atomic_store_n(&rx_desc(p, p->rx_block)->hdr.bh1.block_status, TP_STATUS_KERNEL,
-                     __ATOMIC_RELEASE);
-    p->rx_block = (p->rx_block + 1) % RX_BLOCKS;
-    p->rx_block_done = 0;
+    for (unsigned k = 0; k < p->rx_taken; k++)
+        __atomic_store_n(&rx_frame(p, (p->rx_head + k) % RX_FRAMES)->tp_status, TP_STATUS_KERNEL,
+                         __ATOMIC_RELEASE);
+    p->rx_head = (p->rx_head + p->rx_taken) % RX_FRAMES;
+    p->rx_taken = 0;
 }
 
 static void packet_reclaim(struct sp_io *io)
@@ -185,7 +176,7 @@ static unsigned packet_tx_reserve(struct sp_io *io, struct sp_frame *tx, unsigne
     unsigned got = 0;
     while (got < n) {
         unsigned i = (p->tx_head + got) % p->tx_frames;
-        struct tpacket3_hdr *h = tx_frame(p, i);
+        struct tpacket2_hdr *h = tx_frame(p, i);
         uint32_t status = __atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE);
         if (status == TP_STATUS_WRONG_FORMAT) {
             /* refused by the kernel (longer than the MTU): count it, reuse the frame */
@@ -216,7 +207,7 @@ static void packet_tx_submit(struct sp_io *io, struct sp_frame *tx, unsigned use
     struct packet_io *p = (struct packet_io *)io;
     (void)unused, (void)nunused;   /* they stay available; the head only moves past used ones */
     for (unsigned i = 0; i < used; i++) {
-        struct tpacket3_hdr *h = tx_frame(p, (unsigned)tx[i].id);
+        struct tpacket2_hdr *h = tx_frame(p, (unsigned)tx[i].id);
         h->tp_len = tx[i].len;
         h->tp_snaplen = tx[i].len;
         __atomic_store_n(&h->tp_status, TP_STATUS_SEND_REQUEST, __ATOMIC_RELEASE);
@@ -368,16 +359,16 @@ struct sp_io *sp_packet_io_open(const struct sp_packet_config *cfg, char *err, s
     p->fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0);
     if (p->fd < 0)
         return fail(p, err, errlen, "socket");
-    int version = TPACKET_V3, one = 1;
+    int version = TPACKET_V2, one = 1;
     if (setsockopt(p->fd, SOL_PACKET, PACKET_VERSION, &version, sizeof(version)) < 0)
-        return fail(p, err, errlen, "TPACKET_V3");
-    struct tpacket_req3 rx = {
-        .tp_block_size = RX_BLOCK_SIZE, .tp_block_nr = RX_BLOCKS,
-        .tp_frame_size = SP_FRAME_MAX, .tp_frame_nr = RX_BLOCK_SIZE / SP_FRAME_MAX * RX_BLOCKS,
-        .tp_retire_blk_tov = RX_BLOCK_TIMEOUT_MS,
+        return fail(p, err, errlen, "TPACKET_V2");
+    p->rx_frames_per_block = RX_BLOCK_SIZE / RX_FRAME_SIZE;
+    struct tpacket_req rx = {
+        .tp_block_size = RX_BLOCK_SIZE, .tp_block_nr = RX_FRAMES / p->rx_frames_per_block,
+        .tp_frame_size = RX_FRAME_SIZE, .tp_frame_nr = RX_FRAMES,
     };
     p->tx_frames_per_block = TX_BLOCK_SIZE / (TX_FRAME_SIZE);
-    struct tpacket_req3 tx = {
+    struct tpacket_req tx = {
         .tp_block_size = TX_BLOCK_SIZE,
         .tp_block_nr = (TX_FRAMES + p->tx_frames_per_block - 1) / p->tx_frames_per_block,
         .tp_frame_size = TX_FRAME_SIZE, .tp_frame_nr = TX_FRAMES,
@@ -391,7 +382,7 @@ struct sp_io *sp_packet_io_open(const struct sp_packet_config *cfg, char *err, s
     /* our own replies must not come back as input */
     setsockopt(p->fd, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one, sizeof(one));
     setsockopt(p->fd, SOL_PACKET, PACKET_QDISC_BYPASS, &one, sizeof(one));
-    size_t rx_len = (size_t)RX_BLOCK_SIZE * RX_BLOCKS;
+    size_t rx_len = (size_t)RX_BLOCK_SIZE * rx.tp_block_nr;
     p->map_len = rx_len + (cfg->precopy ? 0 : (size_t)TX_BLOCK_SIZE * tx.tp_block_nr);
     p->map = mmap(NULL, p->map_len, PROT_READ | PROT_WRITE, MAP_SHARED, p->fd, 0);
     if (p->map == MAP_FAILED)

@@ -34,6 +34,10 @@ static inline int sp_xdp_is_perm(int e)
     return e == EPERM || e == EACCES;
 }
 
+/* Writes value into a loaded-to-be object's .rodata, at the offset BTF gives for the
+ * global `name` (before bpf_object__load(): the kernel freezes it). */
+int sp_xdp_set_rodata(struct bpf_object *obj, const char *name, const void *value, size_t vsize);
+
 #define SP_XDP_PERM_MSG "AF_XDP: needs CAP_NET_ADMIN/CAP_NET_RAW/CAP_BPF (run as root)"
 
 /* libbpf and libxdp print warnings to stderr by default. Between begin and end the

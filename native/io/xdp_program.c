@@ -127,8 +127,7 @@ static unsigned count_queues(const char *ifname)
     return n;
 }
 
-/* Write a value into .rodata's initial value, at the offset BTF gives for `name`. */
-static int set_rodata(struct bpf_object *obj, const char *name, const void *value, size_t vsize)
+int sp_xdp_set_rodata(struct bpf_object *obj, const char *name, const void *value, size_t vsize)
 {
     struct bpf_map *map, *rodata = NULL;
     bpf_object__for_each_map(map, obj) {
@@ -318,8 +317,8 @@ struct sp_xdp_prog *sp_xdp_prog_attach_file(const char *obj_path, const char *if
     }
     struct bpf_program *prog = bpf_object__find_program_by_name(p->obj, SP_XDP_PROG_NAME);
     struct bpf_map *map = bpf_object__find_map_by_name(p->obj, SP_XDP_MAP_NAME);
-    if (!prog || !map || set_rodata(p->obj, SP_XDP_PORT_VAR, &port, sizeof(port)) ||
-        set_rodata(p->obj, SP_XDP_TCP_VAR, &steer_tcp, sizeof(steer_tcp)) ||
+    if (!prog || !map || sp_xdp_set_rodata(p->obj, SP_XDP_PORT_VAR, &port, sizeof(port)) ||
+        sp_xdp_set_rodata(p->obj, SP_XDP_TCP_VAR, &steer_tcp, sizeof(steer_tcp)) ||
         bpf_map__set_max_entries(map, p->map_entries)) {
         sp_xdp_quiet_end(q);
         sp_xdp_set_err(err, errlen, "AF_XDP: BPF object is not stormpy's steer program "

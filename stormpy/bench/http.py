@@ -266,11 +266,14 @@ def preflight(args) -> list:
         if shutil.which(tool) is None:
             raise BenchError(f"{tool} not found; install it: apt-get install "
                              f"{'wrk' if tool == 'wrk' else 'util-linux'}")
-    servers = [s.strip() for s in args.servers.split(",") if s.strip()]
-    unknown = [s for s in servers if s not in SERVERS]
+    from stormpy.bench.http_veth import SERVERS as VETH_SERVERS
+    known = VETH_SERVERS if args.veth else SERVERS
+    listed = args.servers or ",".join(known)
+    servers = [s.strip() for s in listed.split(",") if s.strip()]
+    unknown = [s for s in servers if s not in known]
     if unknown or not servers:
         raise BenchError(f"--servers: unknown {', '.join(unknown) or '(none given)'}; "
-                         f"choose from {','.join(SERVERS)}")
+                         f"choose from {','.join(known)}")
     online = set(cpu_times())
     for opt, cpu in (("--server-cpu", args.server_cpu), ("--client-cpu", args.client_cpu)):
         if cpu not in online:
@@ -324,9 +327,13 @@ def run_http(args) -> int:
     try:
         with stopping_children_on_signals():
             site = workdir / "site"
-            say(f"site: {len(make_site(site, sizes=sizes))} files in {site}")
-            digests = sha256_of(site)
-            outcome = measure_all(args, servers, sizes, site, digests, workdir, modes)
+            if args.veth:
+                from stormpy.bench.http_veth import measure_veth
+                outcome = measure_veth(args, servers, sizes, modes)
+            else:
+                say(f"site: {len(make_site(site, sizes=sizes))} files in {site}")
+                digests = sha256_of(site)
+                outcome = measure_all(args, servers, sizes, site, digests, workdir, modes)
     except Interrupted:
         raise KeyboardInterrupt from None
     finally:
@@ -336,7 +343,7 @@ def run_http(args) -> int:
             shutil.rmtree(workdir, ignore_errors=True)
     report(args, servers, sizes, modes, outcome)
     if args.plot:
-        why = plot(args.plot, servers, sizes, modes, outcome)
+        why = plot(args.plot, servers, sizes, modes, outcome, veth=args.veth)
         if why:
             print(f"stormpy bench http: --plot: {why}", file=sys.stderr)
     clean = not outcome.failed and all(run.get("ok") for run in outcome.runs)

@@ -23,9 +23,9 @@ def table(mode: str, servers: list, sizes: list, best: dict) -> str:
     header = ["size"]
     for s in servers:
         header += [f"{s} req/s", f"{s} us CPU/req"]
-    both = "stormpy" in servers and "nginx" in servers
-    if both:
-        header += ["stormpy/nginx req/s", "stormpy/nginx CPU/req"]
+    ours = [s for s in servers if s.startswith("stormpy")] if "nginx" in servers else []
+    for s in ours:
+        header += [f"{s}/nginx req/s", f"{s}/nginx CPU/req"]
     rows = []
     for size in sizes:
         row = [size_label(size)]
@@ -37,8 +37,9 @@ def table(mode: str, servers: list, sizes: list, best: dict) -> str:
             mark = "" if run.get("ok") else " !"
             cpu = run.get("cpu_us_per_request")
             row += [f"{run['requests_per_s']:,.0f}{mark}", "n/a" if cpu is None else f"{cpu:.1f}"]
-        if both:
-            sp, ng = best.get(("stormpy", mode, size)), best.get(("nginx", mode, size))
+        ng = best.get(("nginx", mode, size))
+        for s in ours:
+            sp = best.get((s, mode, size))
             row += [_ratio(sp and sp["requests_per_s"], ng and ng["requests_per_s"]),
                     _ratio(sp and sp.get("cpu_us_per_request"), ng and ng.get("cpu_us_per_request"))]
         rows.append(row)
@@ -47,8 +48,10 @@ def table(mode: str, servers: list, sizes: list, best: dict) -> str:
 
 def mode_title(args, mode: str) -> str:
     how = "keep-alive" if mode == "keep-alive" else "a new connection per request (Connection: close)"
+    where = "across a veth pair" if getattr(args, "veth", False) else "on 127.0.0.1"
     return (f"{how}: wrk -t{args.threads} -c{args.connections} -d{args.seconds:g}s on CPU "
-            f"{args.client_cpu}, server on CPU {args.server_cpu}, best of {args.rounds} round(s)")
+            f"{args.client_cpu}, server on CPU {args.server_cpu}, {where}, best of "
+            f"{args.rounds} round(s)")
 
 
 def report(args, servers: list, sizes: list, modes: list, outcome) -> None:
@@ -76,7 +79,10 @@ def report(args, servers: list, sizes: list, modes: list, outcome) -> None:
     print("\n".join(out))
 
 
-def plot(path: str, servers: list, sizes: list, modes: list, outcome):
+COLOURS = {"stormpy": "#c0392b", "stormpy-xdp": "#2471a3", "stormpy-packet": "#27ae60"}
+
+
+def plot(path: str, servers: list, sizes: list, modes: list, outcome, veth: bool = False):
     """Requests/s against file size (log x), a line per server and mode; None, or why no PNG."""
     try:
         import matplotlib
@@ -95,7 +101,7 @@ def plot(path: str, servers: list, sizes: list, modes: list, outcome):
             if points:
                 xs, ys = zip(*points)
                 ax.plot(xs, ys, marker="o", label=f"{server} {mode}",
-                        color="#c0392b" if server == "stormpy" else "#7f8c8d",
+                        color=COLOURS.get(server, "#7f8c8d"),
                         linestyle="-" if mode == "keep-alive" else "--")
                 lines += 1
     if not lines:
@@ -107,7 +113,8 @@ def plot(path: str, servers: list, sizes: list, modes: list, outcome):
     ax.set_xlabel("file size (bytes)")
     ax.set_ylabel("requests/s")
     ax.set_ylim(bottom=0)
-    ax.set_title("static files over HTTP/1.1 on loopback, one server core (wrk)")
+    ax.set_title("static files over HTTP/1.1 " + ("across a veth pair" if veth else "on loopback")
+                 + ", one server core (wrk)")
     ax.legend()
     ax.grid(True, alpha=0.3)
     fig.tight_layout()

@@ -29,10 +29,10 @@ class HttpServer(Server):
     ring_poll_ms = 5            # its own TCP's timers run when the worker wakes
 
     def __init__(self, cfg: HttpConfig):
-        if cfg.iface and cfg.backend != "xdp":
-            raise StormpyError(f"serve-http --backend {cfg.backend}: stormpy's own TCP runs on "
-                               f"AF_XDP so far (on AF_PACKET the kernel would answer the port's "
-                               f"segments too); use --backend xdp, or --listen for the kernel's TCP")
+        if cfg.iface and cfg.backend == "netmap":
+            raise StormpyError("serve-http --backend netmap: stormpy's own TCP runs on AF_XDP "
+                               "and AF_PACKET so far; use --backend xdp or packet, or --listen "
+                               "for the kernel's TCP")
         if cfg.iface and cfg.mode != "memcpy":
             raise StormpyError("serve-http --mode precopy: pre-copied segments are not built "
                                "yet; use --mode memcpy")

@@ -27,7 +27,7 @@ from stormpy.errors import StormpyError
 log = logging.getLogger("stormpy")
 
 SERVER = b"stormpy"
-ENTRY = struct.Struct("<5I4HIqQ")
+ENTRY = struct.Struct("<6I4H2IqQ")
 HEADER = struct.Struct(f"<{2 + _core.HTTP_ERRORS}I")
 NONE = 0xFFFFFFFF
 FILE, CLOSES = 1, 2
@@ -83,17 +83,23 @@ class _Builder:
             out += name.encode() + b": " + value + b"\r\n"
         return self.response(out, len(self.entries)), date_at
 
-    def entry(self, status: int, head: tuple[int, int], body: int = NONE, size: int = 0,
+    def body(self, data: bytes) -> tuple[int, int]:
+        """A body and its prefix sums (site.h): (body, sums) responses."""
+        return self.response(data), self.response(_core.csum_prefix(data, _core.HTTP_SUM_STRIDE))
+
+    def entry(self, status: int, head: tuple[int, int], body=(NONE, NONE), size: int = 0,
               flags: int = 0, not_modified=(NONE, 0), partial=(NONE, 0), etag: int = NONE,
               mtime: int = 0) -> int:
-        self.entries.append(ENTRY.pack(head[0], body, not_modified[0], partial[0], etag, status,
-                                       head[1], not_modified[1], partial[1], flags, mtime, size))
+        stride = _core.HTTP_SUM_STRIDE if body[1] != NONE else 0
+        self.entries.append(ENTRY.pack(head[0], body[0], not_modified[0], partial[0], etag,
+                                       body[1], status, head[1], not_modified[1], partial[1],
+                                       flags, stride, mtime, size))
         return len(self.entries) - 1
 
     def page(self, status: int, body: bytes, extra=()) -> int:
         head = self.head(status, [("Content-Type", b"text/html"),
                                   ("Content-Length", str(len(body)).encode()), *extra])
-        return self.entry(status, head, self.response(body), len(body),
+        return self.entry(status, head, self.body(body), len(body),
                           CLOSES if status in CLOSING else 0)
 
     def file(self, data: bytes, mtime: int, content_type: bytes) -> int:
@@ -104,7 +110,7 @@ class _Builder:
                                *common[1:], ("Accept-Ranges", b"bytes")])
         not_modified = self.head(304, common[1:])
         partial = self.head(206, common)
-        return self.entry(200, head, self.response(data), len(data), FILE, not_modified,
+        return self.entry(200, head, self.body(data), len(data), FILE, not_modified,
                           partial, self.response(etag), mtime)
 
     def finish(self, errors: list[int]):

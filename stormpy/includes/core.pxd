@@ -3,6 +3,7 @@ from libc.stdint cimport uint8_t, uint16_t, uint32_t, uint64_t, int64_t
 
 cdef extern from "stormpy/proto/csum.h" nogil:
     uint32_t sp_csum_partial(const void *data, size_t len, uint32_t sum)
+    size_t sp_csum_prefix(const void *data, size_t len, size_t stride, uint16_t *out)
     uint16_t sp_csum_fold(uint32_t sum)
 
 cdef extern from "stormpy/engine/table.h" nogil:
@@ -312,6 +313,7 @@ cdef extern from "stormpy/app/http/site.h" nogil:
         SP_HTTP_SITE_MAGIC
         SP_HTTP_DATE_LEN
         SP_HTTP_ERRORS
+        SP_HTTP_SUM_STRIDE
     struct sp_http_entry:
         pass
     struct sp_http_site:
@@ -338,6 +340,7 @@ cdef extern from "stormpy/app/http/reply.h" nogil:
         uint64_t len
     void sp_http_answer(const sp_table *t, const sp_http_site *site, const sp_http_request *req,
                        const uint8_t *date, sp_http_reply *out)
+    uint32_t sp_http_reply_copy(const sp_http_reply *r, uint64_t off, size_t len, uint8_t *out)
 
 cdef extern from "stormpy/app/http/stream.h" nogil:
     struct sp_http_counters:
@@ -464,6 +467,13 @@ cdef extern from "stormpy/io/xdp_program.h" nogil:
     sp_xdp_attach_mode sp_xdp_prog_mode(const sp_xdp_prog *prog)
     unsigned sp_xdp_prog_queues(const sp_xdp_prog *prog)
     int sp_have_xdp()
+
+cdef extern from "stormpy/io/tcp_guard.h" nogil:
+    struct sp_tcp_guard:
+        pass
+    sp_tcp_guard *sp_tcp_guard_attach(const char *ifname, uint16_t port, char *err, size_t errlen)
+    void sp_tcp_guard_detach(sp_tcp_guard *guard)
+    int sp_tcp_guard_uses_link(const sp_tcp_guard *guard)
 
 cdef extern from "stormpy/io/xdp_socket.h" nogil:
     struct sp_xdp_config:

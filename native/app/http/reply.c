@@ -1,5 +1,6 @@
 /* Answers from a compiled site. See stormpy/app/http/reply.h and site.h. */
 #include "stormpy/app/http/reply.h"
+#include "stormpy/proto/csum.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -55,12 +56,78 @@ static void add_head(struct sp_http_reply *out, const struct sp_table *t, uint32
     add(out, b + date_at + SP_HTTP_DATE_LEN, r->len - date_at - SP_HTTP_DATE_LEN);
 }
 
-static void add_body(struct sp_http_reply *out, const struct sp_table *t, uint32_t index,
-                     uint64_t first, uint64_t count)
+static void add_body(struct sp_http_reply *out, const struct sp_table *t,
+                     const struct sp_http_entry *e, uint64_t first, uint64_t count)
 {
-    const struct sp_response *r = sp_table_response(t, index);
-    if (r && first <= r->len && count <= r->len - first)
-        add(out, sp_response_bytes(t, r) + first, count);
+    const struct sp_response *r = sp_table_response(t, e->body);
+    if (!r || first > r->len || count > r->len - first || count == 0)
+        return;
+    const struct sp_response *sums = sp_table_response(t, e->sums);
+    uint64_t stride = e->sum_stride;
+    if (sums && stride == SP_HTTP_SUM_STRIDE &&
+        sums->len == 2 * ((r->len + stride - 1) / stride + 1)) {
+        out->body_iov = out->niov;
+        out->body_first = first;
+        out->body_size = r->len;
+        out->sums = sp_response_bytes(t, sums);
+    }
+    add(out, sp_response_bytes(t, r) + first, count);
+}
+
+static uint32_t stored_sum(const uint8_t *sums, uint64_t k)
+{
+    uint16_t v;
+    memcpy(&v, sums + 2 * k, 2);
+    return v;
+}
+
+/* The sum of body[a, b) as the body's own words see it (offset 0 even). */
+static uint32_t body_range_sum(const struct sp_http_reply *r, const uint8_t *body, uint64_t a,
+                               uint64_t b)
+{
+    const uint64_t stride = SP_HTTP_SUM_STRIDE;
+    uint64_t up = (a + stride - 1) / stride * stride;
+    uint64_t down = b == r->body_size ? b : b / stride * stride;
+    if (up >= down) {
+        uint32_t s = sp_csum_partial(body + a, b - a, 0);
+        return a & 1 ? sp_csum_swap(s) : s;
+    }
+    uint32_t head = sp_csum_partial(body + a, up - a, 0);
+    uint64_t k_down = down == r->body_size ? (r->body_size + stride - 1) / stride : down / stride;
+    uint32_t mid = sp_csum_sub(stored_sum(r->sums, k_down), stored_sum(r->sums, up / stride));
+    uint32_t tail = sp_csum_partial(body + down, b - down, 0);   /* down is even */
+    return sp_csum_add(sp_csum_add(a & 1 ? sp_csum_swap(head) : head, mid), tail);
+}
+
+/* The partial sum of n bytes of iov i from byte skip on, as if at an even offset. */
+static uint32_t piece_sum(const struct sp_http_reply *r, int i, size_t skip, size_t n)
+{
+    const uint8_t *p = (const uint8_t *)r->iov[i].iov_base + skip;
+    if (i != r->body_iov || !r->sums)
+        return sp_csum_partial(p, n, 0);
+    uint64_t a = r->body_first + skip;
+    uint32_t s = body_range_sum(r, p - a, a, a + n);
+    return a & 1 ? sp_csum_swap(s) : s;
+}
+
+uint32_t sp_http_reply_copy(const struct sp_http_reply *r, uint64_t off, size_t len, uint8_t *out)
+{
+    uint32_t sum = 0;
+    size_t done = 0;
+    for (int i = 0; i < r->niov && done < len; i++) {
+        size_t have = r->iov[i].iov_len;
+        if (off >= have) {
+            off -= have;
+            continue;
+        }
+        size_t n = have - off < len - done ? have - off : len - done;
+        memcpy(out + done, (const uint8_t *)r->iov[i].iov_base + off, n);
+        uint32_t piece = piece_sum(r, i, (size_t)off, n);
+        sum = sp_csum_add(sum, done & 1 ? sp_csum_swap(piece) : piece);
+        done += n;
+        off = 0;
+    }
+    return sum;
 }
 
 /* The header lines the server adds, and the blank line. */
@@ -77,6 +144,8 @@ static void start(struct sp_http_reply *out, const uint8_t *date, uint16_t statu
 {
     out->niov = 0;
     out->len = 0;
+    out->body_iov = -1;
+    out->sums = NULL;
     out->status = status;
     out->close = close;
     memcpy(out->date, date, SP_HTTP_DATE_LEN);
@@ -89,7 +158,7 @@ static void add_entry(struct sp_http_reply *out, const struct sp_table *t,
     add_head(out, t, e->head, e->head_date);
     add_extra(out, n);
     if (!head_only)
-        add_body(out, t, e->body, 0, e->size);
+        add_body(out, t, e, 0, e->size);
 }
 
 void sp_http_answer_error(const struct sp_table *t, const struct sp_http_site *site,
@@ -229,7 +298,7 @@ static void reply_file(const struct sp_table *t, const struct sp_http_site *site
                      (unsigned long long)last, (unsigned long long)e->size);
     add_extra(out, n);
     if (!head_only)
-        add_body(out, t, e->body, first, last - first + 1);
+        add_body(out, t, e, first, last - first + 1);
 }
 
 void sp_http_answer(const struct sp_table *t, const struct sp_http_site *site,

@@ -15,23 +15,9 @@ void ring_emit(const struct tcb *c, const struct sp_batch *b, struct sp_frame *t
     struct sp_tcp_segment seg = {.seq = seq, .ack = c->rcv_nxt, .flags = flags,
                                  .window = (uint16_t)window, .syn = syn};
     size_t hl = c->l2_len + sp_tcpip_header_len(c->peer.family, &seg);
-    uint8_t *payload = tx->data + hl;
-    uint64_t skip = seq - c->reply_seq, left = len;
-    for (int i = 0; i < c->reply.niov && left; i++) {
-        const struct iovec *v = &c->reply.iov[i];
-        if (skip >= v->iov_len) {
-            skip -= v->iov_len;
-            continue;
-        }
-        size_t n = v->iov_len - skip < left ? v->iov_len - skip : left;
-        memcpy(payload, (const uint8_t *)v->iov_base + skip, n);
-        payload += n;
-        left -= n;
-        skip = 0;
-    }
+    uint32_t sum = sp_http_reply_copy(&c->reply, seq - c->reply_seq, len, tx->data + hl);
     memcpy(tx->data, c->l2, c->l2_len);
-    sp_tcpip_write_reply(tx->data + c->l2_len, &c->peer, &seg, len,
-                         sp_csum_partial(tx->data + hl, len, 0), b->cfg->ttl);
+    sp_tcpip_write_reply(tx->data + c->l2_len, &c->peer, &seg, len, sum, b->cfg->ttl);
     tx->len = (uint32_t)(hl + len);
 }
 

@@ -1,6 +1,6 @@
 /*
  * The AF_PACKET backend: the fallback where AF_XDP is unavailable. One packet
- * socket per worker with a TPACKET_V3 RX ring and TX ring mapped together; the
+ * socket per worker with a TPACKET_V2 RX ring and TX ring mapped together; the
  * workers of one interface join one PACKET_FANOUT group so the kernel spreads
  * flows across them. The kernel's own stack still sees every frame, so the
  * control plane keeps a never-read UDP socket on the served port: otherwise the

@@ -18,6 +18,12 @@
 /* Partial sum of len bytes, as if they started at an even offset. */
 uint32_t sp_csum_partial(const void *data, size_t len, uint32_t sum);
 
+/* Prefix sums of a blob, for summing any range of it without reading it all
+ * (serve-http's stored segment sums): out[k] is the reduced partial sum of
+ * data[0, min(k * stride, len)), for k = 0 .. ceil(len / stride). stride must be even.
+ * Returns the number written (ceil(len / stride) + 1); out must hold that many. */
+size_t sp_csum_prefix(const void *data, size_t len, size_t stride, uint16_t *out);
+
 /* Fold a partial sum to 16 bits and complement it: the value for the header field
  * (host byte order). */
 static inline uint16_t sp_csum_fold(uint32_t sum)

@@ -26,6 +26,10 @@ struct sp_http_reply {
     uint16_t status;
     bool close;                        /* close the connection once this is sent */
     uint64_t len;                      /* bytes in iov, in all */
+    int body_iov;                      /* the iov of body bytes, -1 for none */
+    uint64_t body_first;               /* its first byte's offset in the body */
+    const uint8_t *sums;               /* the body's stored sums (site.h), or NULL */
+    uint64_t body_size;
     uint8_t date[SP_HTTP_DATE_LEN];
     uint8_t extra[SP_HTTP_EXTRA_MAX];  /* Content-Range, Content-Length, Connection, CRLF */
 };
@@ -35,6 +39,12 @@ struct sp_http_reply {
 void sp_http_answer(const struct sp_table *t, const struct sp_http_site *site,
                    const struct sp_http_request *req, const uint8_t *date,
                    struct sp_http_reply *out);
+
+/* Copies len bytes of the answer, from byte off on, to out (a TCP segment's payload)
+ * and returns their partial checksum (csum.h). The body's part of the sum comes from
+ * its stored sums, so it costs the same for 64 bytes as for 9000; only the head and
+ * the edges of a stride are summed. */
+uint32_t sp_http_reply_copy(const struct sp_http_reply *r, uint64_t off, size_t len, uint8_t *out);
 
 /* The answer with error status `status` (408 for a request that timed out). */
 void sp_http_answer_error(const struct sp_table *t, const struct sp_http_site *site,

@@ -16,7 +16,11 @@
  *   body          the content (a blob: it may be larger than a packet);
  *   not_modified  the 304 head (files only);
  *   partial       the 206 head without Content-Length (files only);
- *   etag          the entity tag, quotes included (files only).
+ *   etag          the entity tag, quotes included (files only);
+ *   sums          the body's one's-complement prefix sums, one per SP_HTTP_SUM_STRIDE
+ *                 bytes: a TCP segment cut anywhere from the body gets its payload's
+ *                 checksum from two stored sums and at most two short edges, never
+ *                 by summing the whole payload.
  * Responses are never patched per request: the fields that vary (Date, Connection,
  * Content-Range) are composed around them, so a sender points at stored bytes.
  */
@@ -36,12 +40,17 @@ enum sp_http_entry_flags {
     SP_HTTP_CLOSES = 2,        /* the connection closes after this answer */
 };
 
-/* Laid out without padding: stormpy/http/site.py packs it as "<5I4HIqQ". */
+/* The body bytes per stored sum (sums below). */
+#define SP_HTTP_SUM_STRIDE 64
+
+/* Laid out without padding: stormpy/http/site.py packs it as "<6I4H2IqQ". */
 struct sp_http_entry {
     uint32_t head, body, not_modified, partial, etag;  /* table responses */
+    uint32_t sums;             /* the body's prefix sums (sp_csum_prefix(), host order) */
     uint16_t status;
     uint16_t head_date, not_modified_date, partial_date;   /* Date offsets */
     uint32_t flags;
+    uint32_t sum_stride;       /* SP_HTTP_SUM_STRIDE when sums is set */
     int64_t mtime;             /* seconds since the epoch (Last-Modified) */
     uint64_t size;             /* the body's length */
 };
