@@ -71,3 +71,67 @@ cdef tuple _segment(const sp_http_reply *reply, uint64_t off, size_t segment):
     cdef uint8_t[:] view = buf
     cdef uint32_t s = sp_http_reply_copy(reply, off, n, &view[0] if n else NULL)
     return bytes(buf), s
+
+
+cdef class HttpRing:
+    """stormpy's own TCP (app/http/ring.h) stepped by hand, for tests: the site in
+    `table` served on `port`; step(frames) runs one batch (the frames, then every
+    connection with something to do) and returns the frames it sent. Time is the
+    real clock, as in a worker."""
+    cdef sp_http_ring *r
+    cdef Table table
+    cdef sp_frame_config cfg
+    cdef sp_table_pins *pins
+    cdef sp_http_counters k
+    cdef sp_frame_counters fc
+    cdef bytearray txmem
+
+    def __cinit__(self, Table table not None, uint16_t port=80, uint32_t max_connections=64,
+                  uint32_t request_timeout_ms=10000, uint32_t idle_timeout_ms=30000,
+                  uint16_t mtu=1500):
+        cdef sp_http_ring_config rc
+        if table.t is NULL or sp_http_site_of(table.t) is NULL:
+            raise ValueError("the table holds no site")
+        memset(&rc, 0, sizeof(rc))
+        rc.max_connections, rc.request_timeout_ms = max_connections, request_timeout_ms
+        rc.idle_timeout_ms = idle_timeout_ms
+        memset(&self.cfg, 0, sizeof(self.cfg))
+        self.cfg.port, self.cfg.ttl, self.cfg.mtu = port, 64, mtu
+        memset(&self.k, 0, sizeof(self.k))
+        memset(&self.fc, 0, sizeof(self.fc))
+        self.pins = <sp_table_pins *>PyMem_Malloc(sizeof(sp_table_pins))
+        self.r = sp_http_ring_open(&rc)
+        if self.r is NULL or self.pins is NULL:
+            raise MemoryError()
+        memset(self.pins, 0, sizeof(sp_table_pins))
+        self.table = table
+        self.txmem = bytearray(SP_IO_BATCH_MAX * 2048)
+
+    def __dealloc__(self):
+        sp_http_ring_close(self.r)
+        PyMem_Free(self.pins)
+
+    def step(self, frames=()):
+        cdef sp_frame rx[SP_IO_BATCH_MAX]
+        cdef sp_frame tx[SP_IO_BATCH_MAX]
+        cdef sp_batch b
+        cdef uint8_t[:] mem = self.txmem
+        cdef unsigned i
+        frames = [bytes(f) for f in frames]
+        if len(frames) > SP_IO_BATCH_MAX:
+            raise ValueError(f"at most {SP_IO_BATCH_MAX} frames a step")
+        memset(&b, 0, sizeof(b))
+        for i in range(len(frames)):
+            rx[i].data = <uint8_t *><const uint8_t *>frames[i]
+            rx[i].len = rx[i].cap = len(frames[i])
+        for i in range(SP_IO_BATCH_MAX):
+            tx[i].data = &mem[i * 2048]
+            tx[i].cap = 2048
+            tx[i].len = 0
+        b.rx, b.n, b.tx, b.reserved = rx, len(frames), tx, SP_IO_BATCH_MAX
+        b.cfg, b.counters, b.out = &self.cfg, &self.fc, tx
+        sp_http_ring_batch(self.r, self.table.t, 1, self.pins, &b, &self.k)
+        return [PyBytes_FromStringAndSize(<char *>tx[i].data, tx[i].len) for i in range(b.sent)]
+
+    def counters(self):
+        return _http_counters(&self.k)

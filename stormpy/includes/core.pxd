@@ -57,6 +57,8 @@ cdef extern from "stormpy/engine/table_ref.h" nogil:
         SP_MAX_WORKERS
     struct sp_table_ref:
         pass
+    struct sp_table_pins:
+        pass
     void sp_table_ref_init(sp_table_ref *ref, sp_table *t)
     const sp_table *sp_table_ref_enter(sp_table_ref *ref, int worker)
     void sp_table_ref_leave(sp_table_ref *ref, int worker)
@@ -362,12 +364,31 @@ cdef extern from "stormpy/app/http/stream.h" nogil:
         uint32_t idle_timeout_ms
         uint32_t send_timeout_ms
 
+cdef extern from "stormpy/engine/batch.h" nogil:
+    struct sp_batch:
+        sp_frame *rx
+        unsigned n
+        sp_frame *tx
+        unsigned reserved
+        const sp_frame_config *cfg
+        sp_frame_counters *counters
+        sp_frame *spare
+        sp_frame *out
+        unsigned sent
+        unsigned used
+
 cdef extern from "stormpy/app/http/ring.h" nogil:
     struct sp_http_ring_config:
         uint32_t max_connections
         uint32_t request_timeout_ms
         uint32_t idle_timeout_ms
         uint32_t send_timeout_ms
+    struct sp_http_ring:
+        pass
+    sp_http_ring *sp_http_ring_open(const sp_http_ring_config *cfg)
+    void sp_http_ring_close(sp_http_ring *r)
+    void sp_http_ring_batch(sp_http_ring *r, const sp_table *t, uint64_t gen, sp_table_pins *pins,
+                            sp_batch *b, sp_http_counters *c)
 
 cdef extern from "stormpy/app/http/worker.h" nogil:
     struct sp_http_worker:

@@ -1,97 +1,11 @@
 /* stormpy's own TCP for serve-http on the rings. See stormpy/app/http/ring.h. */
-#define _GNU_SOURCE
 #include "ring_internal.h"
 
-#include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
-#include <sys/random.h>
 #include <time.h>
 
 #include "stormpy/engine/clock.h"
-
-static uint64_t mix(uint64_t x)
-{
-    x ^= x >> 30;
-    x *= 0xbf58476d1ce4e5b9ull;
-    x ^= x >> 27;
-    x *= 0x94d049bb133111ebull;
-    return x ^ (x >> 31);
-}
-
-static uint32_t flow_hash(const struct sp_tcpip *t)
-{
-    uint64_t a, b;
-    memcpy(&a, t->src, 8);
-    memcpy(&b, t->src + 8, 8);
-    return (uint32_t)mix(a ^ mix(b ^ ((uint64_t)t->sport << 16 | t->dport))) % BUCKETS;
-}
-
-static bool same_flow(const struct tcb *c, const struct sp_tcpip *t)
-{
-    return c->peer.sport == t->sport && c->peer.dport == t->dport &&
-           c->peer.family == t->family && memcmp(c->peer.src, t->src, 16) == 0 &&
-           memcmp(c->peer.dst, t->dst, 16) == 0;
-}
-
-static struct tcb *find(struct sp_http_ring *r, const struct sp_tcpip *t)
-{
-    for (struct tcb *c = r->bucket[flow_hash(t)]; c; c = c->hnext)
-        if (same_flow(c, t))
-            return c;
-    return NULL;
-}
-
-struct sp_http_ring *sp_http_ring_open(const struct sp_http_ring_config *cfg)
-{
-    struct sp_http_ring *r = calloc(1, sizeof(*r));
-    if (!r)
-        return NULL;
-    r->cfg = *cfg;
-    if (!r->cfg.max_connections)
-        r->cfg.max_connections = 1024;
-    r->tcbs = calloc(r->cfg.max_connections, sizeof(struct tcb));
-    if (!r->tcbs) {
-        free(r);
-        return NULL;
-    }
-    for (uint32_t i = r->cfg.max_connections; i-- > 0;) {
-        r->tcbs[i].next = r->free_list;
-        r->free_list = &r->tcbs[i];
-    }
-    if (getrandom(&r->secret, sizeof(r->secret), 0) != sizeof(r->secret))
-        r->secret = mix((uint64_t)time(NULL) ^ (uint64_t)(uintptr_t)r);
-    r->date_second = -1;
-    return r;
-}
-
-void sp_http_ring_close(struct sp_http_ring *r)
-{
-    if (!r)
-        return;
-    free(r->tcbs);
-    free(r);
-}
-
-static void release(struct sp_http_ring *r, struct tcb *c, struct sp_table_pins *pins,
-                    struct sp_http_counters *k)
-{
-    if (c->has_reply)
-        sp_table_unpin(pins, c->gen);
-    struct tcb **p = &r->bucket[flow_hash(&c->peer)];
-    while (*p && *p != c)
-        p = &(*p)->hnext;
-    if (*p)
-        *p = c->hnext;
-    *(c->prev ? &c->prev->next : &r->active) = c->next;
-    if (c->next)
-        c->next->prev = c->prev;
-    if (c->state == SYN_RCVD)
-        r->half_open--;
-    c->state = FREE;
-    c->next = r->free_list;
-    r->free_list = c;
-    k->open--;
-}
 
 /* The next answer, once the last is acknowledged whole: from the requests received. */
 static void take_request(struct sp_http_ring *r, struct tcb *c, const struct sp_table *t,
@@ -171,18 +85,15 @@ static uint16_t path_mss(const struct sp_tcpip *t, const struct sp_batch *b, uin
     return (uint16_t)(mss < 64 ? 64 : mss);
 }
 
-/* A connection from the free list for the flow of t, hashed and active: the client's
- * ISN isn, ours iss, the options both agreed on. NULL when the table is full. */
+/* A connection for the flow of t (ring_take): the client's ISN isn, ours iss, the
+ * options both agreed on. NULL when the table is full. */
 static struct tcb *open_tcb(struct sp_http_ring *r, const struct sp_tcpip *t, const uint8_t *rx,
                             size_t l2, const struct cookie_opts *o, uint32_t isn, uint32_t iss,
-                            uint64_t now, struct sp_http_counters *k)
+                            uint64_t now, struct sp_table_pins *pins, struct sp_http_counters *k)
 {
-    struct tcb *c = r->free_list;
+    struct tcb *c = ring_take(r, t, pins, k);
     if (!c)
         return NULL;
-    r->free_list = c->next;
-    memset(c, 0, offsetof(struct tcb, reply));
-    c->peer = *t;
     c->l2_len = (uint8_t)l2;
     sp_eth_write_reply(c->l2, rx + 6, rx, rx, l2);
     c->mss = o->mss;
@@ -199,29 +110,20 @@ static struct tcb *open_tcb(struct sp_http_ring *r, const struct sp_tcpip *t, co
     c->ssthresh = UINT32_MAX;
     c->rto_ms = RTO_INITIAL_MS;
     c->request_since_ns = now;
-    uint32_t h = flow_hash(t);
-    c->hnext = r->bucket[h];
-    r->bucket[h] = c;
-    c->prev = NULL;
-    c->next = r->active;
-    if (r->active)
-        r->active->prev = c;
-    r->active = c;
-    k->open++;
-    k->connections++;
     return c;
 }
 
 /* A SYN for a new connection: its SYN-ACK, from a connection in SYN_RCVD or, when
  * the table is full or half of it half-open, from a cookie (ring_cookie.c). */
 static void accept_syn(struct sp_http_ring *r, const struct sp_tcpip *t, const uint8_t *rx,
-                       size_t l2, struct sp_batch *b, unsigned *used, struct sp_http_counters *k)
+                       size_t l2, struct sp_batch *b, unsigned *used, struct sp_table_pins *pins,
+                       struct sp_http_counters *k)
 {
     struct cookie_opts o = {.mss = path_mss(t, b, t->opt.has_mss ? t->opt.mss : 536),
                             .wscale = t->opt.wscale, .has_wscale = t->opt.has_wscale,
                             .sack = t->opt.sack_permitted};
     uint64_t now = sp_now_ns();
-    if (!r->free_list || r->half_open >= (r->cfg.max_connections + 1) / 2) {
+    if (!ring_has_room(r) || r->half_open >= (r->cfg.max_connections + 1) / 2) {
         struct tcb tmp;                  /* only to write the SYN-ACK: nothing stays */
         memset(&tmp, 0, offsetof(struct tcb, reply));
         tmp.in_len = 0;
@@ -237,11 +139,13 @@ static void accept_syn(struct sp_http_ring *r, const struct sp_tcpip *t, const u
         k->cookies_sent++;
         return;
     }
-    uint32_t iss = (uint32_t)mix(r->secret ^ ((uint64_t)flow_hash(t) << 32) ^ t->seq ^ now / 4000);
-    struct tcb *c = open_tcb(r, t, rx, l2, &o, t->seq, iss, now, k);
+    uint32_t iss = (uint32_t)ring_mix(r->secret ^ ((uint64_t)ring_flow_hash(t) << 32) ^ t->seq ^
+                                      now / 4000);
+    struct tcb *c = open_tcb(r, t, rx, l2, &o, t->seq, iss, now, pins, k);
     c->state = SYN_RCVD;
     r->half_open++;
     c->rto_at_ns = now + (uint64_t)RTO_INITIAL_MS * 1000000;
+    sp_wheel_arm(&r->wheel, &c->timer, c->rto_at_ns);
     send_syn_ack(c, b, used);
 }
 
@@ -272,9 +176,19 @@ static bool on_segment(struct sp_http_ring *r, struct tcb *c, const struct sp_tc
     c->last_ns = c->clock_ns = sp_now_ns();
     if (t->flags & SP_TCP_RST) {
         if (SEQ_LEQ(c->rcv_nxt, t->seq) && SEQ_LT(t->seq, c->rcv_nxt + ring_rcv_window(c) + 1)) {
-            release(r, c, pins, k);
+            ring_release(r, c, pins, k);
             return false;
         }
+        return true;
+    }
+    if (c->state == TIME_WAIT) {
+        /* a new SYN above what the old connection saw may take the flow at once
+         * (RFC 9293 3.6.1); a repeated FIN is acknowledged again */
+        if ((t->flags & SP_TCP_SYN) && SEQ_LT(c->rcv_nxt, t->seq)) {
+            ring_release(r, c, pins, k);
+            return false;
+        }
+        c->ack_owed |= (t->flags & SP_TCP_FIN) != 0;
         return true;
     }
     if (t->flags & SP_TCP_SYN) {         /* the SYN again: our SYN-ACK was lost */
@@ -316,6 +230,7 @@ static bool on_segment(struct sp_http_ring *r, struct tcb *c, const struct sp_tc
             }
             if ((t->flags & SP_TCP_FIN) && off + n == len && !c->peer_fin) {
                 c->peer_fin = true;
+                c->closed_first = c->fin_queued && SEQ_LT(c->fin_seq, c->snd_max);
                 c->rcv_nxt++;
             }
         }
@@ -340,7 +255,7 @@ static bool accept_cookie(struct sp_http_ring *r, const struct sp_tcpip *t, cons
         now - r->cookie_sent_ns > COOKIE_VALID_NS || !cookie_check(r->secret, t, now, &o))
         return false;
     o.mss = path_mss(t, b, o.mss);
-    struct tcb *c = open_tcb(r, t, rx, l2, &o, t->seq - 1, t->ack - 1, now, k);
+    struct tcb *c = open_tcb(r, t, rx, l2, &o, t->seq - 1, t->ack - 1, now, pins, k);
     if (!c) {
         k->refused++;
         return true;                     /* no room even so: its retransmission may find some */
@@ -349,7 +264,8 @@ static bool accept_cookie(struct sp_http_ring *r, const struct sp_tcpip *t, cons
     c->snd_una = t->ack;
     c->snd_wnd = (uint32_t)t->window << c->wscale;
     k->cookies_accepted++;
-    on_segment(r, c, t, rx + l2, b, used, pins, k);
+    if (on_segment(r, c, t, rx + l2, b, used, pins, k))
+        ring_ready(r, c);
     return true;
 }
 
@@ -360,9 +276,15 @@ static bool run_connection(struct sp_http_ring *r, struct tcb *c, const struct s
                            struct sp_http_counters *k, uint64_t now)
 {
     c->clock_ns = now;
+    if (c->state == TIME_WAIT) {
+        if (c->ack_owed)
+            ring_send_ack(c, b, used);
+        c->ack_owed = false;
+        return now < c->tw_until_ns;
+    }
     if (c->state == SYN_RCVD) {
         if (c->rto_at_ns && now >= c->rto_at_ns) {
-            if (++c->retries > RETRIES_MAX)
+            if (++c->retries > SYNACK_RETRIES)
                 return false;
             c->rto_ms = c->rto_ms * 2 < RTO_MAX_MS ? c->rto_ms * 2 : RTO_MAX_MS;
             c->rto_at_ns = now + (uint64_t)c->rto_ms * 1000000;
@@ -398,8 +320,15 @@ static bool run_connection(struct sp_http_ring *r, struct tcb *c, const struct s
     if (!c->has_reply && !c->in_len && !c->fin_queued && now - c->last_ns > r->cfg.idle_timeout_ms * ms)
         close_gracefully(c);
     if (c->fin_queued && SEQ_LT(c->fin_seq, c->snd_una) &&
-        (c->peer_fin || now - c->last_ns > r->cfg.idle_timeout_ms * ms))
-        return false;                    /* both FINs are through (or the peer's never came) */
+        (c->peer_fin || now - c->last_ns > r->cfg.idle_timeout_ms * ms)) {
+        if (!c->peer_fin || !c->closed_first)
+            return false;                /* the peer's FIN never came, or came first */
+        if (c->ack_owed)
+            ring_send_ack(c, b, used);   /* the last ACK, for the peer's FIN */
+        c->ack_owed = false;
+        ring_time_wait(r, c, pins, now + (uint64_t)TIME_WAIT_MS * ms);
+        return true;
+    }
     if (ring_send_more(c, b, used, k))
         c->ack_owed = false;
     if (c->ack_owed) {
@@ -407,6 +336,24 @@ static bool run_connection(struct sp_http_ring *r, struct tcb *c, const struct s
         c->ack_owed = false;
     }
     return true;
+}
+
+/* When the connection has to run again if nothing arrives: its earliest timer,
+ * and at the latest when it has been idle too long. */
+static uint64_t next_due(const struct sp_http_ring *r, const struct tcb *c)
+{
+    const uint64_t ms = 1000000;
+    if (c->state == TIME_WAIT)
+        return c->tw_until_ns;
+    uint64_t due = c->last_ns + r->cfg.idle_timeout_ms * ms;
+    if (c->rto_at_ns && c->rto_at_ns < due)
+        due = c->rto_at_ns;
+    if (c->probe_at_ns && c->probe_at_ns < due)
+        due = c->probe_at_ns;
+    if (c->request_since_ns && c->in_len && !c->has_reply &&
+        c->request_since_ns + r->cfg.request_timeout_ms * ms + ms < due)
+        due = c->request_since_ns + r->cfg.request_timeout_ms * ms + ms;
+    return due;
 }
 
 static void tick_date(struct sp_http_ring *r)
@@ -453,19 +400,34 @@ void sp_http_ring_batch(struct sp_http_ring *r, const struct sp_table *t, uint64
             fc->bad_source++;
             continue;
         }
-        struct tcb *c = find(r, &tp);
-        if (c)
-            on_segment(r, c, &tp, rx + l2, b, &used, pins, k);
+        struct tcb *c = ring_find(r, &tp);
+        if (c && !on_segment(r, c, &tp, rx + l2, b, &used, pins, k) &&
+            (tp.flags & (SP_TCP_SYN | SP_TCP_ACK | SP_TCP_RST)) == SP_TCP_SYN)
+            accept_syn(r, &tp, rx, l2, b, &used, pins, k);   /* it ended a TIME_WAIT */
+        else if (c)
+            ring_ready(r, c);
         else if ((tp.flags & (SP_TCP_SYN | SP_TCP_ACK | SP_TCP_RST)) == SP_TCP_SYN)
-            accept_syn(r, &tp, rx, l2, b, &used, k);
+            accept_syn(r, &tp, rx, l2, b, &used, pins, k);
         else if (!accept_cookie(r, &tp, rx, l2, b, &used, pins, k))
             refuse(&tp, rx, l2, b, &used);
     }
     uint64_t now = sp_now_ns();
-    for (struct tcb *c = r->active, *next; c; c = next) {
-        next = c->next;
-        if (!run_connection(r, c, t, site, gen, pins, b, &used, k, now))
-            release(r, c, pins, k);
+    for (struct sp_wheel_timer *w = sp_wheel_expire(&r->wheel, now), *next; w; w = next) {
+        next = w->next;
+        ring_ready(r, (struct tcb *)((char *)w - offsetof(struct tcb, timer)));
+    }
+    /* the connections with something to do, and only those; one that runs out of
+     * TX buffers goes again next round, before the ones ready then */
+    r->round++;
+    for (struct tcb *c; (c = r->ready) && c->ready_round != r->round && used < b->reserved;) {
+        ring_unready(r, c);
+        if (!run_connection(r, c, t, site, gen, pins, b, &used, k, now)) {
+            ring_release(r, c, pins, k);
+            continue;
+        }
+        if (used >= b->reserved)
+            ring_ready(r, c);
+        sp_wheel_arm(&r->wheel, &c->timer, next_due(r, c));
     }
     b->sent = b->used = used;
 }

@@ -11,6 +11,7 @@
 
 #include "stormpy/app/http/reply.h"
 #include "stormpy/app/http/ring.h"
+#include "stormpy/engine/wheel.h"
 #include "stormpy/proto/eth.h"
 #include "stormpy/proto/tcpip.h"
 
@@ -24,7 +25,10 @@
 #define RETRIES_MAX 10
 #define WINDOW_MAX 65535
 
-enum state { FREE = 0, SYN_RCVD, ESTABLISHED };
+#define SYNACK_RETRIES 5               /* as Linux's tcp_synack_retries */
+#define TIME_WAIT_MS 60000              /* 2 MSL, as Linux */
+
+enum state { FREE = 0, SYN_RCVD, ESTABLISHED, TIME_WAIT };
 
 #define SEQ_LT(a, b) ((int32_t)((a) - (b)) < 0)
 #define SEQ_LEQ(a, b) ((int32_t)((a) - (b)) <= 0)
@@ -39,9 +43,15 @@ struct sack_board {
 
 struct tcb {
     struct tcb *hnext;                   /* hash chain */
-    struct tcb *next, *prev;             /* in use */
+    struct tcb *next;                    /* free list */
+    struct tcb *ready_next, **ready_pprev;   /* to run this round (ready_pprev set) */
+    struct tcb *tw_next, **tw_pprev;     /* in TIME_WAIT, oldest first */
+    struct sp_wheel_timer timer;         /* its earliest deadline */
+    uint64_t ready_round;
+    uint64_t tw_until_ns;
     uint8_t state;
     bool peer_fin, fin_queued, recovery, rtt_timing, has_reply, ack_owed;
+    bool closed_first;                   /* our FIN went before the peer's came: TIME_WAIT */
     bool sack_ok;                        /* both offered SACK: RFC 6675 recovery */
     uint8_t l2_len, wscale, dupacks, retries;
     uint16_t mss;
@@ -69,7 +79,11 @@ struct tcb {
 
 struct sp_http_ring {
     struct sp_http_ring_config cfg;
-    struct tcb *tcbs, *free_list, *active;
+    struct tcb *tcbs, *free_list;
+    struct tcb *ready, **ready_tail;     /* FIFO */
+    struct tcb *tw, **tw_tail;           /* FIFO */
+    uint64_t round;                      /* batches run */
+    struct sp_wheel wheel;
     struct tcb *bucket[BUCKETS];
     uint64_t secret;
     uint32_t half_open;                  /* connections in SYN_RCVD */
@@ -78,6 +92,26 @@ struct sp_http_ring {
     uint8_t date[SP_HTTP_DATE_LEN];
     struct sp_http_request req;          /* scratch */
 };
+
+/* ring_conn.c: the connection table. */
+uint64_t ring_mix(uint64_t x);
+uint32_t ring_flow_hash(const struct sp_tcpip *t);
+struct tcb *ring_find(struct sp_http_ring *r, const struct sp_tcpip *t);
+/* Whether a connection can be had (free, or one in TIME_WAIT to take). */
+bool ring_has_room(const struct sp_http_ring *r);
+/* A connection for the flow of t, zeroed up to its reply and hashed; the oldest in
+ * TIME_WAIT goes when none is free. NULL when every one is in use. */
+struct tcb *ring_take(struct sp_http_ring *r, const struct sp_tcpip *t, struct sp_table_pins *pins,
+                      struct sp_http_counters *k);
+void ring_release(struct sp_http_ring *r, struct tcb *c, struct sp_table_pins *pins,
+                  struct sp_http_counters *k);
+/* To be run this round (or, added while the round runs, the next). */
+void ring_ready(struct sp_http_ring *r, struct tcb *c);
+void ring_unready(struct sp_http_ring *r, struct tcb *c);
+/* Into TIME_WAIT until until_ns: the answer unpinned, the connection kept to
+ * acknowledge a repeated FIN. */
+void ring_time_wait(struct sp_http_ring *r, struct tcb *c, struct sp_table_pins *pins,
+                    uint64_t until_ns);
 
 /* The segment at seq, flags, len payload bytes from the answer (and a SYN's options)
  * into tx. */
