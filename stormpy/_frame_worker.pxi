@@ -199,14 +199,13 @@ cdef class FrameWorker:
         cdef sp_http_ring_config cfg
         if self.w is NULL:
             raise ValueError("worker closed")
-        if self.w.dns.precopy is not NULL:
-            raise ValueError("HTTP on the rings runs in memcpy mode")
         memset(&cfg, 0, sizeof(cfg))
         cfg.max_connections = max_connections
         cfg.request_timeout_ms = request_timeout_ms
         cfg.idle_timeout_ms = idle_timeout_ms
         if sp_http_worker_init_ring(&self.w.http, &cfg) != 0:
             raise MemoryError()
+        sp_http_ring_set_pool(self.w.http.ring, self.w.dns.precopy)
         self.w.app = SP_APP_HTTP
 
     def set_identity(self, dict identity):

@@ -188,7 +188,9 @@ def test_veth_measures_the_rings_beside_nginx():
     r = bench("--veth", "--seconds", "1", "--sizes", "1k,64k", "--connections", "8", "--json")
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
-    assert out["failed"] == {} and out["servers"] == ["stormpy", "stormpy-xdp", "stormpy-packet", "nginx"]
+    assert out["failed"] == {} and out["servers"] == [
+        "stormpy", "stormpy-xdp", "stormpy-xdp-precopy", "stormpy-packet", "stormpy-packet-precopy",
+        "nginx"]
     assert {(b["server"], b["size"]) for b in out["best"]} == \
         {(s, n) for s in out["servers"] for n in (1024, 65536)}
     for b in out["best"]:

@@ -5,6 +5,7 @@ many; through `stormpy impair` the same holds under loss, reordering and duplica
 import concurrent.futures
 import hashlib
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -22,9 +23,11 @@ pytestmark = [pytest.mark.skipif(NO_NETNS is not None, reason=f"{NO_NETNS}"),
               pytest.mark.skipif(NO_XDP is not None, reason=f"{NO_XDP}")]
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BACKENDS = ["xdp", "packet"]
+# (backend, mode): every test body on both backends, in memcpy and precopy mode
+SETUPS = [(b, m) for b in BACKENDS for m in ("memcpy", "precopy")]
 
 
-@pytest.fixture(scope="module", params=BACKENDS)
+@pytest.fixture(scope="module", params=SETUPS, ids=[f"{b}-{m}" for b, m in SETUPS])
 def backend(request):
     return request.param
 
@@ -37,10 +40,12 @@ def site(tmp_path_factory):
 
 
 def serve(ns, root, backend, *extra):
+    """backend: a name, or (name, mode)."""
+    name, mode = backend if isinstance(backend, tuple) else (backend, "memcpy")
     env = dict(os.environ, PYTHONPATH=REPO, PYTHONUNBUFFERED="1")
     proc = subprocess.Popen(["ip", "netns", "exec", ns, sys.executable, "-m", "stormpy",
-                             "serve-http", str(root), "--iface", "veth0", "--backend", backend,
-                             "--control", "", *extra], cwd=REPO, env=env,
+                             "serve-http", str(root), "--iface", "veth0", "--backend", name,
+                             "--mode", mode, "--control", "", *extra], cwd=REPO, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     return proc
 
@@ -164,3 +169,21 @@ def test_the_tcp_guard_goes_with_the_server(site, how):
         finally:
             kernel.kill()
             kernel.wait()
+
+
+@pytest.mark.parametrize("name", BACKENDS)
+def test_precopy_sends_a_file_again_from_its_copies(site, name):
+    """In precopy mode a body segment is kept in the pool once sent: the second and
+    third downloads of a file go from those copies (hits), with the same bytes."""
+    root, digests = site
+    paths = ["/f-1048576.bin"] * 3
+    with VethPair() as p:
+        server = serve(p.server, root, (name, "precopy"))
+        try:
+            time.sleep(1.0)
+            got = curl_digests(p.run, p.client, SERVER_V4, paths)
+        finally:
+            log = stop(server)
+    assert got == [digests[x] for x in paths]
+    hits, fills = map(int, re.search(r"precopy hits=(\d+) fills=(\d+)", log).groups())
+    assert fills > 0 and hits >= fills, log

@@ -235,8 +235,7 @@ def test_start_errors_are_one_line(tmp_path, server):
                   "--control", "")
     assert out.returncode == 1 and out.stderr.count("\n") == 1 and "in use" in out.stderr
     for args, why in ((["--iface", "lo", "--backend", "netmap"], "AF_XDP and AF_PACKET"),
-                      (["--iface", "nosuch0"], "nosuch0" if os.geteuid() == 0 else ""),
-                      (["--iface", "lo", "--mode", "precopy"], "precopy")):
+                      (["--iface", "nosuch0"], "nosuch0" if os.geteuid() == 0 else "")):
         out = run_cli("serve-http", str(tmp_path), "--control", "", *args)
         assert out.returncode == 1 and out.stderr.count("\n") == 1, out.stderr
         assert why in out.stderr and "Traceback" not in out.stderr

@@ -11,6 +11,8 @@ static void answer_batch(struct sp_frame_worker *w, const struct sp_table *t, st
     switch (w->app) {
     case SP_APP_HTTP:
         sp_http_ring_batch(w->http.ring, t, b->generation, &w->pins, b, &w->http.counters);
+        if (w->dns.precopy)
+            sp_dns_worker_count_precopy(&w->dns);
         break;
     case SP_APP_RULES:
         sp_rules_worker_batch(&w->rules, &w->dns, t, b);

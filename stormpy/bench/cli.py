@@ -221,10 +221,12 @@ def _http_args(p) -> None:
                    help="rounds, servers interleaved; each cell keeps its best (default 1)")
     p.add_argument("--servers", default=None, metavar="LIST",
                    help="comma-separated, measured in this order each round (default "
-                   "stormpy,nginx; with --veth stormpy,stormpy-xdp,stormpy-packet,nginx)")
+                   "stormpy,nginx; with --veth stormpy,stormpy-xdp,stormpy-xdp-precopy,"
+                   "stormpy-packet,stormpy-packet-precopy,nginx)")
     p.add_argument("--veth", action="store_true",
                    help="across a veth pair between two namespaces (root), so that stormpy's own "
-                   "TCP on AF_XDP (stormpy-xdp) and AF_PACKET (stormpy-packet) can be measured")
+                   "TCP on AF_XDP (stormpy-xdp) and AF_PACKET (stormpy-packet), in memcpy and "
+                   "precopy mode, can be measured")
     p.add_argument("--server-cpu", type=int, default=0, metavar="CPU",
                    help="the CPU of the server's worker (default 0)")
     p.add_argument("--client-cpu", type=int, default=1, metavar="CPU", help="wrk's CPU (default 1)")

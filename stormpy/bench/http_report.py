@@ -79,7 +79,8 @@ def report(args, servers: list, sizes: list, modes: list, outcome) -> None:
     print("\n".join(out))
 
 
-COLOURS = {"stormpy": "#c0392b", "stormpy-xdp": "#2471a3", "stormpy-packet": "#27ae60"}
+COLOURS = {"stormpy": "#c0392b", "stormpy-xdp": "#2471a3", "stormpy-xdp-precopy": "#85c1e9",
+           "stormpy-packet": "#27ae60", "stormpy-packet-precopy": "#82e0aa"}
 
 
 def plot(path: str, servers: list, sizes: list, modes: list, outcome, veth: bool = False):

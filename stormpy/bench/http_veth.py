@@ -3,7 +3,8 @@ between two namespaces, so that stormpy's own TCP on the rings can be in it.
 
 The servers run one at a time in the server namespace, each pinned to --server-cpu:
 stormpy serve-http on the kernel's TCP (`stormpy`), with its own TCP on AF_XDP
-(`stormpy-xdp`) and on AF_PACKET (`stormpy-packet`), and nginx. wrk runs in the client
+(`stormpy-xdp`) and on AF_PACKET (`stormpy-packet`), each also in precopy mode
+(`-precopy`), and nginx. wrk runs in the client
 namespace on --client-cpu. Before a server is measured every file is fetched through
 the pair with curl and checked byte for byte. CPU per request is the server's processes'
 utime+stime: the receive work of the veth runs in the sender's softirq (the client's
@@ -29,7 +30,8 @@ from stormpy.bench.processes import REPO_ROOT, process_tree, task_cpu_ticks
 from stormpy.bench.report import say
 from stormpy.bench.site import bin_name, make_site, sha256_of
 
-SERVERS = ("stormpy", "stormpy-xdp", "stormpy-packet", "nginx")
+SERVERS = ("stormpy", "stormpy-xdp", "stormpy-xdp-precopy", "stormpy-packet",
+           "stormpy-packet-precopy", "nginx")
 PORT = 80
 
 
@@ -42,7 +44,9 @@ def _server_argv(name: str, site: Path, workdir: Path, cpu: int) -> list:
              "--cpus", str(cpu)]
     if name == "stormpy":
         return serve + ["--listen", f"{SERVER_V4}:{PORT}", "--workers", "1"]
-    return serve + ["--port", str(PORT), "--iface", "veth0", "--backend", name.split("-")[1]]
+    mode = "precopy" if name.endswith("-precopy") else "memcpy"
+    return serve + ["--port", str(PORT), "--iface", "veth0", "--backend", name.split("-")[1],
+                    "--mode", mode]
 
 
 class NsServer:

@@ -33,9 +33,6 @@ class HttpServer(Server):
             raise StormpyError("serve-http --backend netmap: stormpy's own TCP runs on AF_XDP "
                                "and AF_PACKET so far; use --backend xdp or packet, or --listen "
                                "for the kernel's TCP")
-        if cfg.iface and cfg.mode != "memcpy":
-            raise StormpyError("serve-http --mode precopy: pre-copied segments are not built "
-                               "yet; use --mode memcpy")
         super().__init__(cfg)
 
     def configure_worker(self, w, local_address) -> None:
@@ -69,7 +66,13 @@ class HttpServer(Server):
                 f"timeouts={c['http_timeouts']} evicted={c['http_evicted']} "
                 f"refused={c['http_refused']} retransmits={c['http_retransmits']} "
                 f"cookies_sent={c['http_cookies_sent']} "
-                f"cookies_accepted={c['http_cookies_accepted']}").replace("  ", " ")
+                f"cookies_accepted={c['http_cookies_accepted']}{self._precopy(c)}").replace("  ", " ")
+
+    def _precopy(self, c: dict) -> str:
+        if not self.cfg.iface or self.cfg.mode != "precopy":
+            return ""
+        return (f" precopy hits={c.get('precopy_hits', 0)} fills={c.get('precopy_fills', 0)} "
+                f"fallbacks={c.get('precopy_fallbacks', 0)}")
 
     def snapshot(self) -> dict:
         snap = super().snapshot()

@@ -387,12 +387,14 @@ cdef extern from "stormpy/app/http/ring.h" nogil:
         pass
     sp_http_ring *sp_http_ring_open(const sp_http_ring_config *cfg)
     void sp_http_ring_close(sp_http_ring *r)
+    void sp_http_ring_set_pool(sp_http_ring *r, sp_precopy *pool)
     void sp_http_ring_batch(sp_http_ring *r, const sp_table *t, uint64_t gen, sp_table_pins *pins,
                             sp_batch *b, sp_http_counters *c)
 
 cdef extern from "stormpy/app/http/worker.h" nogil:
     struct sp_http_worker:
         sp_http_counters counters
+        sp_http_ring *ring
     int sp_http_worker_init_ring(sp_http_worker *w, const sp_http_ring_config *cfg)
 
 cdef extern from "stormpy/engine/worker.h" nogil:

@@ -17,7 +17,8 @@ struct slot {
     uint32_t cap;
     uint32_t len;            /* the whole frame */
     /* What the DNS layer adds to the table's rendering (the OPT record and the ARCOUNT
-     * that counts it), as a partial sum: the same for every query with this tag. */
+     * that counts it), as a partial sum: the same for every query with this tag. For
+     * an application's own copies (sp_precopy_take), the sum it stored. */
     uint32_t extra_sum;
     uint8_t state;
 };
@@ -219,6 +220,42 @@ static size_t send_slot(struct sp_precopy *p, struct slot *s, struct sp_frame *o
     out->id = s->id;
     out->pool = (int32_t)(s - p->slots);
     return s->len;
+}
+
+uint32_t sp_precopy_epoch(const struct sp_precopy *p)
+{
+    return p->epoch;
+}
+
+int sp_precopy_get(struct sp_precopy *p, uint64_t key0, uint64_t key1, size_t flen, int *fill)
+{
+    struct slot *victim = NULL;
+    struct slot *s = lookup(p, key0, key1, flen, &victim);
+    *fill = victim ? (int)(victim - p->slots) : -1;
+    if (s)
+        p->counters.hits++;
+    else if (victim)
+        p->counters.fills++;
+    else
+        p->counters.fallbacks++;
+    return s ? (int)(s - p->slots) : -1;
+}
+
+uint8_t *sp_precopy_frame(struct sp_precopy *p, int i, uint32_t *sum)
+{
+    *sum = p->slots[i].extra_sum;
+    return p->slots[i].data;
+}
+
+void sp_precopy_take(struct sp_precopy *p, int i, uint64_t key0, uint64_t key1, uint32_t len,
+                     uint32_t sum, struct sp_frame *out)
+{
+    struct slot *s = &p->slots[i];
+    s->key0 = key0;
+    s->key1 = key1;
+    s->len = len;
+    s->extra_sum = sum;
+    send_slot(p, s, out);
 }
 
 size_t sp_precopy_answer(struct sp_precopy *p, const struct sp_table *t, struct sp_dns_worker *d,

@@ -57,7 +57,12 @@ static void answer_precopy(struct sp_dns_worker *d, const struct sp_table *t, st
     }
     b->sent = sent;
     b->used = taken;
-    const struct sp_precopy_counters *pc = sp_precopy_get_counters(p);
+    sp_dns_worker_count_precopy(d);
+}
+
+void sp_dns_worker_count_precopy(struct sp_dns_worker *d)
+{
+    const struct sp_precopy_counters *pc = sp_precopy_get_counters(d->precopy);
     d->precopy_counters.hits = d->precopy_base.hits + pc->hits;
     d->precopy_counters.fills = d->precopy_base.fills + pc->fills;
     d->precopy_counters.fallbacks = d->precopy_base.fallbacks + pc->fallbacks;

@@ -68,6 +68,7 @@ static void add_body(struct sp_http_reply *out, const struct sp_table *t,
         sums->len == 2 * ((r->len + stride - 1) / stride + 1)) {
         out->body_iov = out->niov;
         out->body_first = first;
+        out->body_at = out->len;
         out->body_size = r->len;
         out->sums = sp_response_bytes(t, sums);
     }

@@ -67,12 +67,9 @@ static void close_gracefully(struct tcb *c)
  * when the client offered them. */
 static void send_syn_ack(struct tcb *c, struct sp_batch *b, unsigned *used)
 {
-    if (*used >= b->reserved)
-        return;
     struct sp_tcp_options syn = {.has_mss = true, .mss = c->mss, .wscale = 0,
                                  .has_wscale = c->peer.opt.has_wscale, .sack_permitted = c->sack_ok};
-    ring_emit(c, b, &b->tx[*used], c->iss, SP_TCP_SYN | SP_TCP_ACK, 0, ring_rcv_window(c), &syn);
-    (*used)++;
+    ring_emit(c, b, used, c->iss, SP_TCP_SYN | SP_TCP_ACK, 0, ring_rcv_window(c), &syn);
 }
 
 /* The MSS of a connection: theirs, at most what our MTU carries. */
@@ -110,6 +107,7 @@ static struct tcb *open_tcb(struct sp_http_ring *r, const struct sp_tcpip *t, co
     c->ssthresh = UINT32_MAX;
     c->rto_ms = RTO_INITIAL_MS;
     c->request_since_ns = now;
+    c->pool = r->pool;
     return c;
 }
 
@@ -163,9 +161,8 @@ static void refuse(const struct sp_tcpip *t, const uint8_t *rx, size_t l2, struc
     uint32_t seq = (t->flags & SP_TCP_ACK) ? t->ack : 0;
     tmp.rcv_nxt = t->seq + (uint32_t)t->payload_len + ((t->flags & SP_TCP_SYN) ? 1 : 0) +
                   ((t->flags & SP_TCP_FIN) ? 1 : 0);
-    ring_emit(&tmp, b, &b->tx[*used], seq,
-         (t->flags & SP_TCP_ACK) ? SP_TCP_RST : SP_TCP_RST | SP_TCP_ACK, 0, 0, NULL);
-    (*used)++;
+    ring_emit(&tmp, b, used, seq, (t->flags & SP_TCP_ACK) ? SP_TCP_RST : SP_TCP_RST | SP_TCP_ACK,
+              0, 0, NULL);
 }
 
 /* One segment of an existing connection. Returns false when it is gone. */
@@ -374,6 +371,10 @@ void sp_http_ring_batch(struct sp_http_ring *r, const struct sp_table *t, uint64
     const struct sp_http_site *site = sp_http_site_of(t);
     unsigned used = 0;
     tick_date(r);
+    if (r->pool && b->spare) {           /* precopy: pool frames and TX buffers, listed in out */
+        b->out = b->spare;
+        sp_precopy_begin(r->pool, t, gen);
+    }
     for (unsigned i = 0; i < b->n; i++) {
         const uint8_t *rx = b->rx[i].data;
         size_t len = b->rx[i].len;
@@ -429,5 +430,7 @@ void sp_http_ring_batch(struct sp_http_ring *r, const struct sp_table *t, uint64
             ring_ready(r, c);
         sp_wheel_arm(&r->wheel, &c->timer, next_due(r, c));
     }
-    b->sent = b->used = used;
+    b->sent = used;
+    if (b->out == b->tx)
+        b->used = used;
 }

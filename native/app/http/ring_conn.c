@@ -82,6 +82,11 @@ void sp_http_ring_close(struct sp_http_ring *r)
     free(r);
 }
 
+void sp_http_ring_set_pool(struct sp_http_ring *r, struct sp_precopy *pool)
+{
+    r->pool = pool;
+}
+
 void ring_ready(struct sp_http_ring *r, struct tcb *c)
 {
     if (c->ready_pprev)

@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "stormpy/app/dns/precopy.h"
 #include "stormpy/app/http/reply.h"
 #include "stormpy/app/http/ring.h"
 #include "stormpy/engine/wheel.h"
@@ -54,6 +55,7 @@ struct tcb {
     bool closed_first;                   /* our FIN went before the peer's came: TIME_WAIT */
     bool sack_ok;                        /* both offered SACK: RFC 6675 recovery */
     uint8_t l2_len, wscale, dupacks, retries;
+    struct sp_precopy *pool;             /* precopy mode: segments kept ready to send */
     uint16_t mss;
     struct sp_tcpip peer;                /* the client's addresses and ports, as it sends */
     uint8_t l2[L2_MAX];                  /* the link header of frames to the client */
@@ -84,6 +86,7 @@ struct sp_http_ring {
     struct tcb *tw, **tw_tail;           /* FIFO */
     uint64_t round;                      /* batches run */
     struct sp_wheel wheel;
+    struct sp_precopy *pool;             /* precopy mode's, the worker's (not ours) */
     struct tcb *bucket[BUCKETS];
     uint64_t secret;
     uint32_t half_open;                  /* connections in SYN_RCVD */
@@ -114,9 +117,11 @@ void ring_time_wait(struct sp_http_ring *r, struct tcb *c, struct sp_table_pins 
                     uint64_t until_ns);
 
 /* The segment at seq, flags, len payload bytes from the answer (and a SYN's options)
- * into tx. */
-void ring_emit(const struct tcb *c, const struct sp_batch *b, struct sp_frame *tx, uint32_t seq,
-               uint8_t flags, uint32_t len, uint32_t window, const struct sp_tcp_options *syn);
+ * as the batch's next frame (*sent of them so far); false when the batch is full. In
+ * precopy mode (b->out is not b->tx) a segment of body bytes goes from a copy in the
+ * pool when there is one, with only its headers written. */
+bool ring_emit(const struct tcb *c, struct sp_batch *b, unsigned *sent, uint32_t seq, uint8_t flags,
+               uint32_t len, uint32_t window, const struct sp_tcp_options *syn);
 /* The window to advertise: the request buffer's room. */
 uint32_t ring_rcv_window(const struct tcb *c);
 /* One segment at seq, at most limit bytes; false when there is no TX buffer or nothing

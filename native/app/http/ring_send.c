@@ -8,17 +8,64 @@
 
 #include "stormpy/proto/csum.h"
 
-/* The segment's frame in tx: link header, IP and TCP headers, payload from the answer. */
-void ring_emit(const struct tcb *c, const struct sp_batch *b, struct sp_frame *tx, uint32_t seq,
-                 uint8_t flags, uint32_t len, uint32_t window, const struct sp_tcp_options *syn)
+/* A segment of body bytes from the pool: a copy of it kept from an earlier send gets
+ * its headers written, else a free way is filled; false when every way is in flight
+ * (or the segment is not all body). */
+static bool emit_precopy(const struct tcb *c, struct sp_batch *b, struct sp_frame *out,
+                         const struct sp_tcp_segment *seg, size_t hl, uint64_t off, uint32_t len)
 {
+    const struct sp_http_reply *r = &c->reply;
+    if (!len || r->body_iov < 0 || off < r->body_at ||
+        off + len > r->body_at + r->iov[r->body_iov].iov_len)
+        return false;
+    /* the tag: the body bytes (their place in the table) and the frame's layout */
+    uint64_t key0 = (uint64_t)(uintptr_t)((const uint8_t *)r->iov[r->body_iov].iov_base +
+                                          (off - r->body_at));
+    uint64_t key1 = (uint64_t)sp_precopy_epoch(c->pool) << 32 | (uint64_t)len << 8 | hl;
+    int fill, i = sp_precopy_get(c->pool, key0, key1, hl + len, &fill);
+    if (i < 0 && fill < 0)
+        return false;
+    uint32_t sum;
+    uint8_t *data;
+    if (i >= 0) {
+        data = sp_precopy_frame(c->pool, i, &sum);   /* the payload is there already */
+    } else {
+        i = fill;
+        data = sp_precopy_frame(c->pool, i, &sum);
+        sum = sp_http_reply_copy(r, off, len, data + hl);
+    }
+    memcpy(data, c->l2, c->l2_len);
+    sp_tcpip_write_reply(data + c->l2_len, &c->peer, seg, len, sum, b->cfg->ttl);
+    sp_precopy_take(c->pool, i, key0, key1, (uint32_t)(hl + len), sum, out);
+    return true;
+}
+
+bool ring_emit(const struct tcb *c, struct sp_batch *b, unsigned *sent, uint32_t seq, uint8_t flags,
+               uint32_t len, uint32_t window, const struct sp_tcp_options *syn)
+{
+    if (*sent >= b->reserved)
+        return false;
     struct sp_tcp_segment seg = {.seq = seq, .ack = c->rcv_nxt, .flags = flags,
                                  .window = (uint16_t)window, .syn = syn};
     size_t hl = c->l2_len + sp_tcpip_header_len(c->peer.family, &seg);
+    bool precopy = b->out && b->out != b->tx;   /* (a batch made by hand may leave out NULL) */
+    if (precopy && c->pool && emit_precopy(c, b, &b->out[*sent], &seg, hl, seq - c->reply_seq, len)) {
+        (*sent)++;
+        return true;
+    }
+    /* the batch's next TX buffer: in precopy mode listed in out after the others */
+    struct sp_frame *tx = &b->tx[precopy ? b->used : *sent];
     uint32_t sum = sp_http_reply_copy(&c->reply, seq - c->reply_seq, len, tx->data + hl);
     memcpy(tx->data, c->l2, c->l2_len);
     sp_tcpip_write_reply(tx->data + c->l2_len, &c->peer, &seg, len, sum, b->cfg->ttl);
     tx->len = (uint32_t)(hl + len);
+    tx->pool = -1;
+    if (precopy) {
+        b->out[*sent] = *tx;
+        b->used++;
+    }
+    (*sent)++;
+    return true;
 }
 
 uint32_t ring_rcv_window(const struct tcb *c)
@@ -54,8 +101,7 @@ bool ring_send_at(struct tcb *c, struct sp_batch *b, unsigned *used, uint32_t se
         flags |= SP_TCP_FIN;
     if (!len && !(flags & SP_TCP_FIN))
         return false;
-    ring_emit(c, b, &b->tx[*used], seq, flags, len, ring_rcv_window(c), NULL);
-    (*used)++;
+    ring_emit(c, b, used, seq, flags, len, ring_rcv_window(c), NULL);
     k->bytes += len;
     uint32_t next = seq + len + ((flags & SP_TCP_FIN) ? 1 : 0);
     if (SEQ_LT(c->snd_max, next)) {
@@ -108,10 +154,7 @@ bool ring_send_more(struct tcb *c, struct sp_batch *b, unsigned *used, struct sp
 
 void ring_send_ack(struct tcb *c, struct sp_batch *b, unsigned *used)
 {
-    if (*used < b->reserved) {
-        ring_emit(c, b, &b->tx[*used], c->snd_nxt, SP_TCP_ACK, 0, ring_rcv_window(c), NULL);
-        (*used)++;
-    }
+    ring_emit(c, b, used, c->snd_nxt, SP_TCP_ACK, 0, ring_rcv_window(c), NULL);
 }
 
 static void ring_rtt_sample(struct tcb *c, uint64_t now_ns)

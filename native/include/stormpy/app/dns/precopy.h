@@ -87,6 +87,22 @@ size_t sp_precopy_answer(struct sp_precopy *p, const struct sp_table *t, struct 
                          const struct sp_frame *tx, struct sp_frame *out,
                          struct sp_frame_counters *c);
 
+/* For an application that keeps copies of its own in the pool (serve-http's TCP
+ * segments), between sp_precopy_begin() and the batch's submit. A tag's key1 must
+ * hold sp_precopy_epoch() in its upper 32 bits, as the DNS tags do, so that a copy
+ * of an older table is never idle again.
+ *   sp_precopy_get    the index of the idle copy tagged (key0, key1), counted as a
+ *                     hit; else -1, with *fill a way of at least flen bytes that may be
+ *                     filled (a fill) or -1 (every way in flight: a fallback);
+ *   sp_precopy_frame  frame i's bytes, and in *sum the sum stored with it;
+ *   sp_precopy_take   tags frame i (len bytes, sum) and hands it out in flight, as
+ *                     sp_precopy_answer() does. */
+uint32_t sp_precopy_epoch(const struct sp_precopy *p);
+int sp_precopy_get(struct sp_precopy *p, uint64_t key0, uint64_t key1, size_t flen, int *fill);
+uint8_t *sp_precopy_frame(struct sp_precopy *p, int i, uint32_t *sum);
+void sp_precopy_take(struct sp_precopy *p, int i, uint64_t key0, uint64_t key1, uint32_t len,
+                     uint32_t sum, struct sp_frame *out);
+
 /* The backend is done with pool frame `index` (sent, or refused): it may be reused. */
 void sp_precopy_complete(struct sp_precopy *p, uint32_t index);
 

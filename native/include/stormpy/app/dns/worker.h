@@ -59,4 +59,8 @@ void sp_dns_worker_close(struct sp_dns_worker *d);
 /* Answers the batch from t: whole frames (memcpy or precopy mode) or datagrams. */
 void sp_dns_worker_batch(struct sp_dns_worker *d, const struct sp_table *t, struct sp_batch *b);
 
+/* precopy_counters from the pool's, after a batch that used the pool (DNS's, or an
+ * application's that shares it: serve-http's TCP segments). */
+void sp_dns_worker_count_precopy(struct sp_dns_worker *d);
+
 #endif

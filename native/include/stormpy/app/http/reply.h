@@ -28,6 +28,7 @@ struct sp_http_reply {
     uint64_t len;                      /* bytes in iov, in all */
     int body_iov;                      /* the iov of body bytes, -1 for none */
     uint64_t body_first;               /* its first byte's offset in the body */
+    uint64_t body_at;                  /* and in the answer */
     const uint8_t *sums;               /* the body's stored sums (site.h), or NULL */
     uint64_t body_size;
     uint8_t date[SP_HTTP_DATE_LEN];

@@ -34,8 +34,13 @@ struct sp_http_ring_config {
 };
 
 struct sp_http_ring;
+struct sp_precopy;
 
 struct sp_http_ring *sp_http_ring_open(const struct sp_http_ring_config *cfg);
+/* Precopy mode: body segments are sent from copies kept in pool (the worker's, which
+ * its backend lends frames; app/dns/precopy.h), so a segment sent again, to this
+ * client or another, costs its headers only. NULL: memcpy mode. */
+void sp_http_ring_set_pool(struct sp_http_ring *r, struct sp_precopy *pool);
 void sp_http_ring_close(struct sp_http_ring *r);
 
 /* Takes the batch's frames (TCP to b->cfg->port for this host; the rest is left as
