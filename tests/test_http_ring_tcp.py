@@ -181,3 +181,39 @@ def test_the_wheel_closes_an_idle_connection(table):
     began = time.monotonic()
     out = step_until(ring, 2.0, lambda s: "F" in s.flags)
     assert out and 0.25 < time.monotonic() - began < 1.0
+
+
+def test_a_reset_and_a_new_syn_in_one_batch(table):
+    """The reset connection is gone before the next frame of the batch: the SYN after
+    it gets the freed connection, whole, and the round ends."""
+    ring = _core.HttpRing(table, max_connections=1)
+    c = Client(ring)
+    out = [parse(f) for f in ring.step([frame("R", c.seq, sport=c.sport),
+                                        frame("S", ISN, sport=40001, options=(("MSS", 1460),))])]
+    assert [s.flags for s in out] == ["SA"] and out[0].dport == 40001
+    assert ring.counters()["http_open"] == 1 and ring.counters()["http_cookies_sent"] == 0
+
+
+def test_a_reset_off_the_exact_sequence_gets_a_challenge_ack(table):
+    """RFC 5961 3.2: a blind reset inside the window does not end the connection."""
+    ring = _core.HttpRing(table)
+    c = Client(ring)
+    out = [parse(f) for f in ring.step([frame("R", c.seq + 100, sport=c.sport)])]
+    assert [s.flags for s in out] == ["A"] and out[0].ack == c.seq
+    answer = c.receive(c.send("PA", b"GET /a.txt HTTP/1.1\r\nHost: x\r\n\r\n"))
+    assert answer.endswith(b"0123456789")
+
+
+def test_a_reused_connection_starts_with_nothing_of_the_last_client(table):
+    """A client leaves half a request behind and closes; the next client that gets
+    its connection sees its own request answered, not the stranger's bytes."""
+    ring = _core.HttpRing(table, max_connections=1)
+    a = Client(ring)
+    a.receive(a.send("PA", b"GET /a.txt HTTP/1.1\r\nHost: x\r\n\r\nGET /secret HTTP/1.1\r\nX-Token: t"))
+    out = a.send("FA")                       # the client closes first: no TIME_WAIT
+    a.receive(out)
+    ring.step([a.segment("A")])
+    assert ring.counters()["http_open"] == 0
+    b = Client(ring, sport=40001)
+    answer = b.receive(b.send("PA", b"GET /a.txt HTTP/1.1\r\nHost: x\r\n\r\n"))
+    assert answer.startswith(b"HTTP/1.1 200 ") and answer.endswith(b"0123456789")

@@ -17,9 +17,9 @@
 #define SP_GUARD_PORT_VAR "sp_port"
 /* enum bpf_attach_type's BPF_TCX_INGRESS (Linux 6.6), which Debian 12's headers predate */
 #define SP_BPF_TCX_INGRESS 46
-/* the clsact filter's place when there is no tcx: fixed, so a new start replaces a
- * filter a crashed one left */
-#define SP_GUARD_HANDLE 0x5350
+/* the clsact filter's place when there is no tcx: fixed per port, so a new start
+ * replaces a filter a crashed one left, and servers of other ports keep theirs */
+#define SP_GUARD_HANDLE(port) (0x53500000u | (port))
 #define SP_GUARD_PRIORITY 1
 
 #ifdef SP_TCP_GUARD_OBJ
@@ -42,6 +42,7 @@ struct sp_tcp_guard {
     struct bpf_object *obj;
     int prog_fd;
     int link_fd;                 /* -1: a clsact filter */
+    uint16_t port;
 };
 
 static struct sp_tcp_guard *fail(struct sp_tcp_guard *g, char *err, size_t errlen,
@@ -65,7 +66,7 @@ static int attach_clsact(struct sp_tcp_guard *g)
     int r = bpf_tc_hook_create(&hook);
     if (r && r != -EEXIST)
         return r;
-    LIBBPF_OPTS(bpf_tc_opts, o, .handle = SP_GUARD_HANDLE, .priority = SP_GUARD_PRIORITY,
+    LIBBPF_OPTS(bpf_tc_opts, o, .handle = SP_GUARD_HANDLE(g->port), .priority = SP_GUARD_PRIORITY,
                 .prog_fd = g->prog_fd, .flags = BPF_TC_F_REPLACE);
     return bpf_tc_attach(&hook, &o);
 }
@@ -85,6 +86,7 @@ struct sp_tcp_guard *sp_tcp_guard_attach(const char *ifname, uint16_t port, char
     }
     g->ifindex = ifindex;
     g->link_fd = -1;
+    g->port = port;
 #ifndef SP_TCP_GUARD_OBJ
     return fail(g, err, errlen, "no embedded BPF object", ENOENT);
 #else
@@ -128,7 +130,7 @@ void sp_tcp_guard_detach(struct sp_tcp_guard *g)
         close(g->link_fd);
     } else {
         LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = g->ifindex, .attach_point = BPF_TC_INGRESS);
-        LIBBPF_OPTS(bpf_tc_opts, o, .handle = SP_GUARD_HANDLE, .priority = SP_GUARD_PRIORITY);
+        LIBBPF_OPTS(bpf_tc_opts, o, .handle = SP_GUARD_HANDLE(g->port), .priority = SP_GUARD_PRIORITY);
         bpf_tc_detach(&hook, &o);
     }
     bpf_object__close(g->obj);

@@ -104,9 +104,14 @@ def _measure(pair: VethPair, server: NsServer, args, size: int, mode: str) -> di
             f"http://{SERVER_V4}:{PORT}{bin_name(size)}"]
     pids = process_tree(server.proc.pid)
     before = task_cpu_ticks(pids)
-    r = pair.run(pair.client, *argv, timeout=args.seconds + 60)
-    ticks = task_cpu_ticks(pids) - before
     run = {"server": server.name, "mode": mode, "size": size, "command": shlex.join(argv)}
+    try:
+        r = pair.run(pair.client, *argv, timeout=args.seconds + 60)
+    except subprocess.TimeoutExpired:    # wrk overran: the run failed, the bench goes on
+        run.update(failed=f"wrk did not end within {args.seconds + 60:g} s", requests=0,
+                   requests_per_s=0.0)
+        return run
+    ticks = task_cpu_ticks(pids) - before
     if not server.alive():
         raise ServerFailure(f"{server.name} died in the {mode} run of {size_label(size)}: "
                             f"{server.why()}")

@@ -115,7 +115,7 @@ uint32_t sp_http_reply_copy(const struct sp_http_reply *r, uint64_t off, size_t 
 {
     uint32_t sum = 0;
     size_t done = 0;
-    for (int i = 0; i < r->niov && done < len; i++) {
+    for (int i = 0; done < len && i < r->niov; i++) {   /* len 0: r may be unset */
         size_t have = r->iov[i].iov_len;
         if (off >= have) {
             off -= have;

@@ -29,8 +29,10 @@ static void take_request(struct sp_http_ring *r, struct tcb *c, const struct sp_
     size_t used = sp_http_parse_request(c->in, c->in_len, &r->req);
     if (used == 0 && c->in_len < IN_CAP)
         return;
-    if (!sp_table_pin(pins, gen))
-        return;                          /* SP_TABLE_PINS reloads all held: later */
+    if (!sp_table_pin(pins, gen)) {
+        ring_ready(r, c);                /* SP_TABLE_PINS reloads all held: next round */
+        return;
+    }
     c->gen = gen;
     c->has_reply = true;
     c->reply_seq = c->snd_max;
@@ -172,10 +174,14 @@ static bool on_segment(struct sp_http_ring *r, struct tcb *c, const struct sp_tc
 {
     c->last_ns = c->clock_ns = sp_now_ns();
     if (t->flags & SP_TCP_RST) {
-        if (SEQ_LEQ(c->rcv_nxt, t->seq) && SEQ_LT(t->seq, c->rcv_nxt + ring_rcv_window(c) + 1)) {
+        /* RFC 5961 3.2: only an exact RST resets; one elsewhere in the window gets a
+         * challenge ACK, which a real peer answers with the exact one */
+        if (t->seq == c->rcv_nxt) {
             ring_release(r, c, pins, k);
             return false;
         }
+        if (SEQ_LT(c->rcv_nxt, t->seq) && SEQ_LT(t->seq, c->rcv_nxt + ring_rcv_window(c) + 1))
+            c->ack_owed = true;
         return true;
     }
     if (c->state == TIME_WAIT) {
@@ -274,9 +280,8 @@ static bool run_connection(struct sp_http_ring *r, struct tcb *c, const struct s
 {
     c->clock_ns = now;
     if (c->state == TIME_WAIT) {
-        if (c->ack_owed)
-            ring_send_ack(c, b, used);
-        c->ack_owed = false;
+        if (c->ack_owed && ring_send_ack(c, b, used))
+            c->ack_owed = false;
         return now < c->tw_until_ns;
     }
     if (c->state == SYN_RCVD) {
@@ -292,14 +297,16 @@ static bool run_connection(struct sp_http_ring *r, struct tcb *c, const struct s
     take_request(r, c, t, site, gen, pins, k);
     if (c->rto_at_ns && now >= c->rto_at_ns && !ring_on_timeout(c, k))
         return false;
-    if (c->probe_at_ns && now >= c->probe_at_ns && c->sack_ok &&
-        sack_on_probe(c, b, used, k)) {
-        ;                                /* the holes go from ring_send_more() */
-    } else if (c->probe_at_ns && now >= c->probe_at_ns && !c->recovery) {
-        uint32_t last = c->snd_max - c->snd_una > c->mss ? c->snd_max - c->mss : c->snd_una;
-        c->probe_at_ns = 0;              /* once per flight: then the timer */
-        if (ring_send_at(c, b, used, last, c->snd_max - last, k))
-            c->probe_at_ns = 0;
+    if (c->probe_at_ns && now >= c->probe_at_ns) {
+        if (c->sack_ok && sack_on_probe(c, b, used, k)) {
+            ;                            /* the holes go from ring_send_more() */
+        } else if (!c->recovery) {
+            uint32_t last = c->snd_max - c->snd_una > c->mss ? c->snd_max - c->mss : c->snd_una;
+            ring_send_at(c, b, used, last, c->snd_max - last, k);
+            c->probe_at_ns = 0;          /* once per flight: then the timer */
+        } else {
+            c->probe_at_ns = 0;          /* NewReno recovery: the ACKs and the timer repair */
+        }
     }
     uint64_t ms = 1000000;
     if (!c->has_reply && !c->fin_queued && c->in_len && c->request_since_ns && site &&
@@ -320,18 +327,15 @@ static bool run_connection(struct sp_http_ring *r, struct tcb *c, const struct s
         (c->peer_fin || now - c->last_ns > r->cfg.idle_timeout_ms * ms)) {
         if (!c->peer_fin || !c->closed_first)
             return false;                /* the peer's FIN never came, or came first */
-        if (c->ack_owed)
-            ring_send_ack(c, b, used);   /* the last ACK, for the peer's FIN */
-        c->ack_owed = false;
+        if (c->ack_owed && ring_send_ack(c, b, used))
+            c->ack_owed = false;         /* the last ACK, for the peer's FIN (or in TIME_WAIT) */
         ring_time_wait(r, c, pins, now + (uint64_t)TIME_WAIT_MS * ms);
         return true;
     }
     if (ring_send_more(c, b, used, k))
         c->ack_owed = false;
-    if (c->ack_owed) {
-        ring_send_ack(c, b, used);
+    if (c->ack_owed && ring_send_ack(c, b, used))
         c->ack_owed = false;
-    }
     return true;
 }
 
@@ -402,12 +406,12 @@ void sp_http_ring_batch(struct sp_http_ring *r, const struct sp_table *t, uint64
             continue;
         }
         struct tcb *c = ring_find(r, &tp);
-        if (c && !on_segment(r, c, &tp, rx + l2, b, &used, pins, k) &&
-            (tp.flags & (SP_TCP_SYN | SP_TCP_ACK | SP_TCP_RST)) == SP_TCP_SYN)
-            accept_syn(r, &tp, rx, l2, b, &used, pins, k);   /* it ended a TIME_WAIT */
-        else if (c)
-            ring_ready(r, c);
-        else if ((tp.flags & (SP_TCP_SYN | SP_TCP_ACK | SP_TCP_RST)) == SP_TCP_SYN)
+        if (c) {
+            if (on_segment(r, c, &tp, rx + l2, b, &used, pins, k))
+                ring_ready(r, c);
+            else if ((tp.flags & (SP_TCP_SYN | SP_TCP_ACK | SP_TCP_RST)) == SP_TCP_SYN)
+                accept_syn(r, &tp, rx, l2, b, &used, pins, k);   /* it ended a TIME_WAIT */
+        } else if ((tp.flags & (SP_TCP_SYN | SP_TCP_ACK | SP_TCP_RST)) == SP_TCP_SYN)
             accept_syn(r, &tp, rx, l2, b, &used, pins, k);
         else if (!accept_cookie(r, &tp, rx, l2, b, &used, pins, k))
             refuse(&tp, rx, l2, b, &used);

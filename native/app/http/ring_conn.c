@@ -89,7 +89,7 @@ void sp_http_ring_set_pool(struct sp_http_ring *r, struct sp_precopy *pool)
 
 void ring_ready(struct sp_http_ring *r, struct tcb *c)
 {
-    if (c->ready_pprev)
+    if (c->ready_pprev || c->state == FREE)
         return;
     c->ready_round = r->round;
     c->ready_next = NULL;
@@ -143,6 +143,7 @@ void ring_release(struct sp_http_ring *r, struct tcb *c, struct sp_table_pins *p
 {
     if (c->has_reply)
         sp_table_unpin(pins, c->gen);
+    c->has_reply = false;
     struct tcb **p = &r->bucket[ring_flow_hash(&c->peer)];
     while (*p && *p != c)
         p = &(*p)->hnext;
@@ -175,6 +176,7 @@ struct tcb *ring_take(struct sp_http_ring *r, const struct sp_tcpip *t, struct s
         return NULL;
     r->free_list = c->next;
     memset(c, 0, offsetof(struct tcb, reply));
+    c->in_len = 0;                       /* the last client's unread bytes go too */
     c->peer = *t;
     uint32_t h = ring_flow_hash(t);
     c->hnext = r->bucket[h];

@@ -130,7 +130,8 @@ bool ring_send_at(struct tcb *c, struct sp_batch *b, unsigned *used, uint32_t se
                   uint32_t limit, struct sp_http_counters *k);
 /* New data and the FIN, within min(cwnd, the peer's window); true when any went. */
 bool ring_send_more(struct tcb *c, struct sp_batch *b, unsigned *used, struct sp_http_counters *k);
-void ring_send_ack(struct tcb *c, struct sp_batch *b, unsigned *used);
+/* An ACK; false when the batch had no room for it. */
+bool ring_send_ack(struct tcb *c, struct sp_batch *b, unsigned *used);
 /* An ACK that arrived on an established connection. */
 void ring_on_ack(struct tcb *c, const struct sp_tcpip *t, struct sp_batch *b, unsigned *used,
                  struct sp_http_counters *k);

@@ -152,9 +152,9 @@ bool ring_send_more(struct tcb *c, struct sp_batch *b, unsigned *used, struct sp
     return sent;
 }
 
-void ring_send_ack(struct tcb *c, struct sp_batch *b, unsigned *used)
+bool ring_send_ack(struct tcb *c, struct sp_batch *b, unsigned *used)
 {
-    ring_emit(c, b, used, c->snd_nxt, SP_TCP_ACK, 0, ring_rcv_window(c), NULL);
+    return ring_emit(c, b, used, c->snd_nxt, SP_TCP_ACK, 0, ring_rcv_window(c), NULL);
 }
 
 static void ring_rtt_sample(struct tcb *c, uint64_t now_ns)

@@ -11,7 +11,8 @@
  *   sp_wheel_cancel(&w, &conn->timer);               before the connection goes
  *
  * A timer further away than the wheel's span waits in its slot and is passed over
- * (and kept) at each turn until it is due. Timers fire at most one tick late. The
+ * (and kept) at each turn until it is due. A timer goes off in its tick: up to a
+ * tick early or late, so a caller checks its own deadlines. The
  * timers are embedded in the caller's objects: nothing here allocates after init.
  */
 #ifndef STORMPY_ENGINE_WHEEL_H
