@@ -77,7 +77,8 @@ cdef class HttpRing:
     """stormpy's own TCP (app/http/ring.h) stepped by hand, for tests: the site in
     `table` served on `port`; step(frames) runs one batch (the frames, then every
     connection with something to do) and returns the frames it sent. Time is the
-    real clock, as in a worker."""
+    real clock, as in a worker. own (mac/ipv4/ipv6, packed): the interface is
+    stormpy's (netmap), so ARP, ICMP echo and NDP for them are answered too."""
     cdef sp_http_ring *r
     cdef Table table
     cdef sp_frame_config cfg
@@ -88,7 +89,7 @@ cdef class HttpRing:
 
     def __cinit__(self, Table table not None, uint16_t port=80, uint32_t max_connections=64,
                   uint32_t request_timeout_ms=10000, uint32_t idle_timeout_ms=30000,
-                  uint16_t mtu=1500):
+                  uint16_t mtu=1500, dict own=None):
         cdef sp_http_ring_config rc
         if table.t is NULL or sp_http_site_of(table.t) is NULL:
             raise ValueError("the table holds no site")
@@ -97,6 +98,8 @@ cdef class HttpRing:
         rc.idle_timeout_ms = idle_timeout_ms
         memset(&self.cfg, 0, sizeof(self.cfg))
         self.cfg.port, self.cfg.ttl, self.cfg.mtu = port, 64, mtu
+        if own:
+            _set_own_stack(&self.cfg, own)
         memset(&self.k, 0, sizeof(self.k))
         memset(&self.fc, 0, sizeof(self.fc))
         self.pins = <sp_table_pins *>PyMem_Malloc(sizeof(sp_table_pins))

@@ -3,11 +3,12 @@ root: scapy builds the client's segments and parses every segment the server sen
 (checksums included). The connection's life: handshake options, the answer's bytes,
 who closes first and TIME_WAIT, a table full of TIME_WAIT connections, and the timers
 on the wheel (retransmission, idle close)."""
+import socket
 import time
 
 import pytest
-from scapy.layers.inet import IP, TCP
-from scapy.layers.l2 import Ether
+from scapy.layers.inet import ICMP, IP, TCP
+from scapy.layers.l2 import ARP, Ether
 
 from stormpy import _core
 from stormpy.http.site import compile_site
@@ -217,3 +218,22 @@ def test_a_reused_connection_starts_with_nothing_of_the_last_client(table):
     b = Client(ring, sport=40001)
     answer = b.receive(b.send("PA", b"GET /a.txt HTTP/1.1\r\nHost: x\r\n\r\n"))
     assert answer.startswith(b"HTTP/1.1 200 ") and answer.endswith(b"0123456789")
+
+
+def test_on_an_owned_interface_arp_and_ping_are_answered_too(table):
+    """netmap takes the interface from the kernel: the TCP's worker answers ARP and
+    ICMP echo for its own address, and only for it."""
+    own = {"mac": bytes.fromhex("020000000001"), "ipv4": socket.inet_aton(SERVER)}
+    ring = _core.HttpRing(table, own=own)
+    arp = bytes(Ether(src="02:00:00:00:00:02", dst="ff:ff:ff:ff:ff:ff") /
+                ARP(op=1, hwsrc="02:00:00:00:00:02", psrc=CLIENT, pdst=SERVER))
+    other = bytes(Ether(src="02:00:00:00:00:02", dst="ff:ff:ff:ff:ff:ff") /
+                  ARP(op=1, hwsrc="02:00:00:00:00:02", psrc=CLIENT, pdst="198.18.0.9"))
+    ping = bytes(Ether(src="02:00:00:00:00:02", dst="02:00:00:00:00:01") /
+                 IP(src=CLIENT, dst=SERVER) / ICMP(id=7, seq=1) / b"hello")
+    out = [Ether(f) for f in ring.step([arp, other, ping])]
+    assert len(out) == 2
+    assert out[0][ARP].op == 2 and out[0][ARP].psrc == SERVER and out[0][ARP].hwsrc == "02:00:00:00:00:01"
+    assert out[1][ICMP].type == 0 and out[1][ICMP].load == b"hello"
+    c = Client(ring)                                   # and the TCP beside them
+    assert c.receive(c.send("PA", b"GET /a.txt HTTP/1.1\r\nHost: x\r\n\r\n")).endswith(b"0123456789")

@@ -29,10 +29,6 @@ class HttpServer(Server):
     ring_poll_ms = 5            # its own TCP's timers run when the worker wakes
 
     def __init__(self, cfg: HttpConfig):
-        if cfg.iface and cfg.backend == "netmap":
-            raise StormpyError("serve-http --backend netmap: stormpy's own TCP runs on AF_XDP "
-                               "and AF_PACKET so far; use --backend xdp or packet, or --listen "
-                               "for the kernel's TCP")
         super().__init__(cfg)
 
     def configure_worker(self, w, local_address) -> None:

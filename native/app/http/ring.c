@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "stormpy/engine/clock.h"
+#include "stormpy/proto/ownstack.h"
 
 /* The next answer, once the last is acknowledged whole: from the requests received. */
 static void take_request(struct sp_http_ring *r, struct tcb *c, const struct sp_table *t,
@@ -357,6 +358,20 @@ static uint64_t next_due(const struct sp_http_ring *r, const struct tcb *c)
     return due;
 }
 
+/* Where stormpy owns the interface (netmap): ARP, ICMP echo and NDP for its
+ * addresses, answered here since the kernel does not see the frames. */
+static bool own_stack(const struct sp_frame_config *cfg, const uint8_t *rx, size_t len, size_t l2,
+                      uint16_t type, struct sp_batch *b, unsigned *used)
+{
+    if (*used >= b->reserved)
+        return false;
+    struct sp_frame *tx = ring_tx_next(b, *used);
+    size_t n = sp_ownstack_answer(cfg, rx, len, l2, type, tx->data, tx->cap);
+    if (n)
+        ring_tx_commit(b, used, (uint32_t)n);
+    return n != 0;
+}
+
 static void tick_date(struct sp_http_ring *r)
 {
     int64_t second = (int64_t)time(NULL);
@@ -394,7 +409,10 @@ void sp_http_ring_batch(struct sp_http_ring *r, const struct sp_table *t, uint64
             !sp_tcpip_parse(rx + l2, len - l2, &tp) ||
             tp.family != (type == SP_ETHERTYPE_IPV4 ? 4 : 6) || tp.dport != cfg->port ||
             !sp_frame_for_us(cfg, rx, tp.family, tp.dst)) {
-            fc->not_ours++;
+            if (!cfg->own_stack || !own_stack(cfg, rx, len, l2, type, b, &used))
+                fc->not_ours++;
+            else
+                fc->stack_replies++;
             continue;
         }
         if (!sp_tcpip_checksums_ok(rx + l2, &tp)) {

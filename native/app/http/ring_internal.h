@@ -122,6 +122,10 @@ void ring_time_wait(struct sp_http_ring *r, struct tcb *c, struct sp_table_pins 
  * pool when there is one, with only its headers written. */
 bool ring_emit(const struct tcb *c, struct sp_batch *b, unsigned *sent, uint32_t seq, uint8_t flags,
                uint32_t len, uint32_t window, const struct sp_tcp_options *syn);
+/* The batch's next TX buffer (check *sent < b->reserved first), and the frame written
+ * into it, len bytes, taken as the batch's next. */
+struct sp_frame *ring_tx_next(struct sp_batch *b, unsigned sent);
+void ring_tx_commit(struct sp_batch *b, unsigned *sent, uint32_t len);
 /* The window to advertise: the request buffer's room. */
 uint32_t ring_rcv_window(const struct tcb *c);
 /* One segment at seq, at most limit bytes; false when there is no TX buffer or nothing

@@ -53,19 +53,31 @@ bool ring_emit(const struct tcb *c, struct sp_batch *b, unsigned *sent, uint32_t
         (*sent)++;
         return true;
     }
-    /* the batch's next TX buffer: in precopy mode listed in out after the others */
-    struct sp_frame *tx = &b->tx[precopy ? b->used : *sent];
+    struct sp_frame *tx = ring_tx_next(b, *sent);
     uint32_t sum = sp_http_reply_copy(&c->reply, seq - c->reply_seq, len, tx->data + hl);
     memcpy(tx->data, c->l2, c->l2_len);
     sp_tcpip_write_reply(tx->data + c->l2_len, &c->peer, &seg, len, sum, b->cfg->ttl);
-    tx->len = (uint32_t)(hl + len);
+    ring_tx_commit(b, sent, (uint32_t)(hl + len));
+    return true;
+}
+
+struct sp_frame *ring_tx_next(struct sp_batch *b, unsigned sent)
+{
+    bool precopy = b->out && b->out != b->tx;
+    return &b->tx[precopy ? b->used : sent];
+}
+
+void ring_tx_commit(struct sp_batch *b, unsigned *sent, uint32_t len)
+{
+    bool precopy = b->out && b->out != b->tx;
+    struct sp_frame *tx = ring_tx_next(b, *sent);
+    tx->len = len;
     tx->pool = -1;
-    if (precopy) {
+    if (precopy) {                       /* listed in out after the pool frames */
         b->out[*sent] = *tx;
         b->used++;
     }
     (*sent)++;
-    return true;
 }
 
 uint32_t ring_rcv_window(const struct tcb *c)
