@@ -38,18 +38,28 @@ cdef class XdpProgram:
 
 
 cdef class TcpGuard:
-    """Keeps the kernel's TCP off the served port of ifname while AF_PACKET workers run
-    stormpy's own TCP there (tcp_guard.h). Detached by detach(), by garbage collection,
-    and (on a kernel with tcx links) by the kernel when the process dies."""
+    """Keeps the kernel's TCP off the served port of ifname, for the served addresses
+    (packed IPv4 and IPv6, at most 8 of each), while AF_PACKET workers run stormpy's own
+    TCP there (tcp_guard.h). Detached by detach(), by garbage collection, and (on a
+    kernel with tcx links) by the kernel when the process dies."""
     cdef sp_tcp_guard *guard
     cdef readonly str ifname
 
-    def __cinit__(self, str ifname, uint16_t port):
+    def __cinit__(self, str ifname, uint16_t port, addresses=()):
         cdef char err[256]
+        cdef sp_tcp_guard_addrs addrs
+        memset(&addrs, 0, sizeof(addrs))
+        v4 = [a for a in addresses if len(a) == 4][:8]
+        v6 = [a for a in addresses if len(a) == 16][:8]
+        addrs.nv4, addrs.nv6 = len(v4), len(v6)
+        for k, a in enumerate(v4):
+            _copy_exact(addrs.v4[k], a, 4, "ipv4")
+        for k, a in enumerate(v6):
+            _copy_exact(addrs.v6[k], a, 16, "ipv6")
         self.ifname = ifname
         b = ifname.encode()
         err[0] = 0
-        self.guard = sp_tcp_guard_attach(b, port, err, sizeof(err))
+        self.guard = sp_tcp_guard_attach(b, port, &addrs, err, sizeof(err))
         if self.guard is NULL:
             raise BackendError(err.decode(errors="replace"))
 

@@ -171,7 +171,7 @@ class Server(ABC):
                 self.xdp = _core.XdpProgram(cfg.iface, 0 if self.steer_all else cfg.port,
                                             cfg.xdp_mode, tcp=self.stream)
             elif cfg.backend == "packet" and self.stream:
-                self.guard = _core.TcpGuard(cfg.iface, cfg.port)
+                self.guard = _core.TcpGuard(cfg.iface, cfg.port, self.identity["addresses"])
         except Exception:
             self._close_sockets()
             raise

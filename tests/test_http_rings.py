@@ -187,3 +187,30 @@ def test_precopy_sends_a_file_again_from_its_copies(site, name):
     assert got == [digests[x] for x in paths]
     hits, fills = map(int, re.search(r"precopy hits=(\d+) fills=(\d+)", log).groups())
     assert fills > 0 and hits >= fills, log
+
+
+def test_the_tcp_guard_keeps_only_the_served_addresses(site):
+    """The guard drops TCP to the port only for the addresses stormpy serves: one added
+    to the interface after the start (or another host's, forwarded) still reaches the
+    kernel, whose listener answers it while stormpy answers its own."""
+    extra = "198.18.0.3"
+    with VethPair() as p:
+        server = serve(p.server, site[0], "packet")
+        try:
+            time.sleep(1.0)
+            assert server.poll() is None, server.communicate()
+            p.run(p.server, "ip", "addr", "add", f"{extra}/24", "dev", "veth0")
+            kernel = subprocess.Popen(["ip", "netns", "exec", p.server, sys.executable, "-c",
+                                       KERNEL_ANSWERS, extra])
+            try:
+                time.sleep(0.5)
+                r = p.run(p.client, "curl", "-sS", "-m", "5", f"http://{extra}/")
+                assert r.stdout == "kernel", r.stderr
+            finally:
+                kernel.kill()
+                kernel.wait()
+            r = p.run(p.client, "curl", "-sS", "-o", "/dev/null", "-w", "%{http_code}",
+                      f"http://{SERVER_V4}/docs/a.txt")
+            assert r.stdout == "200", r.stderr
+        finally:
+            stop(server)

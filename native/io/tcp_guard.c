@@ -71,7 +71,8 @@ static int attach_clsact(struct sp_tcp_guard *g)
     return bpf_tc_attach(&hook, &o);
 }
 
-struct sp_tcp_guard *sp_tcp_guard_attach(const char *ifname, uint16_t port, char *err,
+struct sp_tcp_guard *sp_tcp_guard_attach(const char *ifname, uint16_t port,
+                                         const struct sp_tcp_guard_addrs *addrs, char *err,
                                          size_t errlen)
 {
     int ifindex = ifname && *ifname && strlen(ifname) < IF_NAMESIZE ? (int)if_nametoindex(ifname) : 0;
@@ -100,7 +101,17 @@ struct sp_tcp_guard *sp_tcp_guard_attach(const char *ifname, uint16_t port, char
         return fail(g, err, errlen, "open", -e);
     }
     struct bpf_program *prog = bpf_object__find_program_by_name(g->obj, SP_GUARD_PROG_NAME);
+    uint32_t nv4 = addrs->nv4 < SP_TCP_GUARD_ADDRS ? addrs->nv4 : SP_TCP_GUARD_ADDRS;
+    uint32_t nv6 = addrs->nv6 < SP_TCP_GUARD_ADDRS ? addrs->nv6 : SP_TCP_GUARD_ADDRS;
     e = !prog ? ENOENT : -sp_xdp_set_rodata(g->obj, SP_GUARD_PORT_VAR, &port, sizeof(port));
+    if (!e)
+        e = -sp_xdp_set_rodata(g->obj, "sp_nv4", &nv4, sizeof(nv4));
+    if (!e)
+        e = -sp_xdp_set_rodata(g->obj, "sp_nv6", &nv6, sizeof(nv6));
+    if (!e)
+        e = -sp_xdp_set_rodata(g->obj, "sp_v4", addrs->v4, sizeof(addrs->v4));
+    if (!e)
+        e = -sp_xdp_set_rodata(g->obj, "sp_v6", addrs->v6, sizeof(addrs->v6));
     if (!e)
         e = -bpf_object__load(g->obj);
     if (e) {
@@ -145,11 +156,13 @@ int sp_tcp_guard_uses_link(const struct sp_tcp_guard *g)
 
 #else /* built without libbpf */
 
-struct sp_tcp_guard *sp_tcp_guard_attach(const char *ifname, uint16_t port, char *err,
+struct sp_tcp_guard *sp_tcp_guard_attach(const char *ifname, uint16_t port,
+                                         const struct sp_tcp_guard_addrs *addrs, char *err,
                                          size_t errlen)
 {
     (void)ifname;
     (void)port;
+    (void)addrs;
     snprintf(err, errlen, "TCP guard: not compiled in (build with libbpf-dev and clang)");
     return NULL;
 }

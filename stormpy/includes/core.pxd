@@ -494,7 +494,12 @@ cdef extern from "stormpy/io/xdp_program.h" nogil:
 cdef extern from "stormpy/io/tcp_guard.h" nogil:
     struct sp_tcp_guard:
         pass
-    sp_tcp_guard *sp_tcp_guard_attach(const char *ifname, uint16_t port, char *err, size_t errlen)
+    struct sp_tcp_guard_addrs:
+        unsigned nv4, nv6
+        uint8_t v4[8][4]
+        uint8_t v6[8][16]
+    sp_tcp_guard *sp_tcp_guard_attach(const char *ifname, uint16_t port,
+                                      const sp_tcp_guard_addrs *addrs, char *err, size_t errlen)
     void sp_tcp_guard_detach(sp_tcp_guard *guard)
     int sp_tcp_guard_uses_link(const sp_tcp_guard *guard)
 

@@ -24,8 +24,19 @@
 
 struct sp_tcp_guard;
 
+#define SP_TCP_GUARD_ADDRS 8
+
+/* The addresses served (network byte order, as in a packet): only TCP to them and to
+ * the port is kept from the kernel. */
+struct sp_tcp_guard_addrs {
+    unsigned nv4, nv6;
+    uint8_t v4[SP_TCP_GUARD_ADDRS][4];
+    uint8_t v6[SP_TCP_GUARD_ADDRS][16];
+};
+
 /* NULL with a one-line reason in err. */
-struct sp_tcp_guard *sp_tcp_guard_attach(const char *ifname, uint16_t port, char *err,
+struct sp_tcp_guard *sp_tcp_guard_attach(const char *ifname, uint16_t port,
+                                         const struct sp_tcp_guard_addrs *addrs, char *err,
                                          size_t errlen);
 /* Detaches and frees; NULL is ignored. */
 void sp_tcp_guard_detach(struct sp_tcp_guard *guard);
