@@ -140,6 +140,20 @@ def test_downloads_are_byte_exact_through_an_impaired_path(site, backend, impair
     assert "requests=" in log
 
 
+def kernel_answers(p, address) -> str:
+    """What a kernel TCP listener on address:80 in the server namespace answers the
+    client (curl's error when nothing does)."""
+    kernel = subprocess.Popen(["ip", "netns", "exec", p.server, sys.executable, "-c",
+                               KERNEL_ANSWERS, address])
+    try:
+        time.sleep(0.5)
+        r = p.run(p.client, "curl", "-sS", "-m", "5", f"http://{address}/")
+        return r.stdout or r.stderr
+    finally:
+        kernel.kill()
+        kernel.wait()
+
+
 KERNEL_ANSWERS = ("import socket,sys\n"
                   "s=socket.create_server((sys.argv[1],80))\ns.settimeout(8)\n"
                   "c,_=s.accept()\nc.sendall(b'HTTP/1.0 200 OK\\r\\n\\r\\nkernel')\nc.close()\n")
@@ -160,15 +174,7 @@ def test_the_tcp_guard_goes_with_the_server(site, how):
         server.send_signal(how)
         server.communicate(timeout=15)
         time.sleep(0.5)          # a SIGKILLed server's workers die by PDEATHSIG
-        kernel = subprocess.Popen(["ip", "netns", "exec", p.server, sys.executable, "-c",
-                                   KERNEL_ANSWERS, SERVER_V4])
-        try:
-            time.sleep(0.5)
-            r = p.run(p.client, "curl", "-sS", "-m", "5", f"http://{SERVER_V4}/")
-            assert r.stdout == "kernel", r.stderr
-        finally:
-            kernel.kill()
-            kernel.wait()
+        assert kernel_answers(p, SERVER_V4) == "kernel"
 
 
 @pytest.mark.parametrize("name", BACKENDS)
@@ -202,15 +208,7 @@ def test_the_tcp_guard_keeps_only_the_served_addresses(site):
             time.sleep(1.0)
             assert server.poll() is None, server.communicate()
             p.run(p.server, "ip", "addr", "add", f"{extra}/24", "dev", "veth0")
-            kernel = subprocess.Popen(["ip", "netns", "exec", p.server, sys.executable, "-c",
-                                       KERNEL_ANSWERS, extra])
-            try:
-                time.sleep(0.5)
-                r = p.run(p.client, "curl", "-sS", "-m", "5", f"http://{extra}/")
-                assert r.stdout == "kernel", r.stderr
-            finally:
-                kernel.kill()
-                kernel.wait()
+            assert kernel_answers(p, extra) == "kernel"
             r = p.run(p.client, "curl", "-sS", "-o", "/dev/null", "-w", "%{http_code}",
                       f"http://{SERVER_V4}/docs/a.txt")
             assert r.stdout == "200", r.stderr

@@ -171,15 +171,16 @@ void sp_http_answer_error(const struct sp_table *t, const struct sp_http_site *s
     add_entry(out, t, e, head_only, 0);
 }
 
-/* Whether an entity tag in an If-None-Match list matches (weak comparison). */
-static bool none_match(const uint8_t *list, size_t len, const uint8_t *etag, size_t elen)
+/* Whether an entity tag in an If-None-Match or If-Match list (or "*") matches: weak
+ * comparison ignores a W/ prefix, strong comparison never matches a weak tag. */
+static bool tag_listed(const uint8_t *list, size_t len, const uint8_t *etag, size_t elen, bool weak)
 {
     for (size_t i = 0; i < len;) {
         while (i < len && (list[i] == ' ' || list[i] == '\t' || list[i] == ','))
             i++;
         if (i < len && list[i] == '*')
             return true;
-        if (i + 2 <= len && list[i] == 'W' && list[i + 1] == '/')
+        if (weak && i + 2 <= len && list[i] == 'W' && list[i + 1] == '/')
             i += 2;
         size_t s = i;
         if (i < len && list[i] == '"') {
@@ -202,27 +203,8 @@ static bool preconditions_hold(const struct sp_table *t, const struct sp_http_en
 {
     if (req->if_match) {
         const struct sp_response *tag = sp_table_response(t, e->etag);
-        const uint8_t *l = req->if_match;
-        size_t n = req->if_match_len;
-        if (!tag)
-            return false;
-        for (size_t i = 0; i < n;) {
-            while (i < n && (l[i] == ' ' || l[i] == '\t' || l[i] == ','))
-                i++;
-            if (i < n && l[i] == '*')
-                return true;
-            size_t start = i;
-            if (i < n && l[i] == '"') {
-                const uint8_t *q = memchr(l + i + 1, '"', n - i - 1);
-                i = q ? (size_t)(q - l) + 1 : n;
-            } else {
-                while (i < n && l[i] != ',')
-                    i++;
-            }
-            if (i - start == tag->len && memcmp(l + start, sp_response_bytes(t, tag), tag->len) == 0)
-                return true;
-        }
-        return false;
+        return tag && tag_listed(req->if_match, req->if_match_len, sp_response_bytes(t, tag),
+                                 tag->len, false);
     }
     return req->if_unmodified_since < 0 || e->mtime <= req->if_unmodified_since;
 }
@@ -232,8 +214,8 @@ static bool not_modified(const struct sp_table *t, const struct sp_http_entry *e
 {
     if (req->if_none_match) {
         const struct sp_response *tag = sp_table_response(t, e->etag);
-        return tag && none_match(req->if_none_match, req->if_none_match_len,
-                                 sp_response_bytes(t, tag), tag->len);
+        return tag && tag_listed(req->if_none_match, req->if_none_match_len,
+                                 sp_response_bytes(t, tag), tag->len, true);
     }
     return req->if_modified_since >= 0 && e->mtime <= req->if_modified_since;
 }
