@@ -49,7 +49,7 @@ static struct sp_tcp_guard *fail(struct sp_tcp_guard *g, char *err, size_t errle
                                  const char *what, int e)
 {
     if (sp_xdp_is_perm(e))
-        sp_xdp_set_err(err, errlen, "TCP guard on %s: needs CAP_NET_ADMIN and CAP_BPF (run as root)",
+        sp_xdp_set_err(err, errlen, "TCP guard (%s): needs CAP_NET_ADMIN and CAP_BPF (run as root)",
                        what);
     else
         sp_xdp_set_err(err, errlen, "TCP guard: %s: %s%s%s", what, strerror(e),
