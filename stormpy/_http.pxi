@@ -38,7 +38,7 @@ def http_answer(Table table not None, const uint8_t[:] data, int64_t now=0, size
     the stored sums)]."""
     cdef sp_http_request *req
     cdef sp_http_reply reply
-    cdef uint8_t date[SP_HTTP_DATE_LEN]
+    cdef sp_http_date date
     cdef const sp_http_site *site
     cdef size_t used
     if table.t is NULL:
@@ -53,8 +53,8 @@ def http_answer(Table table not None, const uint8_t[:] data, int64_t now=0, size
         used = sp_http_parse_request(&data[0] if len(data) else NULL, len(data), req)
         if used == 0:
             return None
-        sp_http_format_date(now, date)
-        sp_http_answer(table.t, site, req, date, &reply)
+        sp_http_date_set(&date, now)
+        sp_http_answer(table.t, site, req, &date, &reply)
         if segment:
             return [_segment(&reply, off, segment) for off in range(0, reply.len, segment)]
         out = b"".join(PyBytes_FromStringAndSize(<char *>reply.iov[i].iov_base,

@@ -261,7 +261,8 @@ def sizes_site(tmp_path_factory):
 SEGMENTED = [req("/f10001.bin"), req("/f10001.bin", Range="bytes=1-"),
              req("/f10001.bin", Range="bytes=63-9000"), req("/f10001.bin", Range="bytes=128-129"),
              req("/f10001.bin", Range="bytes=-3"), req("/f10001.bin", version="HTTP/1.0"),
-             req("/f65.bin"), req("/f64.bin"), req("/f63.bin"), req("/f1.bin"), req("/missing")]
+             req("/f65.bin"), req("/f64.bin"), req("/f63.bin"), req("/f1.bin"), req("/missing"),
+             req("/f63.bin", If_None_Match="*")]
 
 
 @pytest.mark.parametrize("segment", [1, 7, 64, 536, 1000, 1387, 1448, 1460, 8960])
@@ -277,6 +278,23 @@ def test_segment_sums_from_the_stored_sums_are_the_payloads_sums(sizes_site, seg
     assert b"".join(p for p, _ in segments) == whole
     for payload, stored in segments:
         assert _same_sum(stored, _core.csum_partial(payload)), (len(payload), stored)
+
+
+@pytest.mark.parametrize("second", [0, NOW, NOW + 1, 951_782_400, 4_102_444_799])
+def test_segment_sums_hold_on_every_second(sizes_site, second):
+    """The heads' sums are stored around the Date and the Date's own sum is made once a
+    second: whatever the second, every segment of a 200, 206 and 304 answer (heads cut
+    at odd places too) has its bytes' sum, and the Date is the second's."""
+    for request_ in (req("/f65.bin"), req("/f10001.bin", Range="bytes=3-70"),
+                     req("/f63.bin", If_None_Match="*")):
+        whole = _core.http_answer(sizes_site, request_, second)[3]
+        date = email.utils.formatdate(second, usegmt=True).encode()
+        assert b"\r\nDate: " + date + b"\r\n" in whole
+        for segment in (1, 3, 31, 64, 97, 1448):
+            segments = _core.http_answer(sizes_site, request_, second, segment=segment)
+            assert b"".join(p for p, _ in segments) == whole
+            for payload, stored in segments:
+                assert _same_sum(stored, _core.csum_partial(payload)), (segment, len(payload))
 
 
 def test_prefix_sums_cover_every_stride():

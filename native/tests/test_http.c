@@ -1,8 +1,12 @@
-/* HTTP request heads and dates (app/http/request.h). */
+/* HTTP request heads and dates (app/http/request.h), and answers cut into segments
+ * with their sums (app/http/reply.h). */
+#include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
+#include "stormpy/app/http/reply.h"
 #include "stormpy/app/http/request.h"
+#include "stormpy/proto/csum.h"
 
 static struct sp_http_request req;
 
@@ -156,6 +160,112 @@ static void dates(void)
     }
 }
 
+/* The stored sums of one blob, or of two one after the other (a head's, site.h). */
+static uint32_t add_sums(struct sp_table_builder *b, const char *p, size_t n, const char *q,
+                         size_t m)
+{
+    uint16_t sums[64];
+    size_t k = sp_csum_prefix(p, n, SP_HTTP_SUM_STRIDE, sums);
+    if (q)
+        k += sp_csum_prefix(q, m, SP_HTTP_SUM_STRIDE, sums + k);
+    return (uint32_t)sp_table_add_response(b, (const uint8_t *)sums, (uint32_t)(2 * k), NULL, 0,
+                                           0);
+}
+
+/* A site as stormpy/http/site.py compiles one: at "/" and "/odd" two pages whose heads
+ * put the Date at an even and an odd offset, with one body; every error is the first. */
+static struct sp_table *reply_site(void)
+{
+    static const char *heads[2] = {
+        "HTTP/1.1 200 OK\r\nServer: x\r\nDate: Thu, 01 Jan 1970 00:00:00 GMT\r\n"
+        "Content-Type: text/plain\r\nContent-Length: 200\r\n",
+        "HTTP/1.1 200 OK\r\nServer: xy\r\nDate: Thu, 01 Jan 1970 00:00:00 GMT\r\n"
+        "Content-Length: 200\r\n"};
+    static const char *paths[2] = {"/", "/odd"};
+    char body[200];
+    for (size_t i = 0; i < sizeof(body); i++)
+        body[i] = (char)(i * 7 + 3);
+    struct sp_table_builder *b = sp_table_builder_new();
+    uint32_t body_at = (uint32_t)sp_table_add_response(b, (const uint8_t *)body, sizeof(body),
+                                                       NULL, 0, 0);
+    uint32_t body_sums = add_sums(b, body, sizeof(body), NULL, 0);
+    size_t size = sizeof(struct sp_http_site) + 2 * sizeof(struct sp_http_entry);
+    struct sp_http_site *site = calloc(1, size);
+    site->magic = SP_HTTP_SITE_MAGIC;
+    site->nentries = 2;
+    for (uint32_t i = 0; i < 2; i++) {
+        const char *head = heads[i];
+        size_t len = strlen(head), date_at = (size_t)(strstr(head, "Date: ") - head) + 6;
+        size_t after = date_at + SP_HTTP_DATE_LEN;
+        struct sp_http_entry *e = &site->entry[i];
+        *e = (struct sp_http_entry){.body = body_at, .sums = body_sums, .status = 200,
+                                    .not_modified = SP_HTTP_NONE, .partial = SP_HTTP_NONE,
+                                    .etag = SP_HTTP_NONE, .sum_stride = SP_HTTP_SUM_STRIDE,
+                                    .size = sizeof(body)};
+        e->head = (uint32_t)sp_table_add_response(b, (const uint8_t *)head, (uint32_t)len, NULL,
+                                                  0, i);
+        e->head_sums = add_sums(b, head, date_at, head + after, len - after);
+        e->head_date = (uint16_t)date_at;
+        CHECK_EQ(sp_table_add_key(b, 0, (const uint8_t *)paths[i], (uint32_t)strlen(paths[i]),
+                                  e->head), 0);
+    }
+    CHECK_EQ(site->entry[0].head_date % 2, 0);
+    CHECK_EQ(site->entry[1].head_date % 2, 1);
+    CHECK_EQ(sp_table_set_program(b, site, (uint32_t)size), 0);
+    free(site);
+    return sp_table_builder_finish(b);
+}
+
+/* Equal as one's-complement sums (where 0 and 0xFFFF are both zero). */
+static int same_sum(uint32_t a, uint32_t b)
+{
+    return sp_csum_reduce(a) % 0xFFFF == sp_csum_reduce(b) % 0xFFFF;
+}
+
+/* An answer copied in segments of every length up to past two strides, from every
+ * offset: each one's sum, from the stored sums of head, Date and body, must be that
+ * of the bytes it holds, and on every second the Date's own bytes are the ones sent. */
+static void reply_segments(void)
+{
+    struct sp_table *t = reply_site();
+    const struct sp_http_site *site = sp_http_site_of(t);
+    CHECK(site != NULL);
+    static const int64_t seconds[] = {0, 784111777, 784111778, 951782400, 4102444799};
+    static const char *requests[] = {"GET / HTTP/1.1\r\nHost: a\r\n\r\n",
+                                     "GET /odd HTTP/1.1\r\nHost: a\r\n\r\n",
+                                     "HEAD /odd HTTP/1.0\r\n\r\n"};
+    for (size_t d = 0; d < sizeof(seconds) / sizeof(seconds[0]); d++) {
+        struct sp_http_date date;
+        sp_http_date_set(&date, seconds[d]);
+        uint8_t text[SP_HTTP_DATE_LEN];
+        sp_http_format_date(seconds[d], text);
+        CHECK(memcmp(date.text, text, SP_HTTP_DATE_LEN) == 0);
+        for (size_t q = 0; q < sizeof(requests) / sizeof(requests[0]); q++) {
+            CHECK(parse(requests[q]) == strlen(requests[q]));
+            struct sp_http_reply r;
+            sp_http_answer(t, site, &req, &date, &r);
+            CHECK_EQ(r.status, 200);
+            for (int i = 0; i < r.niov; i++)     /* only the server's lines are summed */
+                CHECK((r.stored[i].sums != NULL) == (r.iov[i].iov_base != r.extra));
+            uint8_t whole[512], seg[512];
+            CHECK(r.len <= sizeof(whole));
+            uint32_t sum = sp_http_reply_copy(&r, 0, r.len, whole);
+            CHECK(same_sum(sum, sp_csum_partial(whole, r.len, 0)));
+            size_t date_at = site->entry[q == 0 ? 0 : 1].head_date;
+            CHECK(memcmp(whole + date_at, text, SP_HTTP_DATE_LEN) == 0);
+            int bad = 0;
+            for (size_t n = 1; n <= 2 * SP_HTTP_SUM_STRIDE + 3; n++)
+                for (size_t off = 0; off + n <= r.len; off++) {
+                    sum = sp_http_reply_copy(&r, off, n, seg);
+                    bad += memcmp(seg, whole + off, n) != 0 ||
+                           !same_sum(sum, sp_csum_partial(seg, n, 0));
+                }
+            CHECK_EQ(bad, 0);
+        }
+    }
+    sp_table_free(t);
+}
+
 int main(void)
 {
     paths();
@@ -163,5 +273,6 @@ int main(void)
     limits();
     ranges();
     dates();
+    reply_segments();
     return check_report("test_http");
 }

@@ -27,7 +27,7 @@ from stormpy.errors import StormpyError
 log = logging.getLogger("stormpy")
 
 SERVER = b"stormpy"
-ENTRY = struct.Struct("<6I4H2IqQ")
+ENTRY = struct.Struct("<9I6HqQ")
 HEADER = struct.Struct(f"<{2 + _core.HTTP_ERRORS}I")
 NONE = 0xFFFFFFFF
 FILE, CLOSES = 1, 2
@@ -64,7 +64,7 @@ def error_page(status: int) -> bytes:
 
 
 class _Builder:
-    """The table under construction: heads with their Date offsets, and entries."""
+    """The table under construction: heads with their sums and Date offsets, and entries."""
 
     def __init__(self, now: float):
         self.table = _core.TableBuilder()
@@ -74,26 +74,30 @@ class _Builder:
     def response(self, data: bytes, user: int = 0) -> int:
         return self.table.add_response(data, (), user)
 
-    def head(self, status: int, lines: list[tuple[str, bytes]]) -> tuple[int, int]:
-        """A head for the next entry: its response and the offset of its Date value."""
+    def head(self, status: int, lines: list[tuple[str, bytes]]) -> tuple[int, int, int]:
+        """A head for the next entry: its response, its sums (those of the bytes before
+        the Date, then of those after it: site.h) and the offset of its Date value."""
         out = status_line(status) + b"Server: " + SERVER + b"\r\nDate: "
         date_at = len(out)
         out += self.date + b"\r\n"
         for name, value in lines:
             out += name.encode() + b": " + value + b"\r\n"
-        return self.response(out, len(self.entries)), date_at
+        sums = (_core.csum_prefix(out[:date_at], _core.HTTP_SUM_STRIDE) +
+                _core.csum_prefix(out[date_at + len(self.date):], _core.HTTP_SUM_STRIDE))
+        return self.response(out, len(self.entries)), self.response(sums), date_at
 
     def body(self, data: bytes) -> tuple[int, int]:
         """A body and its prefix sums (site.h): (body, sums) responses."""
         return self.response(data), self.response(_core.csum_prefix(data, _core.HTTP_SUM_STRIDE))
 
-    def entry(self, status: int, head: tuple[int, int], body=(NONE, NONE), size: int = 0,
-              flags: int = 0, not_modified=(NONE, 0), partial=(NONE, 0), etag: int = NONE,
-              mtime: int = 0) -> int:
-        stride = _core.HTTP_SUM_STRIDE if body[1] != NONE else 0
+    def entry(self, status: int, head: tuple[int, int, int], body=(NONE, NONE), size: int = 0,
+              flags: int = 0, not_modified=(NONE, NONE, 0), partial=(NONE, NONE, 0),
+              etag: int = NONE, mtime: int = 0) -> int:
+        heads = (head, not_modified, partial)
         self.entries.append(ENTRY.pack(head[0], body[0], not_modified[0], partial[0], etag,
-                                       body[1], status, head[1], not_modified[1], partial[1],
-                                       flags, stride, mtime, size))
+                                       body[1], *(h[1] for h in heads), status,
+                                       *(h[2] for h in heads), flags, _core.HTTP_SUM_STRIDE,
+                                       mtime, size))
         return len(self.entries) - 1
 
     def page(self, status: int, body: bytes, extra=()) -> int:

@@ -340,8 +340,11 @@ cdef extern from "stormpy/app/http/reply.h" nogil:
         uint16_t status
         bint close
         uint64_t len
+    struct sp_http_date:
+        pass
+    void sp_http_date_set(sp_http_date *d, int64_t second)
     void sp_http_answer(const sp_table *t, const sp_http_site *site, const sp_http_request *req,
-                       const uint8_t *date, sp_http_reply *out)
+                       const sp_http_date *date, sp_http_reply *out)
     uint32_t sp_http_reply_copy(const sp_http_reply *r, uint64_t off, size_t len, uint8_t *out)
 
 cdef extern from "stormpy/app/http/stream.h" nogil:

@@ -29,18 +29,41 @@ const struct sp_http_entry *sp_http_error_entry(const struct sp_http_site *site,
     return &site->entry[site->error[SP_HTTP_E400]];
 }
 
-static void add(struct sp_http_reply *out, const void *p, size_t n)
+/* n bytes at p as the answer's next iov; from byte `first` of a blob of `size` bytes
+ * whose prefix sums are `sums` (site.h), or with sums NULL, summed when copied. */
+static void add(struct sp_http_reply *out, const void *p, size_t n, const uint8_t *sums,
+                uint32_t first, uint32_t size)
 {
     if (n == 0)
         return;
     out->iov[out->niov].iov_base = (void *)p;
     out->iov[out->niov].iov_len = n;
+    out->stored[out->niov] = (struct sp_http_stored){.sums = sums, .first = first, .size = size};
     out->niov++;
     out->len += n;
 }
 
-/* A stored head with the current date spliced in at date_at. */
-static void add_head(struct sp_http_reply *out, const struct sp_table *t, uint32_t index,
+/* How many prefix sums a blob of len bytes has (sp_csum_prefix()). */
+static size_t sum_count(size_t len)
+{
+    return (len + SP_HTTP_SUM_STRIDE - 1) / SP_HTTP_SUM_STRIDE + 1;
+}
+
+/* Response `index` as `count` prefix sums at this build's stride, or NULL (none, or
+ * not in the form expected: the bytes are then summed). */
+static const uint8_t *stored_sums(const struct sp_table *t, const struct sp_http_entry *e,
+                                  uint32_t index, size_t count)
+{
+    const struct sp_response *r = sp_table_response(t, index);
+    if (!r || e->sum_stride != SP_HTTP_SUM_STRIDE || r->len != 2 * count)
+        return NULL;
+    return sp_response_bytes(t, r);
+}
+
+/* A stored head with the current date spliced in at date_at; its bytes before and
+ * after the Date are two blobs, each with its prefix sums in `sums` (site.h). */
+static void add_head(struct sp_http_reply *out, const struct sp_table *t,
+                     const struct sp_http_entry *e, uint32_t index, uint32_t sums,
                      uint16_t date_at)
 {
     const struct sp_response *r = sp_table_response(t, index);
@@ -48,12 +71,15 @@ static void add_head(struct sp_http_reply *out, const struct sp_table *t, uint32
         return;
     const uint8_t *b = sp_response_bytes(t, r);
     if ((size_t)date_at + SP_HTTP_DATE_LEN > r->len) {
-        add(out, b, r->len);
+        add(out, b, r->len, NULL, 0, 0);
         return;
     }
-    add(out, b, date_at);
-    add(out, out->date, SP_HTTP_DATE_LEN);
-    add(out, b + date_at + SP_HTTP_DATE_LEN, r->len - date_at - SP_HTTP_DATE_LEN);
+    uint32_t after = date_at + SP_HTTP_DATE_LEN, rest = r->len - after;
+    const uint8_t *s = stored_sums(t, e, sums, sum_count(date_at) + sum_count(rest));
+    add(out, b, date_at, s, 0, date_at);
+    add(out, out->date.text, SP_HTTP_DATE_LEN, (const uint8_t *)out->date.sums, 0,
+        SP_HTTP_DATE_LEN);
+    add(out, b + after, rest, s ? s + 2 * sum_count(date_at) : NULL, 0, rest);
 }
 
 static void add_body(struct sp_http_reply *out, const struct sp_table *t,
@@ -62,17 +88,10 @@ static void add_body(struct sp_http_reply *out, const struct sp_table *t,
     const struct sp_response *r = sp_table_response(t, e->body);
     if (!r || first > r->len || count > r->len - first || count == 0)
         return;
-    const struct sp_response *sums = sp_table_response(t, e->sums);
-    uint64_t stride = e->sum_stride;
-    if (sums && stride == SP_HTTP_SUM_STRIDE &&
-        sums->len == 2 * ((r->len + stride - 1) / stride + 1)) {
-        out->body_iov = out->niov;
-        out->body_first = first;
-        out->body_at = out->len;
-        out->body_size = r->len;
-        out->sums = sp_response_bytes(t, sums);
-    }
-    add(out, sp_response_bytes(t, r) + first, count);
+    out->body_iov = out->niov;
+    out->body_at = out->len;
+    add(out, sp_response_bytes(t, r) + first, count, stored_sums(t, e, e->sums, sum_count(r->len)),
+        (uint32_t)first, r->len);
 }
 
 static uint32_t stored_sum(const uint8_t *sums, uint64_t k)
@@ -82,21 +101,23 @@ static uint32_t stored_sum(const uint8_t *sums, uint64_t k)
     return v;
 }
 
-/* The sum of body[a, b) as the body's own words see it (offset 0 even). */
-static uint32_t body_range_sum(const struct sp_http_reply *r, const uint8_t *body, uint64_t a,
-                               uint64_t b)
+/* The sum of blob[a, b) as the blob's own words see it (offset 0 even): two stored
+ * sums and the edges short of a stride. */
+static uint32_t stored_range_sum(const struct sp_http_stored *s, const uint8_t *blob, uint64_t a,
+                                 uint64_t b)
 {
     const uint64_t stride = SP_HTTP_SUM_STRIDE;
     uint64_t up = (a + stride - 1) / stride * stride;
-    uint64_t down = b == r->body_size ? b : b / stride * stride;
+    uint64_t down = b == s->size ? b : b / stride * stride;
     if (up >= down) {
-        uint32_t s = sp_csum_partial(body + a, b - a, 0);
-        return a & 1 ? sp_csum_swap(s) : s;
+        uint32_t sum = sp_csum_partial(blob + a, b - a, 0);
+        return a & 1 ? sp_csum_swap(sum) : sum;
     }
-    uint32_t head = sp_csum_partial(body + a, up - a, 0);
-    uint64_t k_down = down == r->body_size ? (r->body_size + stride - 1) / stride : down / stride;
-    uint32_t mid = sp_csum_sub(stored_sum(r->sums, k_down), stored_sum(r->sums, up / stride));
-    uint32_t tail = sp_csum_partial(body + down, b - down, 0);   /* down is even */
+    /* the edges are often empty (a whole head piece, the Date, a stride-cut body) */
+    uint32_t head = up > a ? sp_csum_partial(blob + a, up - a, 0) : 0;
+    uint64_t k_down = down == s->size ? (s->size + stride - 1) / stride : down / stride;
+    uint32_t mid = sp_csum_sub(stored_sum(s->sums, k_down), stored_sum(s->sums, up / stride));
+    uint32_t tail = b > down ? sp_csum_partial(blob + down, b - down, 0) : 0;   /* down even */
     return sp_csum_add(sp_csum_add(a & 1 ? sp_csum_swap(head) : head, mid), tail);
 }
 
@@ -104,11 +125,12 @@ static uint32_t body_range_sum(const struct sp_http_reply *r, const uint8_t *bod
 static uint32_t piece_sum(const struct sp_http_reply *r, int i, size_t skip, size_t n)
 {
     const uint8_t *p = (const uint8_t *)r->iov[i].iov_base + skip;
-    if (i != r->body_iov || !r->sums)
+    const struct sp_http_stored *s = &r->stored[i];
+    if (!s->sums)
         return sp_csum_partial(p, n, 0);
-    uint64_t a = r->body_first + skip;
-    uint32_t s = body_range_sum(r, p - a, a, a + n);
-    return a & 1 ? sp_csum_swap(s) : s;
+    uint64_t a = s->first + skip;
+    uint32_t sum = stored_range_sum(s, p - a, a, a + n);
+    return a & 1 ? sp_csum_swap(sum) : sum;
 }
 
 uint32_t sp_http_reply_copy(const struct sp_http_reply *r, uint64_t off, size_t len, uint8_t *out)
@@ -138,32 +160,40 @@ static void add_extra(struct sp_http_reply *out, int n)
         n = 0;                           /* cannot happen with the lines written here */
     n += snprintf((char *)out->extra + n, SP_HTTP_EXTRA_MAX - (size_t)n, "%s",
                   out->close ? "Connection: close\r\n\r\n" : "Connection: keep-alive\r\n\r\n");
-    add(out, out->extra, n < SP_HTTP_EXTRA_MAX ? (size_t)n : SP_HTTP_EXTRA_MAX - 1);
+    add(out, out->extra, n < SP_HTTP_EXTRA_MAX ? (size_t)n : SP_HTTP_EXTRA_MAX - 1, NULL, 0, 0);
 }
 
-static void start(struct sp_http_reply *out, const uint8_t *date, uint16_t status, bool close)
+_Static_assert(SP_HTTP_DATE_LEN <= SP_HTTP_SUM_STRIDE, "a Date's sums are two");
+
+void sp_http_date_set(struct sp_http_date *d, int64_t second)
+{
+    sp_http_format_date(second, d->text);
+    sp_csum_prefix(d->text, SP_HTTP_DATE_LEN, SP_HTTP_SUM_STRIDE, d->sums);
+}
+
+static void start(struct sp_http_reply *out, const struct sp_http_date *date, uint16_t status,
+                  bool close)
 {
     out->niov = 0;
     out->len = 0;
     out->body_iov = -1;
-    out->sums = NULL;
     out->status = status;
     out->close = close;
-    memcpy(out->date, date, SP_HTTP_DATE_LEN);
+    out->date = *date;
 }
 
 /* An entry's head, the server's lines (n bytes already in out->extra), its body. */
 static void add_entry(struct sp_http_reply *out, const struct sp_table *t,
                       const struct sp_http_entry *e, bool head_only, int n)
 {
-    add_head(out, t, e->head, e->head_date);
+    add_head(out, t, e, e->head, e->head_sums, e->head_date);
     add_extra(out, n);
     if (!head_only)
         add_body(out, t, e, 0, e->size);
 }
 
 void sp_http_answer_error(const struct sp_table *t, const struct sp_http_site *site,
-                         uint16_t status, bool head_only, const uint8_t *date,
+                         uint16_t status, bool head_only, const struct sp_http_date *date,
                          struct sp_http_reply *out)
 {
     const struct sp_http_entry *e = sp_http_error_entry(site, status);
@@ -249,7 +279,7 @@ static void reply_file(const struct sp_table *t, const struct sp_http_site *site
     }
     if (not_modified(t, e, req)) {
         out->status = 304;
-        add_head(out, t, e->not_modified, e->not_modified_date);
+        add_head(out, t, e, e->not_modified, e->not_modified_sums, e->not_modified_date);
         add_extra(out, 0);
         return;
     }
@@ -274,7 +304,7 @@ static void reply_file(const struct sp_table *t, const struct sp_http_site *site
         return;
     }
     out->status = 206;
-    add_head(out, t, e->partial, e->partial_date);
+    add_head(out, t, e, e->partial, e->partial_sums, e->partial_date);
     int n = snprintf((char *)out->extra, SP_HTTP_EXTRA_MAX,
                      "Content-Length: %llu\r\nContent-Range: bytes %llu-%llu/%llu\r\n",
                      (unsigned long long)(last - first + 1), (unsigned long long)first,
@@ -285,7 +315,7 @@ static void reply_file(const struct sp_table *t, const struct sp_http_site *site
 }
 
 void sp_http_answer(const struct sp_table *t, const struct sp_http_site *site,
-                   const struct sp_http_request *req, const uint8_t *date,
+                   const struct sp_http_request *req, const struct sp_http_date *date,
                    struct sp_http_reply *out)
 {
     bool head_only = req->method == SP_HTTP_HEAD;

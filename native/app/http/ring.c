@@ -38,10 +38,10 @@ static void take_request(struct sp_http_ring *r, struct tcb *c, const struct sp_
     c->has_reply = true;
     c->reply_seq = c->snd_max;
     if (used == 0) {
-        sp_http_answer_error(t, site, 431, false, r->date, &c->reply);
+        sp_http_answer_error(t, site, 431, false, &r->date, &c->reply);
         used = c->in_len;
     } else {
-        sp_http_answer(t, site, &r->req, r->date, &c->reply);
+        sp_http_answer(t, site, &r->req, &r->date, &c->reply);
         if (r->req.body == SP_HTTP_LENGTH)
             c->discard = r->req.content_length;
         else if (r->req.body == SP_HTTP_CHUNKED)
@@ -315,7 +315,7 @@ static bool run_connection(struct sp_http_ring *r, struct tcb *c, const struct s
         c->gen = gen;                    /* a request began and never ended: 408 */
         c->has_reply = true;
         c->reply_seq = c->snd_max;
-        sp_http_answer_error(t, site, 408, false, r->date, &c->reply);
+        sp_http_answer_error(t, site, 408, false, &r->date, &c->reply);
         c->in_len = 0;
         close_gracefully(c);
         k->timeouts++;
@@ -377,7 +377,7 @@ static void tick_date(struct sp_http_ring *r)
     int64_t second = (int64_t)time(NULL);
     if (second != r->date_second) {
         r->date_second = second;
-        sp_http_format_date(second, r->date);
+        sp_http_date_set(&r->date, second);
     }
 }
 

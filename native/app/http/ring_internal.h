@@ -92,7 +92,7 @@ struct sp_http_ring {
     uint32_t half_open;                  /* connections in SYN_RCVD */
     uint64_t cookie_sent_ns;             /* the last SYN cookie, 0: none yet */
     int64_t date_second;
-    uint8_t date[SP_HTTP_DATE_LEN];
+    struct sp_http_date date;            /* the current second's, with its sum */
     struct sp_http_request req;          /* scratch */
 };
 

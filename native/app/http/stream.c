@@ -60,7 +60,7 @@ struct sp_http_stream {
     struct sp_table_pins pins;          /* tables queued answers point into */
     uint64_t now_ms;
     int64_t date_second;
-    uint8_t date[SP_HTTP_DATE_LEN];
+    struct sp_http_date date;
     const struct sp_table *t;            /* entered for this wake-up */
     const struct sp_http_site *site;
     uint64_t gen;
@@ -163,9 +163,9 @@ static void queue_reply(struct sp_http_stream *s, struct conn *c, const struct s
 {
     struct sp_http_reply *r = &c->out[(c->out_head + c->nout) % PIPELINE];
     if (req)
-        sp_http_answer(s->t, s->site, req, s->date, r);
+        sp_http_answer(s->t, s->site, req, &s->date, r);
     else
-        sp_http_answer_error(s->t, s->site, status, false, s->date, r);
+        sp_http_answer_error(s->t, s->site, status, false, &s->date, r);
     c->nout++;
     c->closing |= r->close;
     c->suspect |= r->close && r->status >= 400;
@@ -406,7 +406,7 @@ static void tick(struct sp_http_stream *s)
     int64_t second = (int64_t)time(NULL);
     if (second != s->date_second) {      /* Date changes once a second, never per request */
         s->date_second = second;
-        sp_http_format_date(second, s->date);
+        sp_http_date_set(&s->date, second);
     }
 }
 

@@ -21,6 +21,11 @@
  *                 bytes: a TCP segment cut anywhere from the body gets its payload's
  *                 checksum from two stored sums and at most two short edges, never
  *                 by summing the whole payload.
+ *   head_sums, not_modified_sums, partial_sums
+ *                 each head's prefix sums in the same form, of its bytes before the
+ *                 Date and then of those after it (two blobs, sums one after the
+ *                 other): the Date's own sum is made once a second (reply.h), so a
+ *                 segment holding a head sums none of its bytes.
  * Responses are never patched per request: the fields that vary (Date, Connection,
  * Content-Range) are composed around them, so a sender points at stored bytes.
  */
@@ -43,14 +48,15 @@ enum sp_http_entry_flags {
 /* The body bytes per stored sum (sums below). */
 #define SP_HTTP_SUM_STRIDE 64
 
-/* Laid out without padding: stormpy/http/site.py packs it as "<6I4H2IqQ". */
+/* Laid out without padding: stormpy/http/site.py packs it as "<9I6HqQ". */
 struct sp_http_entry {
     uint32_t head, body, not_modified, partial, etag;  /* table responses */
     uint32_t sums;             /* the body's prefix sums (sp_csum_prefix(), host order) */
+    uint32_t head_sums, not_modified_sums, partial_sums;   /* the heads', around the Date */
     uint16_t status;
     uint16_t head_date, not_modified_date, partial_date;   /* Date offsets */
-    uint32_t flags;
-    uint32_t sum_stride;       /* SP_HTTP_SUM_STRIDE when sums is set */
+    uint16_t flags;
+    uint16_t sum_stride;       /* SP_HTTP_SUM_STRIDE when the sums are set */
     int64_t mtime;             /* seconds since the epoch (Last-Modified) */
     uint64_t size;             /* the body's length */
 };
