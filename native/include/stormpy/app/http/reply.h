@@ -22,8 +22,8 @@
 #define SP_HTTP_REPLY_IOV 5
 #define SP_HTTP_EXTRA_MAX 128
 
-/* The Date an answer carries, with its sum (in the form of site.h's stored sums: the
- * Date is one blob shorter than a stride), both made once a second, never per answer. */
+/* The Date an answer carries and its sum, in the form of site.h's stored sums (the
+ * Date is a blob shorter than a stride), both made once a second, never per answer. */
 struct sp_http_date {
     uint8_t text[SP_HTTP_DATE_LEN];
     uint16_t sums[2];                  /* sp_csum_prefix() of text: 0, its partial sum */
