@@ -131,12 +131,21 @@ def _compose(path: str):
     try:
         return loader.get_single_node(), loader
     except yaml.MarkedYAMLError as e:
-        mark = e.problem_mark or e.context_mark
-        raise ConfigError([f"{path}:{mark.line + 1}: YAML syntax: {e.problem or e.context}"]) from None
+        raise ConfigError([_yaml_error(path, e)]) from None
     except yaml.YAMLError as e:
         raise ConfigError([f"{path}: YAML: {e}"]) from None
     finally:
         loader.dispose()
+
+
+def _yaml_error(path: str, e: yaml.MarkedYAMLError) -> str:
+    mark = e.problem_mark or e.context_mark
+    return f"{path}:{mark.line + 1}: YAML: {e.problem or e.context}"
+
+
+def _text(keynode) -> str:
+    """A mapping key as written (a key that is itself a list or mapping names nothing)."""
+    return keynode.value if isinstance(keynode, yaml.ScalarNode) else f"({keynode.id})"
 
 
 @dataclass
@@ -172,6 +181,12 @@ class _Reader:
 
     def read(self) -> Loaded:
         root, self.loader = _compose(self.path)
+        try:
+            return self._read(root)
+        except yaml.MarkedYAMLError as e:     # a value the safe loader refuses (a tag)
+            raise ConfigError([_yaml_error(self.path, e)]) from None
+
+    def _read(self, root) -> Loaded:
         if root is None:
             raise ConfigError([f"{self.path}: empty: nothing to serve (give zone: or http: site)"])
         if not isinstance(root, yaml.MappingNode):
@@ -199,7 +214,7 @@ class _Reader:
         known = {k.split(".")[0] for app in APPS for k in self.table[app]} | {"zone", "http"}
         settings, zones, site, seen = {}, None, None, set()
         for keynode, valnode in root.value:
-            name = self.loader.construct_object(keynode)
+            name = _text(keynode)
             if name in seen:
                 self.fail(keynode, str(name), "given twice")
             elif name not in known:
@@ -210,7 +225,7 @@ class _Reader:
                 self.fail(valnode, name, f"expected keys under {name}:, not a {valnode.id}")
             else:
                 for k, v in valnode.value:
-                    key = f"{name}.{self.loader.construct_object(k)}"
+                    key = f"{name}.{_text(k)}"
                     if key in settings or (key == "http.site" and site):
                         self.fail(k, key, "given twice")
                     elif key == "http.site":
@@ -240,7 +255,7 @@ class _Reader:
                 if entry is not None:
                     files.append(entry[0])
                     origins.append(entry[1])
-        args = self.commands[app].parse_args(["--", *(f[0] for f in files)] or ["--", "."])
+        args = self.commands[app].parse_args(["--", *([f[0] for f in files] or ["."])])
         if app == "serve-dns":
             args.origin = origins if any(origins) else []
         lines = {dest: (zones or site[0]).start_mark.line + 1
@@ -255,16 +270,18 @@ class _Reader:
         if not isinstance(item, yaml.MappingNode):
             self.fail(item, where, "expected {domain, file} or a file name")
             return None
-        entry = {self.loader.construct_object(k): (k, v) for k, v in item.value}
-        for extra in set(entry) - {"domain", "file"}:
+        entry = {_text(k): (k, v) for k, v in item.value}
+        extras = set(entry) - {"domain", "file"}
+        for extra in extras:
             self.fail(entry[extra][0], f"{where}.{extra}", "unknown key (domain, file)")
         if "file" not in entry:
-            self.fail(item, where, "needs file:")
+            if not extras:           # else a misspelt file: is the one line
+                self.fail(item, where, "needs file:")
             return None
         keynode, node = entry["file"]
         domain = self.loader.construct_object(entry["domain"][1]) if "domain" in entry else None
-        if domain is not None and not isinstance(domain, str):
-            self.fail(entry["domain"][1], f"{where}.domain", "expected a domain name")
+        if domain is not None and not _is_domain(domain):
+            self.fail(entry["domain"][1], f"{where}.domain", f"{domain!r}: expected a domain name")
             domain = None
         return (self._path(node, f"{where}.file"), f"{where}.file", keynode.start_mark.line + 1), domain
 
@@ -286,6 +303,15 @@ class _Reader:
         setattr(loaded.args, action.dest, value)
         loaded.lines[action.dest] = keynode.start_mark.line + 1
         loaded.keys[action.dest] = key
+
+
+def _is_domain(text) -> bool:
+    import dns.exception
+    import dns.name
+    try:
+        return isinstance(text, str) and bool(dns.name.from_text(text))
+    except dns.exception.DNSException:
+        return False
 
 
 def load(path: str, commands: dict[str, argparse.ArgumentParser]) -> Loaded:
