@@ -216,9 +216,9 @@ class _Reader:
         for keynode, valnode in root.value:
             name = _text(keynode)
             if name in seen:
-                self.fail(keynode, str(name), "given twice")
+                self.fail(keynode, name, "given twice")
             elif name not in known:
-                self.fail(keynode, str(name), f"unknown section (known: {', '.join(sorted(known))})")
+                self.fail(keynode, name, f"unknown section (known: {', '.join(sorted(known))})")
             elif name == "zone":
                 zones = valnode
             elif not isinstance(valnode, yaml.MappingNode):
@@ -288,12 +288,7 @@ class _Reader:
     def _setting(self, loaded: Loaded, key: str, keynode, valnode) -> None:
         action = self.table[loaded.app].get(key)
         if action is None:
-            other = next((a for a in APPS if key in self.table[a]), None)
-            self.fail(keynode, key, f"a {other} setting; this file serves "
-                      f"{'zones' if loaded.app == 'serve-dns' else 'a site'}" if other else
-                      f"unknown key (known in {key.split('.')[0]}: " + ", ".join(
-                          sorted(k.split(".", 1)[1] for k in self.table[loaded.app]
-                                 if k.startswith(key.split(".")[0] + "."))) + ")")
+            self.fail(keynode, key, self._unknown(loaded.app, key))
             return
         try:
             value = convert(action, self.loader.construct_object(valnode, deep=True))
@@ -303,6 +298,19 @@ class _Reader:
         setattr(loaded.args, action.dest, value)
         loaded.lines[action.dest] = keynode.start_mark.line + 1
         loaded.keys[action.dest] = key
+
+
+    def _unknown(self, app: str, key: str) -> str:
+        other = next((a for a in APPS if key in self.table[a]), None)
+        if other:
+            return f"a {other} setting; this file serves {_what(app)}"
+        section = key.split(".")[0]
+        names = sorted(k.split(".", 1)[1] for k in self.table[app] if k.startswith(section + "."))
+        return f"unknown key (known in {section}: {', '.join(names)})"
+
+
+def _what(app: str) -> str:
+    return "zones" if app == "serve-dns" else "a site"
 
 
 def _is_domain(text) -> bool:
@@ -359,8 +367,7 @@ def apply_overrides(loaded: Loaded, args: argparse.Namespace) -> None:
         if dest not in own:
             other = next(a for a in APPS if dest in {x.dest for x in _settings(commands[a])})
             flag = next(_flag(a) for a in _settings(commands[other]) if a.dest == dest)
-            errors.append(f"{flag} is a {other} flag; {loaded.path} serves "
-                          f"{'zones' if loaded.app == 'serve-dns' else 'a site'}")
+            errors.append(f"{flag} is a {other} flag; {loaded.path} serves {_what(loaded.app)}")
             continue
         setattr(loaded.args, dest, value)
         loaded.lines.pop(dest, None)

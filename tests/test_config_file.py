@@ -127,6 +127,13 @@ def test_flags_given_with_serve_override_the_file(tmp_path):
     assert cfg.listen == [("127.0.0.3", 53)]          # a repeatable flag replaces the list
 
 
+def test_a_flag_of_the_other_command_is_one_line(tmp_path, capsys):
+    path = write(tmp_path / "stormpy.yaml", {"zone": [EXAMPLE_ZONE]})
+    assert cli.main(["serve", "-c", path, "--max-connections", "3"]) == 1
+    assert capsys.readouterr().err.splitlines() == [
+        f"stormpy: error: --max-connections is a serve-http flag; {path} serves zones"]
+
+
 def test_zone_files_and_the_site_are_relative_to_the_file(tmp_path, monkeypatch):
     shutil.copy(EXAMPLE_ZONE, tmp_path / "example.zone")
     path = write(tmp_path / "stormpy.yaml", "zone:\n  - example.zone\n")
