@@ -30,6 +30,7 @@ from stormpy.errors import StormpyError
 APPS = ("serve-dns", "serve-http")
 PREFIX_SECTIONS = ("rrl", "log")     # --rrl-rate is rate in rrl:
 NAMED_SECTIONS = {"verbose": "log"}  # flags without a prefix that belong in a section
+# read apart from the other flags: the zone list ({domain, file}) and http.site
 POSITIONAL_KEYS = {"zones": "zone[].file", "origin": "zone[].domain", "site": "http.site"}
 NOT_SETTINGS = (argparse._HelpAction, argparse._VersionAction)
 
@@ -69,13 +70,6 @@ def key_table(commands: dict[str, argparse.ArgumentParser]) -> dict[str, dict[st
                 section, name = prefix, rest
             table[app][f"{section}.{name}"] = action
     return table
-
-
-def key_of(action: argparse.Action, table: dict[str, argparse.Action]) -> str:
-    """The file's key for a flag's action (for messages about a flag's value)."""
-    if action.dest in POSITIONAL_KEYS:
-        return POSITIONAL_KEYS[action.dest]
-    return next(k for k, a in table.items() if a is action)
 
 
 # -- reading the file ---------------------------------------------------------------------
@@ -258,10 +252,7 @@ class _Reader:
         args = self.commands[app].parse_args(["--", *([f[0] for f in files] or ["."])])
         if app == "serve-dns":
             args.origin = origins if any(origins) else []
-        lines = {dest: (zones or site[0]).start_mark.line + 1
-                 for dest in (("zones", "origin") if app == "serve-dns" else ("site",))}
-        keys = {"zones": "zone", "origin": "zone", "site": "http.site"}
-        return Loaded(self.path, app, args, self.commands, lines, {d: keys[d] for d in lines}, files)
+        return Loaded(self.path, app, args, self.commands, files=files)
 
     def _zone_entry(self, item, where: str):
         """((file, key, line), domain or None) of one zone: {domain?, file} or a file name."""
@@ -387,14 +378,13 @@ def build(loaded: Loaded):
 
 
 def _in_file_terms(loaded: Loaded, message: str) -> str:
-    actions = {_flag(a): a for a in _settings(loaded.commands[loaded.app]) if a.option_strings}
+    table = key_table(loaded.commands)[loaded.app]
+    keys = {_flag(action): key for key, action in table.items()}
     head, _, rest = message.partition(" ")
-    lead = actions.get(head.rstrip(":"))
+    lead = table.get(keys.get(head.rstrip(":"), ""))
     if lead is None or lead.dest not in loaded.lines:
         return f"{loaded.path}: {message}"       # from a flag given with -c, or no key
-    table = key_table(loaded.commands)[loaded.app]
-    words = [key_of(actions[w], table) if w in actions else w for w in rest.split(" ")]
-    return loaded.error(lead.dest, " ".join(words))
+    return loaded.error(lead.dest, " ".join(keys.get(word, word) for word in rest.split(" ")))
 
 
 def _unreadable(loaded: Loaded) -> list[str]:
