@@ -55,6 +55,8 @@ def build_parser() -> argparse.ArgumentParser:
     h.add_argument("--send-timeout", type=argtypes.seconds, default=30.0, metavar="S",
                    help="close a connection whose client reads nothing for S seconds (default 30)")
     add_serving_arguments(h, default_port=80)
+    from stormpy.configfile import register as register_config   # serve -c, check-config
+    register_config(sub)
 
     st = sub.add_parser("stats", help="per-worker counters of a running server",
                         description="Print the counters of a running serve-dns: per worker "
@@ -177,29 +179,46 @@ def _backends(args) -> int:
     return 0
 
 
-def _serve_dns(args) -> int:
+def dns_config(args):
+    """serve-dns's DnsConfig from its options (the command line's or a config file's)."""
     from stormpy.config import serving_config
-    from stormpy.dns.server import DnsConfig, serve_dns
+    from stormpy.dns.server import DnsConfig
 
     cfg = serving_config(args, ("127.0.0.1", 5353), DnsConfig, zones=args.zones, origins=args.origin,
                          max_udp=args.max_udp, chaos_version=args.chaos_version,
                          chaos_identity=args.chaos_identity, rrl_rate=args.rrl_rate,
                          rrl_slip=args.rrl_slip, rrl_ipv4_prefix=args.rrl_ipv4_prefix,
                          rrl_ipv6_prefix=args.rrl_ipv6_prefix, rrl_allow=args.rrl_allow)
-    serve_dns(cfg)
-    return 0
+    return cfg
 
 
-def _serve_http(args) -> int:
+def http_config(args):
+    """serve-http's HttpConfig from its options (the command line's or a config file's)."""
     from stormpy.config import serving_config
-    from stormpy.http.server import HttpConfig, serve_http
+    from stormpy.http.server import HttpConfig
 
     cfg = serving_config(args, ("127.0.0.1", 8080), HttpConfig, wildcard=True, site=args.site,
                          max_connections=args.max_connections,
                          request_timeout=args.request_timeout,
                          idle_timeout=args.keepalive_timeout, send_timeout=args.send_timeout)
-    serve_http(cfg)
+    return cfg
+
+
+def _serve_dns(args) -> int:
+    from stormpy.dns.server import serve_dns
+    serve_dns(dns_config(args))
     return 0
+
+
+def _serve_http(args) -> int:
+    from stormpy.http.server import serve_http
+    serve_http(http_config(args))
+    return 0
+
+
+def _config_command(args) -> int:
+    from stormpy import configfile
+    return {"serve": configfile.serve, "check-config": configfile.check}[args.command](args)
 
 
 def _impair(args) -> int:
@@ -220,7 +239,7 @@ def main(argv=None) -> int:
         return 2
     try:
         return {"serve-dns": _serve_dns, "serve-http": _serve_http, "impair": _impair,
-                "check-zone": _check_zone,
+                "check-zone": _check_zone, "serve": _config_command, "check-config": _config_command,
                 "backends": _backends, "stats": _stats, "replay": _replay,
                 "bench": _bench}[args.command](args)
     except StormpyError as e:
