@@ -49,7 +49,7 @@ def _peer_allowed(sock: socket.socket, group: int | None) -> bool:
     if gid == group:
         return True
     try:
-        raw = sock.getsockopt(socket.SOL_SOCKET, SO_PEERGROUPS, 4 * 1024)
+        raw = sock.getsockopt(socket.SOL_SOCKET, SO_PEERGROUPS, 1024)   # Python reads 1024 bytes at most: 256 groups
     except OSError:
         return False
     return group in struct.unpack(f"{len(raw) // 4}I", raw)
@@ -107,10 +107,13 @@ async def open_control(path: str | None, required: bool, commands: dict[str, Com
 
     async def client(reader, writer):
         try:
+            # read before refusing: a close with the request unread resets the
+            # connection, and the client would not see why
+            line = await asyncio.wait_for(reader.readline(), 5)
             if not _peer_allowed(writer.get_extra_info("socket"), group):
                 answer = {"ok": False, "error": "permission denied"}
             else:
-                answer = await _answer(await asyncio.wait_for(reader.readline(), 5), commands)
+                answer = await _answer(line, commands)
             writer.write(json.dumps(answer).encode() + b"\n")
             await asyncio.wait_for(writer.drain(), 5)
         except (OSError, ValueError, asyncio.TimeoutError, asyncio.IncompleteReadError):
