@@ -66,8 +66,12 @@ def _listening_socket(path: str, group: int | None) -> socket.socket:
         finally:
             os.umask(old)
         if group is not None:
-            os.chown(path, -1, group)
-            os.chmod(path, 0o660)
+            try:
+                os.chown(path, -1, group)
+                os.chmod(path, 0o660)
+            except OSError:
+                os.unlink(path)
+                raise
         sock.listen(16)
     except OSError:
         sock.close()

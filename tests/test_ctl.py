@@ -1,6 +1,7 @@
 """`stormpy ctl` against a running serve-dns (and serve-http): every command, who may use
 the control socket and with which mode it is created, and reloads that are queued
 rather than dropped."""
+import contextlib
 import grp
 import json
 import os
@@ -25,6 +26,7 @@ from support.http import HttpServerProcess
 from support.servers import StormpyServer
 from support.users import run_as, why_not_root
 from test_cli import assert_one_line_error, stormpy
+from test_reload import rewrite, wait_for, www_address
 
 NET_ZONE = os.path.join(REPO, "tests", "zones", "example.net.zone")
 NOT_ROOT = why_not_root()
@@ -48,26 +50,6 @@ def ctl_as(control, *args, **kw):
     cli.build_parser()                       # imports what the child will need
     import stormpy.ctl                       # noqa: F401
     return run_as(lambda: cli.main(["ctl", "--control", control, *args]), **kw)
-
-
-def www(addr):
-    r = udp(dns.message.make_query("www.example.com", "A"), addr)
-    return None if r is None else r.answer[0][0].address
-
-
-def rewrite(path, old, new):
-    text = path.read_text()
-    assert old in text
-    path.write_text(text.replace(old, new))
-
-
-def wait_for(predicate, seconds=15.0):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return False
 
 
 @pytest.fixture
@@ -112,7 +94,7 @@ def test_every_command(example_zone_copy, tmp_path):
         assert "example.net. serial 7," in ctl(control, "zone-status", "example.net.").stdout
 
         for _ in range(5):
-            assert www(srv.addr) == "192.0.2.80"
+            assert www_address(srv.addr) == "192.0.2.80"
         snap = ctl_json(control, "stats")
         assert sum(w["rx"] for w in snap["workers"]) >= 5 and len(snap["workers"]) == 2
         assert "worker 1: rx=" in ctl(control, "stats").stdout
@@ -121,7 +103,7 @@ def test_every_command(example_zone_copy, tmp_path):
         rewrite(example_zone_copy, "www     IN A    192.0.2.80", "www     IN A    192.0.2.81")
         r = ctl(control, "reload")
         assert r.returncode == 0 and r.stdout.startswith("reloaded 2 zone(s)"), r.stderr
-        assert www(srv.addr) == "192.0.2.81"             # answered once the reload is done
+        assert www_address(srv.addr) == "192.0.2.81"             # answered once the reload is done
         assert ctl_json(control, "status")["reloads"] == 1
 
         assert_one_line_error(ctl(control, "reload", "example.org"), "no zone 'example.org' here")
@@ -145,7 +127,7 @@ def test_a_zone_reload_reads_only_that_zone_and_a_bad_one_keeps_serving(example_
         rewrite(example_zone_copy, "2026112101", "2026112102")
         rewrite(example_zone_copy, "www     IN A    192.0.2.80", "www     IN A    192.0.2.82")
         assert ctl(control, "reload", "example.com").returncode == 0
-        assert www(srv.addr) == "192.0.2.82"
+        assert www_address(srv.addr) == "192.0.2.82"
         after = {z["zone"]: z for z in ctl_json(control, "zone-status")["zones"]}
         assert after["example.com."]["serial"] == 2026112102
         assert after["example.com."]["loaded_at"] > before["example.com."]
@@ -154,7 +136,7 @@ def test_a_zone_reload_reads_only_that_zone_and_a_bad_one_keeps_serving(example_
         rewrite(example_zone_copy, "192.0.2.82", "192.0.2.800")
         assert_one_line_error(ctl(control, "reload", "example.com."), "reload failed",
                               f"{example_zone_copy}:21:")
-        assert www(srv.addr) == "192.0.2.82"
+        assert www_address(srv.addr) == "192.0.2.82"
         z = ctl_json(control, "zone-status", "example.com")["zones"][0]
         assert z["serial"] == 2026112102 and f"{example_zone_copy}:21:" in z["last_error"]
         assert "last reload failed:" in ctl(control, "zone-status").stdout
@@ -186,9 +168,9 @@ class Fifo:
         os.close(fd)
 
 
-def test_a_reload_asked_for_during_a_reload_runs_after_it(example_zone_copy, tmp_path):
-    """The zone is edited while a reload is held inside another zone's $INCLUDE: a
-    reload asked for then (ctl, and a SIGHUP, which share one run) loads the edit."""
+@contextlib.contextmanager
+def held_zone_server(example_zone_copy, tmp_path):
+    """serve-dns with example.com and a zone whose $INCLUDE is a Fifo, fed at start."""
     fifo = Fifo(tmp_path / "slow.fifo")
     slow = tmp_path / "slow.zone"
     slow.write_text("$ORIGIN slow.test.\n$TTL 300\n@ IN SOA ns hostmaster 1 3600 600 86400 300\n"
@@ -200,6 +182,13 @@ def test_a_reload_asked_for_during_a_reload_runs_after_it(example_zone_copy, tmp
     starting.start()
     with srv:
         starting.join(timeout=5)
+        yield srv, fifo, control
+
+
+def test_a_reload_asked_for_during_a_reload_runs_after_it(example_zone_copy, tmp_path):
+    """The zone is edited while a reload is held inside another zone's $INCLUDE: a
+    reload asked for then (ctl, and a SIGHUP, which share one run) loads the edit."""
+    with held_zone_server(example_zone_copy, tmp_path) as (srv, fifo, control):
         srv.proc.send_signal(signal.SIGHUP)
         held = fifo.reader_waiting()                 # reload 1 read example.com, waits here
         rewrite(example_zone_copy, "www     IN A    192.0.2.80", "www     IN A    192.0.2.81")
@@ -209,13 +198,13 @@ def test_a_reload_asked_for_during_a_reload_runs_after_it(example_zone_copy, tmp
         assert wait_for(lambda: ctl_json(control, "status")["reload_queued"])
         srv.proc.send_signal(signal.SIGHUP)          # joins the queued reload
         time.sleep(0.3)
-        assert www(srv.addr) == "192.0.2.80"         # meanwhile the old table serves
+        assert www_address(srv.addr) == "192.0.2.80"   # meanwhile the old table serves
         Fifo.release(held)
         assert wait_for(lambda: ctl_json(control, "status")["reloads"] == 1)
         Fifo.release(fifo.reader_waiting())          # reload 2, the queued one
         asker.join(timeout=30)
         assert answer["r"].returncode == 0, answer["r"].stderr
-        assert www(srv.addr) == "192.0.2.81"
+        assert www_address(srv.addr) == "192.0.2.81"
         s = ctl_json(control, "status")
         assert (s["reloads"], s["reload_failures"], s["reloading"]) == (2, 0, False)
         assert "ignored" not in srv.output()
@@ -223,20 +212,10 @@ def test_a_reload_asked_for_during_a_reload_runs_after_it(example_zone_copy, tmp
 
 def test_a_zone_reload_does_not_wait_for_another_zone(example_zone_copy, tmp_path):
     """Only the named zone is read: the other's $INCLUDE, a pipe nobody writes, is not."""
-    fifo = Fifo(tmp_path / "slow.fifo")
-    slow = tmp_path / "slow.zone"
-    slow.write_text("$ORIGIN slow.test.\n$TTL 300\n@ IN SOA ns hostmaster 1 3600 600 86400 300\n"
-                    "@ IN NS ns\nns IN A 192.0.2.53\n$INCLUDE slow.fifo\n")
-    control = str(tmp_path / "ctl.sock")
-    srv = StormpyServer([("example.com.", str(example_zone_copy)), ("slow.test.", str(slow))],
-                        ["--control", control])
-    starting = threading.Thread(target=lambda: Fifo.release(fifo.reader_waiting()))
-    starting.start()
-    with srv:
-        starting.join(timeout=5)
+    with held_zone_server(example_zone_copy, tmp_path) as (srv, fifo, control):
         rewrite(example_zone_copy, "www     IN A    192.0.2.80", "www     IN A    192.0.2.83")
         assert ctl(control, "reload", "example.com", timeout=20).returncode == 0
-        assert www(srv.addr) == "192.0.2.83"
+        assert www_address(srv.addr) == "192.0.2.83"
         r = udp(dns.message.make_query("late.slow.test", "A"), srv.addr)
         assert r.answer[0][0].address == "192.0.2.99"      # kept as parsed at start
 
