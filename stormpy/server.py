@@ -5,8 +5,9 @@ One worker process per socket (the embedded default) or per NIC queue (--iface)
 runs the C loop: RX batch -> answer from the published table -> TX batch. The
 server process supervises them (stormpy.supervisor) and runs an asyncio loop for
 the application's TCP, reloads (SIGHUP, `stormpy ctl reload`), SIGTERM/SIGINT, the
-control socket (`stormpy ctl`) and periodic statistics. Tables and counters live in memory shared with the workers, so a
-reload is one pointer swap that every worker sees at its next batch.
+control socket (`stormpy ctl`) and periodic statistics. Tables and counters live in
+memory shared with the workers, so a reload is one pointer swap that every worker
+sees at its next batch.
 """
 from __future__ import annotations
 
@@ -72,7 +73,7 @@ class Server(ABC):
         self._client_fds: set[int] = set()
         self._control_server = None
         self._stop: asyncio.Event | None = None
-        self.started_at = time.time()
+        self.started_at = time.monotonic()
         self.user = privileges.lookup(cfg.user) if cfg.user else None
         self.control_group = lookup_group(cfg.control_group) if cfg.control_group else None
         if cfg.iface:
@@ -344,7 +345,7 @@ class Server(ABC):
 
     def status(self) -> dict:
         """What `stormpy ctl status` shows: the process, its workers, what it serves."""
-        return {"pid": os.getpid(), "uptime": round(time.time() - self.started_at, 1),
+        return {"pid": os.getpid(), "uptime": round(time.monotonic() - self.started_at, 1),
                 "app": type(self).__name__.removesuffix("Server").lower() or "server",
                 "serving": self.describe(), "backend": self.cfg.backend,
                 "listening": self.listening(), "user": privileges.user_name(os.geteuid()),
