@@ -436,4 +436,3 @@ def format_counters(c: dict) -> str:
                                               "handler_errors", "bad_replies") if c.get(k))
     return (f"udp rx={c['rx']} tx={c['tx']} dropped={c['dropped']} truncated={c['truncated']} "
             f"tcp={c['tcp_queries']}{rules} {rcodes}".rstrip())
-
