@@ -6,7 +6,7 @@ import os
 import sys
 
 from stormpy import __version__, argtypes
-from stormpy.config import DEFAULT_CONTROL, add_serving_arguments
+from stormpy.config import add_serving_arguments
 from stormpy.errors import StormpyError
 
 def build_parser() -> argparse.ArgumentParser:
@@ -58,12 +58,8 @@ def build_parser() -> argparse.ArgumentParser:
     from stormpy.configfile import register as register_config   # serve -c, check-config
     register_config(sub)
 
-    st = sub.add_parser("stats", help="per-worker counters of a running server",
-                        description="Print the counters of a running serve-dns: per worker "
-                        "rx, tx, drops, answers by rcode, batch sizes and TX-ring-full events.")
-    st.add_argument("--control", default=DEFAULT_CONTROL, metavar="PATH",
-                    help=f"the server's --control socket (default {DEFAULT_CONTROL})")
-    st.add_argument("--json", action="store_true", help="print the raw JSON")
+    from stormpy.ctl import register as register_ctl   # `stormpy ctl`, `stormpy stats`
+    register_ctl(sub)
 
     rp = sub.add_parser("replay", help="answer the queries of a pcap file through the fast path",
                         description="Feed the frames of a pcap file through the real fast path on "
@@ -121,29 +117,9 @@ def _check_zone(args) -> int:
     return 0
 
 
-def _stats(args) -> int:
-    import json
-
-    from stormpy.control import read_snapshot
-    from stormpy.server import format_worker
-
-    snap = read_snapshot(args.control)
-    if args.json:
-        print(json.dumps(snap, indent=2))
-        return 0
-    if "site" in snap:
-        from stormpy.http.server import format_http_worker
-        print(f"pid {snap['pid']}, {snap['backend']} backend, serving {snap['serving']}; "
-              f"reloads {snap['reloads']} (failed {snap['reload_failures']})")
-        for i, w in enumerate(snap["workers"]):
-            print(f"worker {i}: {format_http_worker(w)}")
-        return 0
-    print(f"pid {snap['pid']}, {snap['backend']} backend, {snap['zones']} zone(s), "
-          f"{snap['records']} records; tcp queries {snap['tcp_queries']}, reloads {snap['reloads']} "
-          f"(failed {snap['reload_failures']})")
-    for i, w in enumerate(snap["workers"]):
-        print(f"worker {i}: {format_worker(w)}")
-    return 0
+def _ctl(args) -> int:
+    from stormpy.ctl import run
+    return run(args)
 
 
 def _replay(args) -> int:
@@ -240,7 +216,7 @@ def main(argv=None) -> int:
     try:
         return {"serve-dns": _serve_dns, "serve-http": _serve_http, "impair": _impair,
                 "check-zone": _check_zone, "serve": _config_command, "check-config": _config_command,
-                "backends": _backends, "stats": _stats, "replay": _replay,
+                "backends": _backends, "stats": _ctl, "ctl": _ctl, "replay": _replay,
                 "bench": _bench}[args.command](args)
     except StormpyError as e:
         print(f"stormpy: error: {e}", file=sys.stderr)

@@ -27,7 +27,8 @@ class ServerConfig:
     batch: int = 32
     max_udp: int = 1232
     stats_interval: float = 0.0
-    control: str | None = None       # Unix socket answering `stormpy stats`
+    control: str | None = None       # Unix socket answering `stormpy ctl`
+    control_group: str | None = None # its group, whose members may use it too (mode 0660)
     control_required: bool = False   # False: the default path, given up with a warning if taken
     iface: str | None = None         # serve on this interface's rings instead of sockets
     backend: str = "socket"          # socket | packet
@@ -125,7 +126,10 @@ def add_serving_arguments(s: argparse.ArgumentParser, default_port: int) -> None
     rings.add_argument("--poll", choices=("block", "busy"), default="block",
                        help="wait for frames in poll() or spin on the ring (default block)")
     s.add_argument("--control", default=None, metavar="PATH",
-                   help=f"Unix socket for `stormpy stats` (default {DEFAULT_CONTROL}; '' for none)")
+                   help=f"Unix socket for `stormpy ctl` (default {DEFAULT_CONTROL}; '' for "
+                   f"none); mode 0600: root and the server's user only")
+    s.add_argument("--control-group", metavar="NAME",
+                   help="let this group's members use the control socket too (mode 0660)")
     s.add_argument("-v", "--verbose", action="count", default=0,
                    help="print counters every 10 s (-vv: every second)")
 
@@ -156,4 +160,5 @@ def serving_config(args, default_listen: tuple[str, int], config=ServerConfig,
                      cpus=args.cpus, busy_poll=args.poll == "busy", xdp_mode=args.xdp_mode,
                      copy_mode=args.copy_mode, tx_flush_us=args.tx_flush_us, mode=args.mode,
                      control=DEFAULT_CONTROL if args.control is None else (args.control or None),
-                     control_required=bool(args.control), user=args.user, **extra)
+                     control_required=bool(args.control), control_group=args.control_group,
+                     user=args.user, **extra)

@@ -104,3 +104,11 @@ def effective_capabilities(pid: int = 0) -> int:
             if line.startswith("CapEff:"):
                 return int(line.split()[1], 16)
     return 0
+
+
+def user_name(uid: int) -> str:
+    """A uid's name, or the number when the user database has none."""
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return str(uid)

@@ -4,9 +4,10 @@ Python.
 One worker process per socket (the embedded default) or per NIC queue (--iface)
 runs the C loop: RX batch -> answer from the published table -> TX batch. The
 server process supervises them (stormpy.supervisor) and runs an asyncio loop for
-the application's TCP, SIGHUP reloads, SIGTERM/SIGINT, `stormpy stats` and periodic
-statistics. Tables and counters live in memory shared with the workers, so a
-reload is one pointer swap that every worker sees at its next batch.
+the application's TCP, reloads (SIGHUP, `stormpy ctl reload`), SIGTERM/SIGINT, the
+control socket (`stormpy ctl`) and periodic statistics. Tables and counters live in
+memory shared with the workers, so a reload is one pointer swap that every worker
+sees at its next batch.
 """
 from __future__ import annotations
 
@@ -21,9 +22,10 @@ from abc import ABC, abstractmethod
 from stormpy import _core, privileges
 from stormpy.backends import why_unusable
 from stormpy.config import ServerConfig, parse_allow
-from stormpy.control import open_control
+from stormpy.control import lookup_group, open_control
 from stormpy.errors import StormpyError
 from stormpy.interfaces import interface_identity, rx_queue_count
+from stormpy.reloads import ReloadQueue
 from stormpy.sockets import open_sinks, open_tcp_listeners, open_tcp_socket, open_udp_sockets
 from stormpy.supervisor import WorkerPool
 
@@ -67,10 +69,13 @@ class Server(ABC):
         self.xdp = None
         self.guard = None           # AF_PACKET and a stream: the kernel's TCP kept off the port
         self.tcp_queries = self.reloads = self.reload_failures = 0
-        self._reloading = False
+        self._reloads = ReloadQueue(self._reload)
         self._client_fds: set[int] = set()
         self._control_server = None
+        self._stop: asyncio.Event | None = None
+        self.started_at = time.monotonic()
         self.user = privileges.lookup(cfg.user) if cfg.user else None
+        self.control_group = lookup_group(cfg.control_group) if cfg.control_group else None
         if cfg.iface:
             self._init_frames(cfg)
         else:
@@ -133,6 +138,23 @@ class Server(ABC):
 
     def import_for_reload(self) -> None:
         """Import what load() imports lazily, before the server gives up its user."""
+
+    def reload_table(self, zones: frozenset[str] | None):
+        """load() for a reload (off the event loop); zones: only these were asked for
+        (names zone_name() gave), where the application can re-read just those."""
+        return self.load()
+
+    def reload_published(self) -> None:
+        """After a reload's table is published."""
+
+    def zone_name(self, name: str) -> str:
+        """The zone `stormpy ctl` names, as reload_table() and zone_status() know it."""
+        raise StormpyError(f"this server has no zones (it serves {self.describe()})")
+
+    def zone_status(self, name: str | None) -> list[dict]:
+        """Each zone's (or the named one's) serial, file, load time, counts, last error."""
+        self.zone_name(name or "")          # a server without zones says so
+        return []
 
     def summary(self, counters: dict) -> str:
         """The counters on one line, for the log."""
@@ -216,7 +238,8 @@ class Server(ABC):
         self.import_for_reload()
         if self._control_server is not None:
             try:
-                os.chown(self.cfg.control, self.user.pw_uid, self.user.pw_gid)
+                os.chown(self.cfg.control, self.user.pw_uid,
+                         self.user.pw_gid if self.control_group is None else -1)
             except OSError:
                 pass
         keep = privileges.RING_CAPS if self.cfg.iface else ()
@@ -276,43 +299,42 @@ class Server(ABC):
         return total
 
     # -- reload ----------------------------------------------------------------
-    async def reload(self):
-        if self._reloading:
-            log.warning("reload already in progress; SIGHUP ignored")
-            return
-        self._reloading = True
-        try:
-            await self._reload()
-        finally:
-            self._reloading = False
+    async def reload(self, zones: frozenset[str] | None = None) -> dict:
+        """Reload (zones: only these), after the reload that runs if any; its result,
+        {"error": one line} when it failed and the previous table still serves."""
+        return await self._reloads.request(zones)
 
-    async def _reload(self):
+    async def _reload(self, zones: frozenset[str] | None) -> dict:
         loop = asyncio.get_running_loop()
         started = time.monotonic()
         try:
-            table, stats = await loop.run_in_executor(None, self.load)
+            table, stats = await loop.run_in_executor(None, self.reload_table, zones)
             self.ref.publish(table)
         except (StormpyError, MemoryError) as e:
             self.reload_failures += 1
             log.error("reload failed, still serving the previous zones: %s", e)
-            return
+            return {"error": f"reload failed, still serving the previous data: {e}"}
         except Exception as e:      # a bug, not bad input: still keep serving
             self.reload_failures += 1
             log.error("reload failed (internal error %s: %s), still serving the previous zones",
                       type(e).__name__, e)
-            return
+            return {"error": f"reload failed (internal error {type(e).__name__}: {e}), "
+                             f"still serving the previous data"}
         self.stats = stats
+        self.reload_published()
         self.reloads += 1
-        log.info("reloaded %s, %d keys in %.2f s", self.describe(), stats.keys,
-                 time.monotonic() - started)
+        seconds = time.monotonic() - started
+        what = f"zone(s) {', '.join(sorted(zones))} of " if zones else ""
+        log.info("reloaded %s%s, %d keys in %.2f s", what, self.describe(), stats.keys, seconds)
         # waiting for the workers to move on happens off the loop: TCP and respawns go on
         if not await loop.run_in_executor(None, self.ref.reclaim, 5000):
             log.warning("a worker did not leave the old table within 5 s; it is kept until a "
                         "later reload can free it")
+        return {"serving": self.describe(), "seconds": round(seconds, 3)}
 
-    # -- control socket (stormpy stats) ----------------------------------------
+    # -- control socket (stormpy ctl) -------------------------------------------
     def snapshot(self) -> dict:
-        """What `stormpy stats` shows of this server."""
+        """What `stormpy stats` (`stormpy ctl stats`) shows of this server."""
         return {"pid": os.getpid(), "serving": self.describe(),
                 "zones": getattr(self.stats, "zones", 0),
                 "records": getattr(self.stats, "records", 0), "backend": self.cfg.backend, "tcp_queries": self.tcp_queries,
@@ -321,15 +343,60 @@ class Server(ABC):
                                  ready=self.pool.ready[i], restarts=self.pool.restarts[i])
                             for i in range(self.pool.count)]}
 
+    def status(self) -> dict:
+        """What `stormpy ctl status` shows: the process, its workers, what it serves."""
+        return {"pid": os.getpid(), "uptime": round(time.monotonic() - self.started_at, 1),
+                "app": type(self).__name__.removesuffix("Server").lower() or "server",
+                "serving": self.describe(), "backend": self.cfg.backend,
+                "listening": self.listening(), "user": privileges.user_name(os.geteuid()),
+                "workers": self.pool.count, "workers_alive": self.pool.alive(),
+                "restarts": sum(self.pool.restarts), "reloads": self.reloads,
+                "reload_failures": self.reload_failures, "reloading": self._reloads.running,
+                "reload_queued": self._reloads.queued}
+
+    def listening(self) -> str:
+        if getattr(self, "listen_text", None):
+            return self.listen_text
+        protocols = "tcp" if self.stream else "udp+tcp" if self.serves_tcp else "udp"
+        return ", ".join(f"[{h}]:{p}" if ":" in h else f"{h}:{p}" for h, p in self.cfg.listen) + \
+            f" ({protocols}), {self.workers_per_address} worker process(es) per address"
+
+    def control_commands(self) -> dict:
+        """`stormpy ctl`'s commands: each takes the request's args, answers a dict."""
+        async def reload(args):
+            zone = args.get("zone")
+            result = await self.reload(frozenset([self.zone_name(zone)]) if zone else None)
+            if "error" in result:
+                raise StormpyError(result["error"])
+            return result
+
+        async def zone_status(args):
+            return {"zones": self.zone_status(args.get("zone"))}
+
+        async def stop(args):
+            log.info("stopping: asked on the control socket")
+            asyncio.get_running_loop().call_soon(self._stop.set)   # once the answer is out
+            return {"pid": os.getpid()}
+
+        async def status(args):
+            return self.status()
+
+        async def stats(args):
+            return self.snapshot()
+
+        return {"status": status, "reload": reload, "zone-status": zone_status, "stats": stats,
+                "stop": stop}
+
     # -- main loop -------------------------------------------------------------
     async def serve(self):
         loop = asyncio.get_running_loop()
-        stop = asyncio.Event()
+        stop = self._stop = asyncio.Event()
         servers, control, started = [], None, False
         try:
             servers = [await asyncio.start_server(self.tcp_client, sock=s) for s in self.tcp_sockets]
             control = self._control_server = await open_control(
-                self.cfg.control, self.cfg.control_required, self.snapshot)
+                self.cfg.control, self.cfg.control_required, self.control_commands(),
+                self.control_group)
             if control:
                 servers.append(control)
             loop.add_signal_handler(signal.SIGTERM, stop.set)
@@ -339,11 +406,7 @@ class Server(ABC):
             started = True
             if self.user is not None:
                 self._drop_privileges()
-            protocols = "tcp" if self.stream else "udp+tcp" if self.serves_tcp else "udp"
-            where = getattr(self, "listen_text", None) or ", ".join(
-                f"[{h}]:{p}" if ":" in h else f"{h}:{p}" for h, p in self.cfg.listen) + \
-                f" ({protocols}), {self.workers_per_address} worker process(es) per address"
-            log.info("serving %s on %s", self.describe(), where)
+            log.info("serving %s on %s", self.describe(), self.listening())
             while not stop.is_set():
                 timeout = self.cfg.stats_interval or None
                 try:
@@ -373,20 +436,3 @@ def format_counters(c: dict) -> str:
                                               "handler_errors", "bad_replies") if c.get(k))
     return (f"udp rx={c['rx']} tx={c['tx']} dropped={c['dropped']} truncated={c['truncated']} "
             f"tcp={c['tcp_queries']}{rules} {rcodes}".rstrip())
-
-
-def format_worker(c: dict) -> str:
-    """One worker's counters on one line, for `stormpy stats`."""
-    rcodes = " ".join(f"{RCODES.get(i, i)}={n}" for i, n in enumerate(c.get("rcode", [])) if n)
-    hist = c.get("batch_hist", [])
-    sizes = " ".join(f"{1 << i}+:{n}" for i, n in enumerate(hist) if n)
-    extra = "".join(f" {k}={c[k]}" for k in ("tx_ring_full", "not_ours", "bad_source", "tx_errors",
-                                             "rrl_dropped", "rrl_slipped", "rule_answers",
-                                             "rule_unsent", "unanswered", "slow_path",
-                                             "slow_replies", "handler_errors", "bad_replies")
-                    if c.get(k))
-    if c.get("precopy_hits") or c.get("precopy_fills"):
-        extra += (f" precopy[hits={c['precopy_hits']} fills={c['precopy_fills']} "
-                  f"fallbacks={c['precopy_fallbacks']}]")
-    return (f"rx={c.get('rx', 0)} tx={c.get('tx', 0)} dropped={c.get('dropped', 0)} "
-            f"truncated={c.get('truncated', 0)}{extra} {rcodes} batches[{sizes}]").replace("  ", " ")

@@ -4,7 +4,6 @@ same test body in test_rings.py."""
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -13,6 +12,7 @@ import dns.message
 import dns.rcode
 
 from conftest import EXAMPLE_ZONE, REPO
+from stormpy.control import read_snapshot
 from support.client import udp
 
 ZONES = [("example.com.", EXAMPLE_ZONE)]
@@ -21,15 +21,7 @@ ZONES = [("example.com.", EXAMPLE_ZONE)]
 def snapshot(control):
     """The server's counters, read from its control socket in this process (polling
     through `stormpy stats` would add a Python start-up to every look)."""
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-        s.settimeout(5)
-        s.connect(control)
-        data = b""
-        while not data.endswith(b"\n"):
-            chunk = s.recv(65536)
-            assert chunk, "the control socket closed early"
-            data += chunk
-    return json.loads(data)
+    return read_snapshot(control)
 
 
 def test_stats_command_reads_the_same_snapshot(stormpy_server, tmp_path):

@@ -228,6 +228,7 @@ class CompileStats:
     keys: int = 0
     responses: int = 0
     memory_bytes: int = 0
+    zone_responses: dict[str, int] = field(default_factory=dict)  # origin: its distinct answers
 
 
 class _Emitter:
@@ -236,9 +237,11 @@ class _Emitter:
     def __init__(self):
         self.keys: dict[tuple[int, bytes], int] = {}
         self.responses: dict[tuple[bytes, int], int] = {}
+        self.used: set[int] = set()      # the responses the zone being emitted refers to
 
     def add(self, kind: int, rdclass: int, rdtype: int, name: dns.name.Name, wire: tuple[bytes, int]):
         index = self.responses.setdefault(wire, len(self.responses))
+        self.used.add(index)
         self.keys[(tag(kind, rdclass, rdtype), name.canonicalize().to_wire())] = index
 
 
@@ -326,12 +329,15 @@ def compile_zones(zones: list[Zone], chaos_version: str | None = None,
         raise ZoneError(f"zone {dup} is given more than once")
     indexes = sorted((ZoneIndex(z) for z in zones), key=lambda ix: len(ix.origin))
     out = _Emitter()
+    zone_responses = {}
     for ix in indexes:
         deeper = [o.origin for o in indexes if o.origin != ix.origin and o.origin.is_subdomain(ix.origin)]
+        out.used = set()
         try:
             _emit_zone(ix, deeper, out)
         except dns.exception.DNSException as e:
             raise ZoneError(f"{ix.zone.path}: cannot compile zone {ix.origin}: {e}") from None
+        zone_responses[ix.origin.to_text()] = len(out.used)
     for child in indexes:                          # DS is answered at the parent
         parents = [p for p in indexes if p.origin != child.origin and child.origin.is_subdomain(p.origin)]
         if parents:
@@ -351,5 +357,6 @@ def compile_zones(zones: list[Zone], chaos_version: str | None = None,
     info = table.info()
     stats = CompileStats(zones=len(zones), records=sum(z.record_count for z in zones),
                          names=sum(len(ix.names) for ix in indexes), keys=info["keys"],
-                         responses=info["responses"], memory_bytes=info["memory_bytes"])
+                         responses=info["responses"], memory_bytes=info["memory_bytes"],
+                         zone_responses=zone_responses)
     return table, stats

@@ -122,10 +122,15 @@ def load_zone(path: str, origin: str | None = None) -> Zone:
 def load_zones(paths: list[str], origins: list[str] | None = None) -> list[Zone]:
     """Load each master file, `origins` giving each one's origin in the same order (or
     none at all). Raises ZoneError, one line."""
+    return [load_zone(path, origin) for path, origin in with_origins(paths, origins)]
+
+
+def with_origins(paths: list[str], origins: list[str] | None) -> list[tuple[str, str | None]]:
+    """Each zone file with its --origin (None: from the file)."""
     if origins and len(origins) != len(paths):
         raise ZoneError(f"{len(origins)} --origin for {len(paths)} zone files: give one "
                         f"--origin per zone file, in the same order, or none")
-    return [load_zone(path, origin) for path, origin in zip(paths, origins or [None] * len(paths))]
+    return list(zip(paths, origins or [None] * len(paths)))
 
 
 def import_rdata_classes() -> None:
