@@ -24,6 +24,7 @@ from stormpy.config import ServerConfig, parse_allow
 from stormpy.control import open_control
 from stormpy.errors import StormpyError
 from stormpy.interfaces import interface_identity, rx_queue_count
+from stormpy.metrics import open_metrics
 from stormpy.sockets import open_sinks, open_tcp_listeners, open_tcp_socket, open_udp_sockets
 from stormpy.supervisor import WorkerPool
 
@@ -67,9 +68,11 @@ class Server(ABC):
         self.xdp = None
         self.guard = None           # AF_PACKET and a stream: the kernel's TCP kept off the port
         self.tcp_queries = self.reloads = self.reload_failures = 0
+        self.reload_seconds = 0.0       # the last successful reload's, for --metrics
         self._reloading = False
         self._client_fds: set[int] = set()
         self._control_server = None
+        self._metrics_server = None
         self.user = privileges.lookup(cfg.user) if cfg.user else None
         if cfg.iface:
             self._init_frames(cfg)
@@ -230,8 +233,9 @@ class Server(ABC):
         other workers' sockets: while it held them, a connection the server closed
         would stay open."""
         fds = {s.fileno() for s in self.tcp_sockets + self.worker_sockets + self.sinks}
-        if self._control_server is not None:
-            fds |= {s.fileno() for s in self._control_server.sockets}
+        for listener in (self._control_server, self._metrics_server):
+            if listener is not None:
+                fds |= {s.fileno() for s in listener.sockets}
         for fd in (fds | self._client_fds) - {keep, -1}:
             try:
                 os.close(fd)
@@ -303,8 +307,9 @@ class Server(ABC):
             return
         self.stats = stats
         self.reloads += 1
+        self.reload_seconds = time.monotonic() - started
         log.info("reloaded %s, %d keys in %.2f s", self.describe(), stats.keys,
-                 time.monotonic() - started)
+                 self.reload_seconds)
         # waiting for the workers to move on happens off the loop: TCP and respawns go on
         if not await loop.run_in_executor(None, self.ref.reclaim, 5000):
             log.warning("a worker did not leave the old table within 5 s; it is kept until a "
@@ -332,6 +337,9 @@ class Server(ABC):
                 self.cfg.control, self.cfg.control_required, self.snapshot)
             if control:
                 servers.append(control)
+            self._metrics_server = await open_metrics(self.cfg.metrics, self)
+            if self._metrics_server:
+                servers.append(self._metrics_server)
             loop.add_signal_handler(signal.SIGTERM, stop.set)
             loop.add_signal_handler(signal.SIGINT, stop.set)
             loop.add_signal_handler(signal.SIGHUP, lambda: asyncio.ensure_future(self.reload()))
