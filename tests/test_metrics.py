@@ -1,6 +1,7 @@
 """--metrics ADDR:PORT: the exposition read by prometheus_client's own parser, whose
 values move with real queries and requests by exactly what was sent; reloads, zone
 serials, DNS over TCP; IPv6; a busy port or a bad address as one line."""
+import os
 import signal
 import socket
 import subprocess
@@ -18,6 +19,8 @@ from support.client import tcp_query, udp
 from support.http import HttpServerProcess, get
 from support.process import REPO_ROOT, free_port, has_ipv6_loopback
 from support.servers import StormpyServer
+from test_privileges import REASON as PRIVILEGES_SKIP
+from test_supervisor import snapshot, wait_for_replacement
 
 EXAMPLE_NET = f"{REPO_ROOT}/tests/zones/example.net.zone"
 
@@ -166,3 +169,20 @@ def test_http_metrics_on_ipv6(tmp_path):
         assert moved("stormpy_http_sent_bytes_total") > 4 * len("hello\n")
         assert total(after, "stormpy_worker_restarts_total") == 0
         assert not any(name == "stormpy_rx_packets_total" for name, _ in after)  # kernel's TCP
+
+
+@pytest.mark.skipif(PRIVILEGES_SKIP is not None, reason=PRIVILEGES_SKIP or "")
+def test_metrics_after_dropping_to_nobody(tmp_path):
+    """Bound before --user drops root, served after; a killed worker is counted."""
+    port, control = free_port(), str(tmp_path / "ctl.sock")
+    with StormpyServer([("example.com.", f"{REPO_ROOT}/zones/example.zone")],
+                       ["--control", control, "--user", "nobody",
+                        "--metrics", f"127.0.0.1:{port}"], workers=2) as srv:
+        assert rcode_of(udp(dns.message.make_query("www.example.com", "A"), srv.addr)) == "NOERROR"
+        assert total(settled(port), "stormpy_worker_restarts_total") == 0
+        old = snapshot(control)["workers"][1]["pid"]
+        os.kill(old, signal.SIGKILL)
+        wait_for_replacement(control, 1, old)
+        after = settled(port, lambda s: total(s, "stormpy_worker_up") == 2)
+        assert total(after, "stormpy_worker_restarts_total", worker="1") == 1
+        assert total(after, "stormpy_worker_restarts_total", worker="0") == 0
