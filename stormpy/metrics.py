@@ -76,6 +76,8 @@ def server_metrics(server) -> list:
     if not server.stream or server.cfg.iface:     # a frame loop: not HTTP on the kernel's TCP
         out += _frame_metrics(workers)
     out += _http_metrics(workers) if server.stream else _dns_metrics(server, workers)
+    if getattr(server, "responder", None) is not None:     # a custom responder's rules
+        out += _rules_metrics(workers)
     return out
 
 
@@ -137,6 +139,17 @@ def _dns_metrics(server, workers: list[dict]) -> list:
                                   (("timed_out",), server.tcp_timed_out)]),
         ]
     return out
+
+
+def _rules_metrics(workers: list[dict]) -> list:
+    return [_counter(f"stormpy_{key}", doc, ["worker"], _per_worker(workers, key)) for key, doc in (
+        ("rule_answers", "answers from a rule's template"),
+        ("rule_unsent", "rule answers that did not fit the frame or the MTU"),
+        ("unanswered", "frames for the slow path of a responder with no handler"),
+        ("slow_path", "frames handed to the Python handler"),
+        ("slow_replies", "replies the Python handler returned and stormpy sent"),
+        ("handler_errors", "batches whose Python handler raised"),
+        ("bad_replies", "handler replies that could not be sent (type, size)"))]
 
 
 def _http_metrics(workers: list[dict]) -> list:
