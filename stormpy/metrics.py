@@ -192,6 +192,10 @@ async def open_metrics(address: tuple[str, int] | None, server):
     registry.register(_Collector(server))
 
     async def client(reader, writer):
+        # a worker forked meanwhile closes it (Server._close_inherited), or the scraper
+        # would not see the connection end until that worker exits
+        fd = writer.get_extra_info("socket").fileno()
+        server._client_fds.add(fd)
         try:
             head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), REQUEST_SECONDS)
             method, _, rest = head.partition(b" ")
@@ -211,6 +215,7 @@ async def open_metrics(address: tuple[str, int] | None, server):
                 asyncio.LimitOverrunError):
             pass
         finally:
+            server._client_fds.discard(fd)
             writer.close()
 
     host, port = address

@@ -7,6 +7,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 
 import dns.message
@@ -18,6 +19,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from support.client import tcp_query, udp
 from support.http import HttpServerProcess, get
 from support.process import REPO_ROOT, free_port, has_ipv6_loopback
+from support.responders import Site, example
 from support.servers import StormpyServer
 from test_privileges import REASON as PRIVILEGES_SKIP
 from test_supervisor import snapshot, wait_for_replacement
@@ -41,20 +43,25 @@ def total(samples: dict, name: str, **labels) -> float:
                if n == name and all(dict(ls).get(k) == v2 for k, v2 in labels.items()))
 
 
-def settled(port: int, until=lambda samples: True, host="127.0.0.1",
-            seconds: float = 10.0) -> dict:
-    """A scrape once until(samples) holds and the UDP workers' sent frames equal their
-    answers: a worker publishes its I/O counters only after the batch whose replies
-    went out, so a scrape in between sees the answer and not yet the frame."""
+def scrape_until(port: int, until, host="127.0.0.1", seconds: float = 10.0) -> dict:
+    """The first scrape for which until(samples) holds (or the last, after `seconds`)."""
     deadline = time.monotonic() + seconds
     while True:
         samples = scrape(host, port)
-        udp_answers = total(samples, "stormpy_dns_answers_total") - \
-            total(samples, "stormpy_dns_answers_total", worker="tcp")
-        if (until(samples) and total(samples, "stormpy_tx_packets_total") == udp_answers) \
-                or time.monotonic() > deadline:
+        if until(samples) or time.monotonic() > deadline:
             return samples
         time.sleep(0.05)
+
+
+def settled(port: int, until=lambda samples: True, host="127.0.0.1") -> dict:
+    """A scrape once until(samples) holds and the UDP workers' sent frames equal their
+    DNS answers: a worker publishes its I/O counters only after the batch whose replies
+    went out, so a scrape in between sees the answer and not yet the frame."""
+    def answers_sent(samples):
+        udp_answers = total(samples, "stormpy_dns_answers_total") - \
+            total(samples, "stormpy_dns_answers_total", worker="tcp")
+        return total(samples, "stormpy_tx_packets_total") == udp_answers
+    return scrape_until(port, lambda s: until(s) and answers_sent(s), host)
 
 
 def soa_serial(path) -> int:
@@ -169,6 +176,25 @@ def test_http_metrics_on_ipv6(tmp_path):
         assert moved("stormpy_http_sent_bytes_total") > 4 * len("hello\n")
         assert total(after, "stormpy_worker_restarts_total") == 0
         assert not any(name == "stormpy_rx_packets_total" for name, _ in after)  # kernel's TCP
+        with pytest.raises(urllib.error.HTTPError, match="404"):
+            urllib.request.urlopen(f"http://[::1]:{port}/other", timeout=5)
+
+
+def test_responder_metrics_count_its_handler():
+    """A custom responder (its Python handler answers each datagram) has them too."""
+    port, metrics = free_port(), free_port()
+    with Site("socket") as site:
+        site.start(example("echo_in_python.py"), port, "--metrics", f"127.0.0.1:{metrics}",
+                   ready=lambda: site.udp(port, [b"ping"], 0.3) == [b"ping"])
+        before = scrape("127.0.0.1", metrics)
+        payloads = [b"one", b"two", b"three"]
+        assert site.udp(port, payloads) == payloads
+        after = scrape_until(metrics, lambda s: total(s, "stormpy_tx_packets_total") -
+                             total(before, "stormpy_tx_packets_total") >= 3)
+        for name in ("stormpy_slow_path_total", "stormpy_slow_replies_total",
+                     "stormpy_rx_packets_total", "stormpy_tx_packets_total"):
+            assert total(after, name) - total(before, name) == 3, name
+        assert total(after, "stormpy_handler_errors_total") == 0
 
 
 @pytest.mark.skipif(PRIVILEGES_SKIP is not None, reason=PRIVILEGES_SKIP or "")
