@@ -106,7 +106,9 @@ def _dns_metrics(server, workers: list[dict]) -> list:
     tcp = server.ref.answer_counters()
     sources = [(str(i), c) for i, c in enumerate(workers)] + [("tcp", tcp)]
     by_zone = [sum(col) for col in zip(*(c["zone_answers"] for _, c in sources))]
-    zones = {slot: origin.to_text() for origin, slot in getattr(server, "zone_slots", {}).items()}
+    # a copy: a reload (in an executor thread) may be adding zones to it
+    slots = dict(getattr(server, "zone_slots", {}))
+    zones = {slot: origin.to_text() for origin, slot in slots.items()}
     zones[0] = "other"
     rcodes = []
     for worker, c in sources:
