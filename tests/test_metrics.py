@@ -126,6 +126,20 @@ def test_dns_metrics_move_with_queries(example_zone_copy):
             total(after_tcp, "stormpy_dns_zone_answers_total", zone="example.com.")
 
 
+def test_dns_tcp_connection_left_idle_times_out():
+    """A connection that sends nothing is open, then closed after the 10 s idle limit."""
+    port = free_port()
+    with StormpyServer([("example.com.", f"{REPO_ROOT}/zones/example.zone")],
+                       ["--control", "", "--metrics", f"127.0.0.1:{port}"]) as srv, \
+            socket.create_connection(srv.addr, timeout=20) as idle:
+        opened = scrape_until(port, lambda s: total(s, "stormpy_dns_tcp_connections_open") == 1)
+        assert total(opened, "stormpy_dns_tcp_connections_total", result="timed_out") == 0
+        assert idle.recv(1) == b""                   # closed by the server, within 20 s
+        closed = scrape_until(port, lambda s: total(s, "stormpy_dns_tcp_connections_open") == 0)
+        assert total(closed, "stormpy_dns_tcp_connections_total", result="timed_out") == 1
+        assert total(closed, "stormpy_dns_tcp_connections_total", result="accepted") == 1
+
+
 def run_serve_dns(*args, timeout=30) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "stormpy", "serve-dns",
                            f"{REPO_ROOT}/zones/example.zone", "--control", "", "--workers", "1",
