@@ -40,6 +40,7 @@ cdef dict _frame_counters(const sp_frame_worker *w):
                 stack_replies=c.stack_replies, rrl_dropped=w.dns.rrl_dropped,
                 rrl_slipped=w.dns.rrl_slipped, queries=dns.queries, dropped=dns.dropped,
                 truncated=dns.truncated, rcode=[dns.rcode[i] for i in range(17)],
+                zone_answers=[dns.zone[i] for i in range(SP_DNS_ZONE_SLOTS)],
                 precopy_hits=pc.hits, precopy_fills=pc.fills, precopy_fallbacks=pc.fallbacks,
                 rule_answers=rc.rule_answers, rule_unsent=rc.rule_unsent,
                 unanswered=rc.unanswered, slow_path=rc.slow_path,

@@ -207,7 +207,9 @@ cdef class Table:
         return answered, total, elapsed
 
 
-cdef object _answer(const sp_table *t, const uint8_t[:] query, bint tcp, uint16_t max_udp):
+cdef object _answer(const sp_table *t, const uint8_t[:] query, bint tcp, uint16_t max_udp,
+                    sp_dns_counters *counters=NULL):
+    """The answer to query from t, counted in counters when given."""
     cdef sp_dns_config cfg
     cdef sp_dns_query q
     cdef sp_dns_counters c
@@ -216,8 +218,10 @@ cdef object _answer(const sp_table *t, const uint8_t[:] query, bint tcp, uint16_
     if len(query) == 0:
         return None
     cfg.max_udp = max_udp
-    memset(&c, 0, sizeof(c))
-    n = sp_dns_answer(t, &cfg, &query[0], len(query), tcp, out, sizeof(out), &q, &c)
+    if counters is NULL:
+        memset(&c, 0, sizeof(c))
+        counters = &c
+    n = sp_dns_answer(t, &cfg, &query[0], len(query), tcp, out, sizeof(out), &q, counters)
     if n == 0:
         return None
     return PyBytes_FromStringAndSize(<char *>out, n)

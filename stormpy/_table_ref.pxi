@@ -15,6 +15,7 @@ cdef class TableRef:
     cdef int owner_pid
     cdef sp_rrl *rrl
     cdef list retired     # tables swapped out, not yet freed (addresses)
+    cdef sp_dns_counters answered     # dns_answer()'s, in this process (DNS over TCP)
 
     def __cinit__(self, Table table not None, int nworkers, size_t shared_bytes=0):
         import os
@@ -171,6 +172,14 @@ cdef class TableRef:
     def dns_answer(self, const uint8_t[:] query, bint tcp=False, uint16_t max_udp=1232):
         cdef const sp_table *t = sp_table_ref_enter(self.ref, self.control_slot)
         try:
-            return _answer(t, query, tcp, max_udp)
+            return _answer(t, query, tcp, max_udp, &self.answered)
         finally:
             sp_table_ref_leave(self.ref, self.control_slot)
+
+    def answer_counters(self):
+        """dns_answer()'s counters: queries, dropped, truncated, rcode and zone_answers
+        (stormpy.server counts DNS over TCP with them)."""
+        c = self.answered
+        return dict(queries=c.queries, dropped=c.dropped, truncated=c.truncated,
+                    rcode=[c.rcode[i] for i in range(17)],
+                    zone_answers=[c.zone[i] for i in range(SP_DNS_ZONE_SLOTS)])

@@ -46,16 +46,19 @@ class ServerConfig:
     rrl_ipv4_prefix: int = 24
     rrl_ipv6_prefix: int = 56
     rrl_allow: list[str] = field(default_factory=list)   # prefixes never limited
+    metrics: tuple[str, int] | None = None   # Prometheus exposition (stormpy.metrics)
 
 
-def parse_listen(text: str, default_port: int = 53, wildcard: bool = False) -> tuple[str, int]:
+def parse_listen(text: str, default_port: int = 53, wildcard: bool = False,
+                 option: str = "--listen") -> tuple[str, int]:
     """ADDR:PORT, [V6ADDR]:PORT, or a bare ADDR (default_port). wildcard: 0.0.0.0 and ::
-    are allowed (TCP answers from the address it was asked on; UDP would not)."""
+    are allowed (TCP answers from the address it was asked on; UDP would not).
+    option names the option in errors."""
     host, port = text, str(default_port)
     if text.startswith("["):
         host, sep, rest = text[1:].partition("]")
         if not sep or (rest and not rest.startswith(":")):
-            raise StormpyError(f"--listen {text}: expected [ADDRESS]:PORT")
+            raise StormpyError(f"{option} {text}: expected [ADDRESS]:PORT")
         port = rest[1:] or str(default_port)
     elif text.count(":") == 1:
         host, port = text.split(":")
@@ -66,10 +69,10 @@ def parse_listen(text: str, default_port: int = 53, wildcard: bool = False) -> t
         if not 0 < number < 65536:
             raise ValueError
     except (OSError, ValueError):
-        raise StormpyError(f"--listen {text}: expected ADDRESS:PORT with a numeric address "
+        raise StormpyError(f"{option} {text}: expected ADDRESS:PORT with a numeric address "
                            f"and a port from 1 to 65535") from None
     if host in ("0.0.0.0", "::") and not wildcard:
-        raise StormpyError(f"--listen {text}: give each address to serve on; a wildcard socket "
+        raise StormpyError(f"{option} {text}: give each address to serve on; a wildcard socket "
                            f"may answer from another address than the one asked")
     return host, number
 
@@ -130,6 +133,9 @@ def add_serving_arguments(s: argparse.ArgumentParser, default_port: int) -> None
                    f"none); mode 0600: root and the server's user only")
     s.add_argument("--control-group", metavar="NAME",
                    help="let this group's members use the control socket too (mode 0660)")
+    s.add_argument("--metrics", metavar="ADDR:PORT",
+                   help="serve Prometheus metrics at http://ADDR:PORT/metrics, e.g. "
+                   "127.0.0.1:9153 or [::1]:9153 (docs/OPERATING.md lists them)")
     s.add_argument("-v", "--verbose", action="count", default=0,
                    help="print counters every 10 s (-vv: every second)")
 
@@ -161,4 +167,5 @@ def serving_config(args, default_listen: tuple[str, int], config=ServerConfig,
                      copy_mode=args.copy_mode, tx_flush_us=args.tx_flush_us, mode=args.mode,
                      control=DEFAULT_CONTROL if args.control is None else (args.control or None),
                      control_required=bool(args.control), control_group=args.control_group,
-                     user=args.user, **extra)
+                     user=args.user, metrics=parse_listen(args.metrics, 9153, True, "--metrics")
+                     if args.metrics else None, **extra)

@@ -25,6 +25,7 @@ from stormpy.config import ServerConfig, parse_allow
 from stormpy.control import lookup_group, open_control
 from stormpy.errors import StormpyError
 from stormpy.interfaces import interface_identity, rx_queue_count
+from stormpy.metrics import open_metrics
 from stormpy.reloads import ReloadQueue
 from stormpy.sockets import open_sinks, open_tcp_listeners, open_tcp_socket, open_udp_sockets
 from stormpy.supervisor import WorkerPool
@@ -69,9 +70,11 @@ class Server(ABC):
         self.xdp = None
         self.guard = None           # AF_PACKET and a stream: the kernel's TCP kept off the port
         self.tcp_queries = self.reloads = self.reload_failures = 0
+        self.reload_seconds = 0.0       # the last successful reload's, for --metrics
         self._reloads = ReloadQueue(self._reload)
         self._client_fds: set[int] = set()
         self._control_server = None
+        self._metrics_server = None
         self._stop: asyncio.Event | None = None
         self.started_at = time.monotonic()
         self.user = privileges.lookup(cfg.user) if cfg.user else None
@@ -253,8 +256,9 @@ class Server(ABC):
         other workers' sockets: while it held them, a connection the server closed
         would stay open."""
         fds = {s.fileno() for s in self.tcp_sockets + self.worker_sockets + self.sinks}
-        if self._control_server is not None:
-            fds |= {s.fileno() for s in self._control_server.sockets}
+        for listener in (self._control_server, self._metrics_server):
+            if listener is not None:
+                fds |= {s.fileno() for s in listener.sockets}
         for fd in (fds | self._client_fds) - {keep, -1}:
             try:
                 os.close(fd)
@@ -323,9 +327,10 @@ class Server(ABC):
         self.stats = stats
         self.reload_published()
         self.reloads += 1
-        seconds = time.monotonic() - started
+        self.reload_seconds = time.monotonic() - started
         what = f"zone(s) {', '.join(sorted(zones))} of " if zones else ""
-        log.info("reloaded %s%s, %d keys in %.2f s", what, self.describe(), stats.keys, seconds)
+        log.info("reloaded %s%s, %d keys in %.2f s", what, self.describe(), stats.keys,
+                 self.reload_seconds)
         # waiting for the workers to move on happens off the loop: TCP and respawns go on
         if not await loop.run_in_executor(None, self.ref.reclaim, 5000):
             log.warning("a worker did not leave the old table within 5 s; it is kept until a "
@@ -399,6 +404,9 @@ class Server(ABC):
                 self.control_group)
             if control:
                 servers.append(control)
+            self._metrics_server = await open_metrics(self.cfg.metrics, self)
+            if self._metrics_server:
+                servers.append(self._metrics_server)
             loop.add_signal_handler(signal.SIGTERM, stop.set)
             loop.add_signal_handler(signal.SIGINT, stop.set)
             loop.add_signal_handler(signal.SIGHUP, lambda: asyncio.ensure_future(self.reload()))

@@ -15,18 +15,9 @@ import pytest
 
 from stormpy.bench.site import make_site, sha256_of
 from support.http import HttpServerProcess, exchange, get
-from support.process import REPO_ROOT, free_port
+from support.process import REPO_ROOT, free_port, has_ipv6_loopback
 
 CURL, WGET = shutil.which("curl"), shutil.which("wget")
-
-
-def has_ipv6_loopback() -> bool:
-    try:
-        with socket.socket(socket.AF_INET6) as s:
-            s.bind(("::1", 0))
-        return True
-    except OSError:
-        return False
 
 
 @pytest.fixture(scope="module")

@@ -217,7 +217,8 @@ static struct sp_table *small_table(void)
     uint8_t big[700] = {0, 0, 0x84, 0x00, 0, 1, 0, 1, 0, 0, 0, 0};
     struct sp_table_builder *b = sp_table_builder_new();
     sp_table_add_response(b, answer, sizeof(answer), patches, 4, SP_RCODE_NOERROR);
-    sp_table_add_response(b, nxdomain, sizeof(nxdomain), patches, 4, SP_RCODE_NXDOMAIN);
+    /* the NXDOMAIN in zone slot 2: counted there, its rcode still read from the low byte */
+    sp_table_add_response(b, nxdomain, sizeof(nxdomain), patches, 4, SP_RCODE_NXDOMAIN | 2u << 8);
     sp_table_add_response(b, big, sizeof(big), patches, 4, SP_RCODE_NOERROR);
     sp_table_add_key(b, sp_dns_tag(SP_DNS_EXACT, 1, 1), (const uint8_t *)WWW, 17, 0);
     sp_table_add_key(b, sp_dns_tag(SP_DNS_BELOW_OTHER, 1, 0), (const uint8_t *)"\x07" "example\x03" "com", 13, 1);
@@ -244,10 +245,13 @@ static void test_answer(void)
     n = make_query(m, "\x03" "foo\x07" "example\x03" "com", 17, 1);
     len = sp_dns_answer(t, &cfg, m, n, false, out, sizeof(out), &q, &c);
     CHECK_EQ(out[3] & 0x0f, SP_RCODE_NXDOMAIN);                      /* found by walking up */
+    CHECK_EQ(c.rcode[SP_RCODE_NXDOMAIN], 1);
+    CHECK(c.zone[2] == 1 && c.zone[0] == 1);                         /* by zone slot */
     n = make_query(m, "\x07" "example\x03" "org", 13, 1);
     len = sp_dns_answer(t, &cfg, m, n, false, out, sizeof(out), &q, &c);
     CHECK_EQ(len, 12 + 17);
     CHECK_EQ(out[3] & 0x0f, SP_RCODE_REFUSED);                       /* no zone */
+    CHECK(c.zone[2] == 1 && c.zone[0] == 1);                         /* no zone, no count */
 
     /* 700 bytes do not fit in 512: header + question with TC; over TCP all of it */
     n = make_query(m, WWW, 17, 16);

@@ -229,20 +229,32 @@ class CompileStats:
     responses: int = 0
     memory_bytes: int = 0
     zone_responses: dict[str, int] = field(default_factory=dict)  # origin: its distinct answers
+    serials: dict[str, int] = field(default_factory=dict)   # zone (text) -> SOA serial
 
 
 class _Emitter:
-    """Collects (tag, key) -> response bytes, storing identical responses once."""
+    """Collects (tag, key) -> response bytes, storing identical responses once per zone
+    counter slot (`zone`, set before each zone's responses are added)."""
 
     def __init__(self):
         self.keys: dict[tuple[int, bytes], int] = {}
-        self.responses: dict[tuple[bytes, int], int] = {}
+        self.responses: dict[tuple[bytes, int, int], int] = {}
         self.used: set[int] = set()      # the responses the zone being emitted refers to
+        self.zone = 0
 
     def add(self, kind: int, rdclass: int, rdtype: int, name: dns.name.Name, wire: tuple[bytes, int]):
-        index = self.responses.setdefault(wire, len(self.responses))
+        index = self.responses.setdefault(wire + (self.zone,), len(self.responses))
         self.used.add(index)
         self.keys[(tag(kind, rdclass, rdtype), name.canonicalize().to_wire())] = index
+
+
+def assign_zone_slots(slots: dict[dns.name.Name, int], zones: list[Zone]) -> None:
+    """Give each zone not in slots the next of the per-zone answer counters (dns.h's
+    SP_DNS_ZONE_SLOTS: 1 to 63; 0 counts the rest). A server keeps slots across
+    reloads, so a zone's counter stays its own when others come and go."""
+    for origin in sorted(z.origin for z in zones):
+        if origin not in slots and len(slots) < _core.DNS_ZONE_SLOTS - 1:
+            slots[origin] = len(slots) + 1
 
 
 def _rcode_of(wire: bytes) -> int:
@@ -319,10 +331,12 @@ def _emit_chaos(out: _Emitter, version: str | None, identity: str | None) -> Non
 
 
 def compile_zones(zones: list[Zone], chaos_version: str | None = None,
-                  chaos_identity: str | None = None, extend=None):
+                  chaos_identity: str | None = None, extend=None, zone_slots=None):
     """Compile loaded zones into a response Table. Returns (table, CompileStats).
     extend(builder), if given, adds to the table before it is finished (a custom
-    responder's names and rules, stormpy.responder)."""
+    responder's names and rules, stormpy.responder). zone_slots (origin -> counter
+    slot, assign_zone_slots) numbers each zone's answers for the per-zone counters."""
+    zone_slots = zone_slots or {}
     origins = [z.origin for z in zones]
     if len(set(origins)) != len(origins):
         dup = next(o for o in origins if origins.count(o) > 1)
@@ -333,6 +347,7 @@ def compile_zones(zones: list[Zone], chaos_version: str | None = None,
     for ix in indexes:
         deeper = [o.origin for o in indexes if o.origin != ix.origin and o.origin.is_subdomain(ix.origin)]
         out.used = set()
+        out.zone = zone_slots.get(ix.origin, 0)
         try:
             _emit_zone(ix, deeper, out)
         except dns.exception.DNSException as e:
@@ -342,13 +357,15 @@ def compile_zones(zones: list[Zone], chaos_version: str | None = None,
         parents = [p for p in indexes if p.origin != child.origin and child.origin.is_subdomain(p.origin)]
         if parents:
             parent = max(parents, key=lambda p: len(p.origin))
+            out.zone = zone_slots.get(parent.origin, 0)
             out.add(_core.DNS_EXACT, IN, DS, child.origin,
                     encode_fixed(child.origin, DS, IN, parent.resolve(child.origin, DS)))
+    out.zone = 0
     _emit_chaos(out, chaos_version, chaos_identity)
 
     builder = _core.TableBuilder()
-    for (wire, droppable) in out.responses:
-        builder.add_response(wire, DNS_PATCHES, _rcode_of(wire) | (droppable << 16))
+    for (wire, droppable, zone) in out.responses:
+        builder.add_response(wire, DNS_PATCHES, _rcode_of(wire) | zone << 8 | droppable << 16)
     for (t, key), index in out.keys.items():
         builder.add_key(t, key, index)
     if extend is not None:
@@ -358,5 +375,7 @@ def compile_zones(zones: list[Zone], chaos_version: str | None = None,
     stats = CompileStats(zones=len(zones), records=sum(z.record_count for z in zones),
                          names=sum(len(ix.names) for ix in indexes), keys=info["keys"],
                          responses=info["responses"], memory_bytes=info["memory_bytes"],
-                         zone_responses=zone_responses)
+                         zone_responses=zone_responses,
+                         serials={ix.origin.to_text(): ix.nodes[ix.origin][SOA][0].serial
+                                  for ix in indexes})
     return table, stats

@@ -12,7 +12,7 @@ import dns.name
 import dns.rdatatype
 
 from stormpy.config import ServerConfig
-from stormpy.dns.compiler import compile_zones
+from stormpy.dns.compiler import assign_zone_slots, compile_zones
 from stormpy.dns.zone import Zone, import_rdata_classes, load_zone, with_origins
 from stormpy.errors import StormpyError, ZoneError
 from stormpy.server import Server
@@ -55,6 +55,9 @@ class DnsServer(Server):
         self.connections = 0
         self.files = [ZoneFile(path, origin) for path, origin in with_origins(cfg.zones, cfg.origins)]
         self.zone_responses: dict[str, int] = {}
+        # DNS over TCP, for --metrics: connections taken, refused (too many), timed out
+        self.tcp_accepted = self.tcp_refused = self.tcp_timed_out = 0
+        self.zone_slots: dict = {}      # zone origin -> its answer counter's slot
         super().__init__(cfg)
 
     def load(self):
@@ -80,7 +83,9 @@ class DnsServer(Server):
             more = f" (and {len(errors) - 1} more zone(s))" if len(errors) > 1 else ""
             raise ZoneError(errors[0] + more)
         try:
-            table, stats = compile_zones(fresh, self.cfg.chaos_version, self.cfg.chaos_identity)
+            assign_zone_slots(self.zone_slots, fresh)
+            table, stats = compile_zones(fresh, self.cfg.chaos_version, self.cfg.chaos_identity,
+                                         zone_slots=self.zone_slots)
         except ZoneError as e:
             for f, z in zip(self.files, fresh):
                 if z is not f.zone:
@@ -123,9 +128,11 @@ class DnsServer(Server):
 
     async def tcp_client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter):
         if self.connections >= TCP_MAX_CONNECTIONS:
+            self.tcp_refused += 1
             writer.close()
             return
         self.connections += 1
+        self.tcp_accepted += 1
         fd = writer.get_extra_info("socket").fileno()
         self._client_fds.add(fd)
         try:
@@ -134,7 +141,10 @@ class DnsServer(Server):
                     head = await asyncio.wait_for(reader.readexactly(2), TCP_IDLE_SECONDS)
                     (length,) = struct.unpack("!H", head)
                     query = await asyncio.wait_for(reader.readexactly(length), TCP_IDLE_SECONDS)
-                except (asyncio.IncompleteReadError, asyncio.TimeoutError, ConnectionError):
+                except asyncio.TimeoutError:
+                    self.tcp_timed_out += 1
+                    break
+                except (asyncio.IncompleteReadError, ConnectionError):
                     break
                 self.tcp_queries += 1
                 answer = self.ref.dns_answer(query, tcp=True, max_udp=self.cfg.max_udp)
@@ -143,7 +153,9 @@ class DnsServer(Server):
                 writer.write(struct.pack("!H", len(answer)) + answer)
                 # a client that stops reading loses its connection, not the server's
                 await asyncio.wait_for(writer.drain(), TCP_IDLE_SECONDS)
-        except (OSError, asyncio.TimeoutError):
+        except asyncio.TimeoutError:
+            self.tcp_timed_out += 1
+        except OSError:
             pass
         finally:
             self.connections -= 1

@@ -72,6 +72,7 @@ cdef extern from "stormpy/app/dns/dns.h" nogil:
         SP_DNS_OTHER
         SP_DNS_BELOW
         SP_DNS_BELOW_OTHER
+        SP_DNS_ZONE_SLOTS
     struct sp_dns_query:
         uint8_t opcode
         bint has_question
@@ -93,6 +94,7 @@ cdef extern from "stormpy/app/dns/dns.h" nogil:
         uint64_t dropped
         uint64_t truncated
         uint64_t rcode[17]
+        uint64_t zone[64]
     int sp_dns_parse(const uint8_t *msg, size_t len, sp_dns_query *q)
     size_t sp_dns_answer(const sp_table *t, const sp_dns_config *cfg, const uint8_t *msg,
                          size_t len, bint tcp, uint8_t *out, size_t cap, sp_dns_query *q,

@@ -48,6 +48,15 @@ def free_port(host: str = HOST, attempts: int = 50) -> int:
     raise RuntimeError("could not find a free UDP+TCP port")
 
 
+def has_ipv6_loopback() -> bool:
+    try:
+        with socket.socket(socket.AF_INET6) as s:
+            s.bind(("::1", 0))
+        return True
+    except OSError:
+        return False
+
+
 def norm_zones(zones: Sequence[ZoneSpec]) -> list:
     """Accept [(origin, path)] or [path]; for bare paths the origin is read from
     the first $ORIGIN directive of the file."""

@@ -302,6 +302,14 @@ static inline size_t count_rcode(struct sp_dns_counters *c, uint16_t rcode, size
     return n;
 }
 
+/* An answer from the table r: by rcode and by zone. */
+static inline size_t count_answer(struct sp_dns_counters *c, const struct sp_response *r, size_t n)
+{
+    if (n)
+        c->zone[SP_DNS_USER_ZONE(r->user)]++;
+    return count_rcode(c, SP_DNS_USER_RCODE(r->user), n);
+}
+
 size_t sp_dns_full_len(const struct sp_response *r, const struct sp_dns_query *q,
                        const struct sp_dns_config *cfg, size_t cap)
 {
@@ -361,16 +369,15 @@ size_t sp_dns_answer_parsed(const struct sp_table *t, const struct sp_dns_config
     if (limit > cap)
         limit = cap;
     size_t opt = q->edns ? SP_DNS_OPT_LEN : 0;
-    uint16_t rcode = SP_DNS_USER_RCODE(r->user);
     if (verdict == SP_DNS_SLIP)
-        return count_rcode(c, rcode, write_truncated(t, r, msg, q, cfg, out, limit));
+        return count_answer(c, r, write_truncated(t, r, msg, q, cfg, out, limit));
     size_t stored = r->len;
     if (stored + q->question_len + opt > limit) {
         /* Optional additional records go first; then the whole answer, with TC. */
         stored = SP_DNS_USER_DROPPABLE(r->user);
         if (!stored || stored + q->question_len + opt > limit) {
             c->truncated++;
-            return count_rcode(c, rcode, write_truncated(t, r, msg, q, cfg, out, limit));
+            return count_answer(c, r, write_truncated(t, r, msg, q, cfg, out, limit));
         }
     }
 
@@ -386,5 +393,5 @@ size_t sp_dns_answer_parsed(const struct sp_table *t, const struct sp_dns_config
         sp_put16(out + 10, (uint16_t)(sp_get16(out + 10) + 1));
         n += opt;
     }
-    return count_rcode(c, rcode, n);
+    return count_answer(c, r, n);
 }

@@ -304,6 +304,7 @@ size_t sp_precopy_answer(struct sp_precopy *p, const struct sp_table *t, struct 
             uint16_t rcode = SP_DNS_USER_RCODE(r->user);
             d->counters.queries++;
             d->counters.rcode[rcode < 16 ? rcode : 16]++;
+            d->counters.zone[SP_DNS_USER_ZONE(r->user)]++;
             p->counters.hits++;
             return send_slot(p, s, out);
         }

@@ -73,11 +73,19 @@ enum sp_dns_verdict {
     SP_DNS_SLIP,         /* set by rate limiting: header and question only, TC=1 */
 };
 
-/* The table's per-response word: rcode in the low byte, and in the high 16 bits
- * the stored length without the additional section when that section may be
- * dropped to fit a client's limit (0: it may not, as for referral glue). */
+/* The table's per-response word: rcode in the low byte; in the next, the zone's
+ * counter slot (below); and in the high 16 bits the stored length without the
+ * additional section when that section may be dropped to fit a client's limit (0: it
+ * may not, as for referral glue). */
 #define SP_DNS_USER_RCODE(u) ((uint16_t)((u) & 0xff))
 #define SP_DNS_USER_DROPPABLE(u) ((size_t)((u) >> 16))
+
+/* Answers are counted per zone in a fixed array in each worker's counters (no shared
+ * write, no lookup per packet): slots 1..63 are the first 63 zones the server loaded,
+ * kept across reloads by the control plane; slot 0 is every other answer (later zones,
+ * CHAOS). The mask keeps any table's word inside the array. */
+#define SP_DNS_ZONE_SLOTS 64
+#define SP_DNS_USER_ZONE(u) ((size_t)((u) >> 8) & (SP_DNS_ZONE_SLOTS - 1))
 
 #define SP_RCODE_NOERROR 0
 #define SP_RCODE_FORMERR 1
@@ -109,12 +117,14 @@ struct sp_dns_config {
     uint16_t max_udp;        /* largest UDP response this server sends (EDNS) */
 };
 
-/* Counters a worker keeps for itself; index rcode by min(rcode, 16). */
+/* Counters a worker keeps for itself; index rcode by min(rcode, 16), zone by
+ * SP_DNS_USER_ZONE() of the answer's table word. */
 struct sp_dns_counters {
     uint64_t queries;
     uint64_t dropped;
     uint64_t truncated;
     uint64_t rcode[17];
+    uint64_t zone[SP_DNS_ZONE_SLOTS];   /* answers from the table, by zone slot */
 };
 
 enum sp_dns_verdict sp_dns_parse(const uint8_t *msg, size_t len, struct sp_dns_query *q);
