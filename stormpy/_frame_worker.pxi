@@ -34,7 +34,7 @@ cdef dict _frame_counters(const sp_frame_worker *w):
     rc = w.rules.counters
     return dict(rx=io.rx_frames, tx=io.tx_frames, tx_bytes=io.tx_bytes,
                 tx_ring_full=io.tx_ring_full, kicks=io.kicks, rx_truncated=io.rx_truncated,
-                tx_errors=io.tx_errors, batches=w.batches,
+                tx_errors=io.tx_errors, tx_gathered=io.tx_gathered, batches=w.batches,
                 batch_hist=[w.batch_hist[i] for i in range(SP_HIST_BUCKETS)],
                 not_ours=c.not_ours, bad_source=c.bad_source, malformed=c.malformed,
                 stack_replies=c.stack_replies, rrl_dropped=w.dns.rrl_dropped,
@@ -194,9 +194,10 @@ cdef class FrameWorker:
         return self
 
     def set_http_ring(self, uint32_t max_connections=1024, uint32_t request_timeout_ms=10000,
-                      uint32_t idle_timeout_ms=30000):
+                      uint32_t idle_timeout_ms=30000, bint gather=True):
         """Serve HTTP from the table's site with stormpy's own TCP on this worker's
-        rings (app/http/ring.h) instead of DNS."""
+        rings (app/http/ring.h) instead of DNS. gather: send up to 64 KB at a time for
+        the kernel or the NIC to cut into segments, where the backend can (io.h)."""
         cdef sp_http_ring_config cfg
         if self.w is NULL:
             raise ValueError("worker closed")
@@ -204,6 +205,7 @@ cdef class FrameWorker:
         cfg.max_connections = max_connections
         cfg.request_timeout_ms = request_timeout_ms
         cfg.idle_timeout_ms = idle_timeout_ms
+        cfg.no_gather = not gather
         if sp_http_worker_init_ring(&self.w.http, &cfg) != 0:
             raise MemoryError()
         sp_http_ring_set_pool(self.w.http.ring, self.w.dns.precopy)

@@ -54,6 +54,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="close a kept-alive connection idle for S seconds (default 30)")
     h.add_argument("--send-timeout", type=argtypes.seconds, default=30.0, metavar="S",
                    help="close a connection whose client reads nothing for S seconds (default 30)")
+    h.add_argument("--gso", choices=("auto", "on", "off"), default="auto",
+                   help="with --iface: hand the kernel up to 64 KB of an answer at a time to cut "
+                   "into segments (TSO/GSO), where the backend can (AF_PACKET); off: one frame a "
+                   "segment, each from a ready copy in --mode precopy (default: on in memcpy "
+                   "mode, off in precopy mode)")
     add_serving_arguments(h, default_port=80)
     from stormpy.configfile import register as register_config   # serve -c, check-config
     register_config(sub)
@@ -176,7 +181,8 @@ def http_config(args):
     cfg = serving_config(args, ("127.0.0.1", 8080), HttpConfig, wildcard=True, site=args.site,
                          max_connections=args.max_connections,
                          request_timeout=args.request_timeout,
-                         idle_timeout=args.keepalive_timeout, send_timeout=args.send_timeout)
+                         idle_timeout=args.keepalive_timeout, send_timeout=args.send_timeout,
+                         gso=args.gso == "on" or (args.gso == "auto" and args.mode == "memcpy"))
     return cfg
 
 

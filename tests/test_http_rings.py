@@ -195,6 +195,35 @@ def test_precopy_sends_a_file_again_from_its_copies(site, name):
     # ideally two sends in three are hits; a copy still in flight (its completion not
     # yet reaped) is missed and filled again, so the share varies (0.42-0.67 seen)
     assert fills > 0 and hits >= (hits + fills) / 4, log
+    assert re.search(r"gso_frames=0\b", log), log   # precopy mode: a frame a segment
+
+
+@pytest.mark.parametrize("cut", ["by-device", "in-software"])
+def test_gso_frames_arrive_byte_exact(site, cut):
+    """On AF_PACKET the own TCP hands the kernel up to 64 KB of an answer at a time
+    (--gso, on by default in memcpy mode): a veth with TSO passes each frame whole to
+    the client, as it does a kernel TCP's; one without TSO or checksum offload has the
+    kernel cut and checksum it in software, so the client's kernel checks every
+    segment's checksum, over IPv4 and IPv6. --gso off sends a frame a segment."""
+    root, digests = site
+    paths = ["/f-1048576.bin", "/f-65536.bin", "/index.html", "/f-8388608.bin"]
+    logs = {}
+    for gso in ("on", "off"):
+        with VethPair() as p:
+            if cut == "in-software":
+                p.run(p.server, "ethtool", "-K", "veth0", "tx", "off", "tso", "off", "gso", "off")
+            server = serve(p.server, root, "packet", "--gso", gso)
+            try:
+                time.sleep(1.0)
+                for address in (SERVER_V4, SERVER_V6):
+                    got = curl_digests(p.run, p.client, address, paths, timeout=30, retries=0)
+                    assert got == [digests[x] for x in paths], (gso, address)
+            finally:
+                logs[gso] = stop(server)
+    frames, gso_frames = (int(x) for x in re.search(r" frames=(\d+) gso_frames=(\d+)", logs["on"]).groups())
+    # 2 x 9.1 MB: 6,300 segments of 1,448 bytes, in frames of up to 44 of them
+    assert frames > 6000 and 150 < gso_frames < frames / 4, logs["on"]
+    assert re.search(r" frames=[1-9]\d{3,} gso_frames=0\b", logs["off"]), logs["off"]
 
 
 def test_the_tcp_guard_keeps_only_the_served_addresses(site):

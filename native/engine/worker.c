@@ -34,6 +34,7 @@ uint64_t sp_frame_worker_run(struct sp_frame_worker *w)
     const struct sp_io_ops *ops = io->ops;
     struct sp_frame rx[SP_IO_BATCH_MAX], tx[SP_IO_BATCH_MAX], spare[SP_IO_BATCH_MAX];
     struct sp_slow_packet slow[SP_IO_BATCH_MAX];
+    struct sp_gather gather[SP_GATHER_BATCH];
     unsigned batch = w->batch < 1 ? 1 : w->batch > SP_IO_BATCH_MAX ? SP_IO_BATCH_MAX : w->batch;
     uint64_t start = w->batches;
     uint64_t last_kick = 0;
@@ -62,11 +63,14 @@ uint64_t sp_frame_worker_run(struct sp_frame_worker *w)
             .rx = rx, .n = n, .tx = tx, .reserved = ops->tx_reserve(io, tx, every_round ? SP_IO_BATCH_MAX : n),
             .datagrams = io->datagrams, .cfg = &w->cfg, .counters = &w->counters,
             .spare = spare, .slow = slow, .slow_path = w->slow_path != NULL, .out = tx,
+            .gather = io->gather && ops->tx_gather ? gather : NULL, .gather_cap = SP_GATHER_BATCH,
         };
         const struct sp_table *t = sp_table_ref_enter_pinned(w->ref, w->index, &w->pins,
                                                              &b.generation);
         answer_batch(w, t, &b);
-        pending = every_round && b.used == b.reserved;
+        pending = every_round && (b.used == b.reserved || b.ngather == SP_GATHER_BATCH);
+        if (b.ngather)                       /* a connection's data before its FIN */
+            ops->tx_gather(io, gather, b.ngather);
         sp_table_ref_leave_pinned(w->ref, w->index, &w->pins);   /* the slow path may take its time */
         if (b.nslow) {                          /* its replies follow the others in tx */
             unsigned k = w->slow_path(w->slow_ctx, slow, b.nslow, tx + b.used,

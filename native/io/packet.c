@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "gather.h"
 #include "stormpy/app/dns/precopy.h"
 #include "stormpy/engine/frame.h"
 
@@ -58,6 +59,7 @@ struct packet_io {
     uint8_t (*txbuf)[SP_FRAME_MAX];  /* [SP_IO_BATCH_MAX] */
     struct mmsghdr msgs[SP_IO_BATCH_MAX];
     struct iovec iov[SP_IO_BATCH_MAX];
+    struct sp_gather_tx gather;      /* fd -1 when not opened */
 };
 
 static struct tpacket2_hdr *rx_frame(struct packet_io *p, unsigned i)
@@ -284,9 +286,16 @@ static void packet_kick(struct sp_io *io)
     io->counters.kicks++;
 }
 
+static void packet_tx_gather(struct sp_io *io, const struct sp_gather *g, unsigned n)
+{
+    struct packet_io *p = (struct packet_io *)io;
+    sp_gather_tx_send(&p->gather, g, n, &io->counters);
+}
+
 static void packet_close(struct sp_io *io)
 {
     struct packet_io *p = (struct packet_io *)io;
+    sp_gather_tx_close(&p->gather);
     if (p->map && p->map != MAP_FAILED)
         munmap(p->map, p->map_len);
     if (p->fd >= 0)
@@ -305,6 +314,7 @@ static const struct sp_io_ops packet_ops = {
     .rx_release = packet_rx_release,
     .kick = packet_kick,
     .close = packet_close,
+    .tx_gather = packet_tx_gather,
 };
 
 static const struct sp_io_ops packet_precopy_ops = {
@@ -317,6 +327,7 @@ static const struct sp_io_ops packet_precopy_ops = {
     .kick = packet_kick,
     .close = packet_close,
     .pool_open = packet_pool_open,
+    .tx_gather = packet_tx_gather,
 };
 
 static struct sp_io *fail(struct packet_io *p, char *err, size_t errlen, const char *what)
@@ -337,6 +348,7 @@ struct sp_io *sp_packet_io_open(const struct sp_packet_config *cfg, char *err, s
     }
     p->io.ops = cfg->precopy ? &packet_precopy_ops : &packet_ops;
     p->fd = -1;
+    p->gather.fd = -1;
     if (cfg->precopy) {
         p->txbuf = calloc(SP_IO_BATCH_MAX, SP_FRAME_MAX);
         if (!p->txbuf) {
@@ -393,6 +405,10 @@ struct sp_io *sp_packet_io_open(const struct sp_packet_config *cfg, char *err, s
                              .sll_ifindex = (int)ifindex};
     if (bind(p->fd, (struct sockaddr *)&ll, sizeof(ll)) < 0)
         return fail(p, err, errlen, "bind");
+    /* without it (a kernel older than PACKET_VNET_HDR) TCP goes a frame a segment */
+    char ignored[128];
+    if (!cfg->promiscuous && sp_gather_tx_open(&p->gather, ifindex, ignored, sizeof(ignored)))
+        p->io.gather = 1;
     if (cfg->promiscuous) {
         struct packet_mreq mr = {.mr_ifindex = (int)ifindex, .mr_type = PACKET_MR_PROMISC};
         if (setsockopt(p->fd, SOL_PACKET, PACKET_ADD_MEMBERSHIP, &mr, sizeof(mr)) < 0)

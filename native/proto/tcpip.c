@@ -133,8 +133,9 @@ size_t sp_tcpip_header_len(uint8_t family, const struct sp_tcp_segment *seg)
            options_len(seg);
 }
 
-size_t sp_tcpip_write_reply(uint8_t *out, const struct sp_tcpip *to, const struct sp_tcp_segment *seg,
-                            size_t payload_len, uint32_t payload_sum, uint8_t ttl)
+/* The IP and TCP headers with the checksum field 0; returns the TCP header. */
+static uint8_t *write_headers(uint8_t *out, const struct sp_tcpip *to, const struct sp_tcp_segment *seg,
+                              size_t payload_len, uint8_t ttl)
 {
     size_t ip_len = to->family == 4 ? SP_IPV4_HEADER_LEN : SP_IPV6_HEADER_LEN;
     size_t tcp_len = SP_TCP_HEADER_LEN + options_len(seg);
@@ -169,10 +170,28 @@ size_t sp_tcpip_write_reply(uint8_t *out, const struct sp_tcpip *to, const struc
             o[3] = seg->syn->wscale;
         }
     }
+    return h;
+}
+
+size_t sp_tcpip_write_reply(uint8_t *out, const struct sp_tcpip *to, const struct sp_tcp_segment *seg,
+                            size_t payload_len, uint32_t payload_sum, uint8_t ttl)
+{
+    uint8_t *h = write_headers(out, to, seg, payload_len, ttl);
+    size_t tcp_len = SP_TCP_HEADER_LEN + options_len(seg);
     uint32_t sum = pseudo_sum(to->family, to->dst, to->src, tcp_len + payload_len);
     sum = sp_csum_partial(h, tcp_len, sum);
     /* the payload starts at an even offset in the segment: tcp_len is a multiple of 4 */
     sum = sp_csum_add(sum, payload_sum);
     sp_put16(h + 16, sp_csum_fold(sum));
-    return ip_len + tcp_len;
+    return (size_t)(h - out) + tcp_len;
+}
+
+size_t sp_tcpip_write_offload(uint8_t *out, const struct sp_tcpip *to, const struct sp_tcp_segment *seg,
+                              size_t payload_len, uint8_t ttl)
+{
+    uint8_t *h = write_headers(out, to, seg, payload_len, ttl);
+    size_t tcp_len = SP_TCP_HEADER_LEN + options_len(seg);
+    uint32_t sum = pseudo_sum(to->family, to->dst, to->src, tcp_len + payload_len);
+    sp_put16(h + 16, (uint16_t)sp_csum_reduce(sum));
+    return (size_t)(h - out) + tcp_len;
 }

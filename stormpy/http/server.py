@@ -21,6 +21,7 @@ class HttpConfig(ServerConfig):
     request_timeout: float = 10.0    # a request head must arrive within (408 after)
     idle_timeout: float = 30.0       # a kept-alive connection without a request
     send_timeout: float = 30.0       # a client that reads nothing
+    gso: bool = True                 # on the rings: 64 KB frames cut by the kernel or NIC
 
 
 class HttpServer(Server):
@@ -37,7 +38,7 @@ class HttpServer(Server):
             cfg = self.cfg
             w.set_http_ring(max_connections=cfg.max_connections,
                             request_timeout_ms=int(cfg.request_timeout * 1000),
-                            idle_timeout_ms=int(cfg.idle_timeout * 1000))
+                            idle_timeout_ms=int(cfg.idle_timeout * 1000), gather=cfg.gso)
 
     def load(self):
         return compile_site(self.cfg.site)
@@ -62,12 +63,17 @@ class HttpServer(Server):
                 f"timeouts={c['http_timeouts']} evicted={c['http_evicted']} "
                 f"refused={c['http_refused']} retransmits={c['http_retransmits']} "
                 f"cookies_sent={c['http_cookies_sent']} "
-                f"cookies_accepted={c['http_cookies_accepted']}{self._precopy(c)}").replace("  ", " ")
+                f"cookies_accepted={c['http_cookies_accepted']}{self._rings(c)}").replace("  ", " ")
 
-    def _precopy(self, c: dict) -> str:
-        if not self.cfg.iface or self.cfg.mode != "precopy":
+    def _rings(self, c: dict) -> str:
+        """What the own TCP's sends took: frames, 64 KB ones cut by the kernel (GSO),
+        pool copies."""
+        if not self.cfg.iface:
             return ""
-        return (f" precopy hits={c.get('precopy_hits', 0)} fills={c.get('precopy_fills', 0)} "
+        line = f" frames={c.get('tx', 0)} gso_frames={c.get('tx_gathered', 0)}"
+        if self.cfg.mode != "precopy":
+            return line
+        return line + (f" precopy hits={c.get('precopy_hits', 0)} fills={c.get('precopy_fills', 0)} "
                 f"fallbacks={c.get('precopy_fallbacks', 0)}")
 
     def snapshot(self) -> dict:

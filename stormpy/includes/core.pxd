@@ -213,6 +213,7 @@ cdef extern from "stormpy/io.h" nogil:
         uint64_t kicks
         uint64_t rx_truncated
         uint64_t tx_errors
+        uint64_t tx_gathered
     enum:
         SP_IO_BATCH_MAX
     struct sp_frame:
@@ -388,6 +389,7 @@ cdef extern from "stormpy/app/http/ring.h" nogil:
         uint32_t request_timeout_ms
         uint32_t idle_timeout_ms
         uint32_t send_timeout_ms
+        bint no_gather
     struct sp_http_ring:
         pass
     sp_http_ring *sp_http_ring_open(const sp_http_ring_config *cfg)

@@ -153,6 +153,27 @@ uint32_t sp_http_reply_copy(const struct sp_http_reply *r, uint64_t off, size_t 
     return sum;
 }
 
+unsigned sp_http_reply_slice(const struct sp_http_reply *r, uint64_t off, size_t len,
+                             struct iovec *out, unsigned max)
+{
+    unsigned n = 0;
+    size_t done = 0;
+    for (int i = 0; done < len && i < r->niov; i++) {
+        size_t have = r->iov[i].iov_len;
+        if (off >= have) {
+            off -= have;
+            continue;
+        }
+        if (n == max)
+            return 0;
+        size_t take = have - off < len - done ? have - off : len - done;
+        out[n++] = (struct iovec){(uint8_t *)r->iov[i].iov_base + off, take};
+        done += take;
+        off = 0;
+    }
+    return done == len ? n : 0;
+}
+
 /* The header lines the server adds, and the blank line. */
 static void add_extra(struct sp_http_reply *out, int n)
 {

@@ -389,6 +389,8 @@ void sp_http_ring_batch(struct sp_http_ring *r, const struct sp_table *t, uint64
     struct sp_frame_counters *fc = b->counters;
     const struct sp_http_site *site = sp_http_site_of(t);
     unsigned used = 0;
+    if (r->cfg.no_gather)
+        b->gather = NULL;
     tick_date(r);
     if (r->pool && b->spare) {           /* precopy: pool frames and TX buffers, listed in out */
         b->out = b->spare;
@@ -442,13 +444,13 @@ void sp_http_ring_batch(struct sp_http_ring *r, const struct sp_table *t, uint64
     /* the connections with something to do, and only those; one that runs out of
      * TX buffers goes again next round, before the ones ready then */
     r->round++;
-    for (struct tcb *c; (c = r->ready) && c->ready_round != r->round && used < b->reserved;) {
+    for (struct tcb *c; (c = r->ready) && c->ready_round != r->round && !ring_tx_full(b, used);) {
         ring_unready(r, c);
         if (!run_connection(r, c, t, site, gen, pins, b, &used, k, now)) {
             ring_release(r, c, pins, k);
             continue;
         }
-        if (used >= b->reserved)
+        if (ring_tx_full(b, used))
             ring_ready(r, c);
         sp_wheel_arm(&r->wheel, &c->timer, next_due(r, c));
     }

@@ -116,10 +116,19 @@ void ring_unready(struct sp_http_ring *r, struct tcb *c);
 void ring_time_wait(struct sp_http_ring *r, struct tcb *c, struct sp_table_pins *pins,
                     uint64_t until_ns);
 
+/* Whether the batch has room for no more segments: every TX buffer taken (used of
+ * them), or every gathered frame. */
+static inline bool ring_tx_full(const struct sp_batch *b, unsigned used)
+{
+    return used >= b->reserved || (b->gather && b->ngather >= b->gather_cap);
+}
+
 /* The segment at seq, flags, len payload bytes from the answer (and a SYN's options)
- * as the batch's next frame (*sent of them so far); false when the batch is full. In
- * precopy mode (b->out is not b->tx) a segment of body bytes goes from a copy in the
- * pool when there is one, with only its headers written. */
+ * as the batch's next frame (*sent of them so far); false when the batch is full.
+ * Where the backend segments (b->gather), payload goes as one gathered frame of
+ * segments of c->mss bytes, pointing into the answer. In precopy mode (b->out is not
+ * b->tx) a segment of body bytes goes from a copy in the pool when there is one,
+ * with only its headers written. */
 bool ring_emit(const struct tcb *c, struct sp_batch *b, unsigned *sent, uint32_t seq, uint8_t flags,
                uint32_t len, uint32_t window, const struct sp_tcp_options *syn);
 /* The batch's next TX buffer (check *sent < b->reserved first), and the frame written
@@ -128,8 +137,9 @@ struct sp_frame *ring_tx_next(struct sp_batch *b, unsigned sent);
 void ring_tx_commit(struct sp_batch *b, unsigned *sent, uint32_t len);
 /* The window to advertise: the request buffer's room. */
 uint32_t ring_rcv_window(const struct tcb *c);
-/* One segment at seq, at most limit bytes; false when there is no TX buffer or nothing
- * to send there. */
+/* One segment at seq, at most limit bytes (with b->gather, as many whole segments
+ * as fit in limit and in one gathered frame); false when there is no TX buffer or
+ * nothing to send there. */
 bool ring_send_at(struct tcb *c, struct sp_batch *b, unsigned *used, uint32_t seq,
                   uint32_t limit, struct sp_http_counters *k);
 /* New data and the FIN, within min(cwnd, the peer's window); true when any went. */

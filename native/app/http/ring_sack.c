@@ -210,7 +210,7 @@ bool sack_on_probe(struct tcb *c, struct sp_batch *b, unsigned *used, struct sp_
 bool sack_send(struct tcb *c, struct sp_batch *b, unsigned *used, struct sp_http_counters *k)
 {
     bool sent = false;
-    while (*used < b->reserved) {        /* each turn sends a segment or stops */
+    while (!ring_tx_full(b, *used)) {    /* each turn sends a segment or stops */
         uint32_t lost = lost_edge(c);
         uint32_t pipe = sack_pipe(&c->sack, c->snd_una, c->snd_max, c->high_rxt, lost);
         if (pipe >= c->cwnd)

@@ -40,13 +40,39 @@ static bool emit_precopy(const struct tcb *c, struct sp_batch *b, struct sp_fram
     return true;
 }
 
+/* Payload as one frame of the answer's own bytes, cut into segments by the kernel or
+ * the NIC; false when the pieces do not fit (the caller sends a frame instead). */
+static bool emit_gather(const struct tcb *c, struct sp_batch *b, const struct sp_tcp_segment *seg,
+                        uint64_t off, uint32_t len)
+{
+    struct sp_gather *g = &b->gather[b->ngather];
+    g->niov = (uint8_t)sp_http_reply_slice(&c->reply, off, len, g->iov, SP_GATHER_IOV);
+    if (!g->niov)
+        return false;
+    memcpy(g->head, c->l2, c->l2_len);
+    size_t hl = sp_tcpip_write_offload(g->head + c->l2_len, &c->peer, seg, len, b->cfg->ttl);
+    g->head_len = (uint16_t)(c->l2_len + hl);
+    g->l4_at = (uint16_t)(c->l2_len + (c->peer.family == 4 ? SP_IPV4_HEADER_LEN : SP_IPV6_HEADER_LEN));
+    g->gso_size = len > c->mss ? c->mss : 0;
+    g->ipv6 = c->peer.family == 6;
+    g->len = len;
+    b->ngather++;
+    return true;
+}
+
 bool ring_emit(const struct tcb *c, struct sp_batch *b, unsigned *sent, uint32_t seq, uint8_t flags,
                uint32_t len, uint32_t window, const struct sp_tcp_options *syn)
 {
-    if (*sent >= b->reserved)
+    if (ring_tx_full(b, *sent))
         return false;
     struct sp_tcp_segment seg = {.seq = seq, .ack = c->rcv_nxt, .flags = flags,
                                  .window = (uint16_t)window, .syn = syn};
+    if (b->gather && len) {
+        if (emit_gather(c, b, &seg, seq - c->reply_seq, len))
+            return true;
+        if (len > c->mss)
+            return false;                /* more than a frame holds */
+    }
     size_t hl = c->l2_len + sp_tcpip_header_len(c->peer.family, &seg);
     bool precopy = b->out && b->out != b->tx;   /* (a batch made by hand may leave out NULL) */
     if (precopy && c->pool && emit_precopy(c, b, &b->out[*sent], &seg, hl, seq - c->reply_seq, len)) {
@@ -100,12 +126,15 @@ void ring_arm_probe(struct tcb *c)
 bool ring_send_at(struct tcb *c, struct sp_batch *b, unsigned *used, uint32_t seq,
                     uint32_t limit, struct sp_http_counters *k)
 {
-    if (*used >= b->reserved)
+    if (ring_tx_full(b, *used))
         return false;
     uint32_t end = c->reply_seq + (c->has_reply ? (uint32_t)c->reply.len : 0);
     uint32_t len = SEQ_LT(seq, end) ? end - seq : 0;
-    len = len < c->mss ? len : c->mss;
+    uint32_t most = b->gather ? SP_GATHER_PAYLOAD_MAX / c->mss * c->mss : c->mss;
+    len = len < most ? len : most;
     len = len < limit ? len : limit;
+    if (len > c->mss && seq + len != end)
+        len -= len % c->mss;             /* whole segments, but for the answer's last */
     uint8_t flags = SP_TCP_ACK;
     if (len && seq + len == end)
         flags |= SP_TCP_PSH;

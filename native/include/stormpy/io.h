@@ -11,6 +11,10 @@
  *   tx_submit(io, sent, k, unused, u)  queue the k frames in sent, return the u unused
  *   rx_release(io, rx, n)              give the RX buffers back (refill)
  *   kick(io)                           one system call, only when the ring needs it
+ *   tx_gather(io, g, n)                frames sent from pieces, each cut into segments
+ *                                      by the kernel or the NIC (GSO/TSO); NULL where
+ *                                      the backend cannot, and io->gather says whether
+ *                                      it is on
  *
  * In precopy mode (see precopy.h) the worker also calls pool_open() once, before it
  * runs: the backend lends the worker's pool frames of its own packet memory, so a
@@ -31,6 +35,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/uio.h>
 
 #define SP_IO_BATCH_MAX 256
 
@@ -71,6 +76,32 @@ struct sp_io_counters {
     uint64_t kicks;
     uint64_t rx_truncated;   /* datagrams larger than the receive buffer (dropped) */
     uint64_t tx_errors;      /* replies the kernel refused */
+    uint64_t tx_gathered;    /* frames sent by tx_gather (each counted in tx_frames as
+                              * the segments it is cut into) */
+};
+
+/*
+ * A TCP frame sent from pieces: its headers here, its payload where it lies (the
+ * table), up to 64 KB of it, which the kernel or the NIC cuts into segments of
+ * gso_size payload bytes, each with the headers copied, the sequence number moved
+ * on, and its checksum finished (the TCP checksum field holds the pseudo-header's
+ * sum: sp_tcpip_write_offload). One send instead of one frame per segment: this is
+ * what a kernel TCP gets from TSO, and what made large files cheap for it.
+ */
+#define SP_GATHER_HEAD_MAX 128
+#define SP_GATHER_IOV 8
+#define SP_GATHER_BATCH 32
+#define SP_GATHER_PAYLOAD_MAX 65000   /* an IPv4 total length stays below 65,536 */
+
+struct sp_gather {
+    uint8_t head[SP_GATHER_HEAD_MAX];   /* link, IP and TCP headers */
+    uint16_t head_len;
+    uint16_t l4_at;          /* the TCP header's offset in head */
+    uint16_t gso_size;       /* payload bytes a segment; 0: sent as it is */
+    uint8_t ipv6;
+    uint8_t niov;
+    uint32_t len;            /* payload bytes in iov */
+    struct iovec iov[SP_GATHER_IOV];
 };
 
 struct sp_io;
@@ -89,6 +120,8 @@ struct sp_io_ops {
     /* Lend the pool its frames (sp_precopy_set_frame for each). NULL: the backend
      * cannot send from arbitrary buffers. 0, or -1 with a one-line reason in err. */
     int (*pool_open)(struct sp_io *io, struct sp_precopy *pool, char *err, size_t errlen);
+    /* Send g[0, n) now, in order (before the batch's tx_submit). */
+    void (*tx_gather)(struct sp_io *io, const struct sp_gather *g, unsigned n);
 };
 
 struct sp_io {
@@ -99,6 +132,7 @@ struct sp_io {
                       * not block, so an idle ring flushes them at once */
     int datagrams;   /* frames are UDP payloads, not Ethernet frames (sockets) */
     int error;       /* an errno that ends the worker: the backend cannot go on */
+    int gather;      /* tx_gather may be called */
 };
 
 /*

@@ -10,6 +10,10 @@
  * to spare; used then counts the TX buffers among them. tx[used, reserved) goes back
  * to the backend.
  *
+ * A TCP application may also send frames from pieces (gather, io.h), up to 64 KB
+ * each, which the kernel or the NIC cuts into segments; the worker sends them before
+ * the replies in out.
+ *
  * Frames the application cannot answer may go to a slow path: a handler of the
  * worker's process (Python's), called once per batch after the worker has left the
  * table, which writes its replies to tx after the application's.
@@ -48,12 +52,16 @@ struct sp_batch {
     struct sp_frame *spare;  /* room for n frames, for an application's own list of replies */
     struct sp_slow_packet *slow;   /* room for n frames for the slow path */
     bool slow_path;          /* the worker has a slow path to hand them to */
+    struct sp_gather *gather;   /* room for gather_cap frames sent from pieces (io.h),
+                                 * NULL where the backend cannot */
+    unsigned gather_cap;
     /* Set by the application */
     struct sp_frame *out;    /* the replies: tx unless the application says otherwise */
     unsigned sent;           /* replies in out */
     unsigned used;           /* TX buffers the replies took, tx[0, used) */
     unsigned nslow;          /* frames in slow for the slow path */
     unsigned unserved;       /* frames left unanswered for want of a TX buffer */
+    unsigned ngather;        /* frames in gather, sent before out */
 };
 
 /* For an application's loop over rx, before frame i: whether the replies so far

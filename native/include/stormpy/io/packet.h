@@ -13,6 +13,10 @@
  * kernel still copies every frame into an skb inside sendmmsg(), which the TX ring
  * path does too; the copies are idle again as soon as the call returns. The gain is
  * the rendering skipped on hits, not a zero-copy send.
+ *
+ * TCP answers may also go out up to 64 KB at a time (io.h's sp_gather), through a
+ * second, TX-only socket, and the kernel or the NIC cuts them into segments: one skb
+ * for what would be 45 frames.
  */
 #ifndef STORMPY_IO_PACKET_H
 #define STORMPY_IO_PACKET_H

@@ -73,4 +73,10 @@ size_t sp_tcpip_header_len(uint8_t family, const struct sp_tcp_segment *seg);
 size_t sp_tcpip_write_reply(uint8_t *out, const struct sp_tcpip *to, const struct sp_tcp_segment *seg,
                             size_t payload_len, uint32_t payload_sum, uint8_t ttl);
 
+/* The same headers for a segment (or a GSO frame, io.h's sp_gather) whose checksum
+ * the kernel or the NIC finishes: the field holds the pseudo-header's sum over
+ * payload_len, as a kernel leaves it under CHECKSUM_PARTIAL. */
+size_t sp_tcpip_write_offload(uint8_t *out, const struct sp_tcpip *to, const struct sp_tcp_segment *seg,
+                              size_t payload_len, uint8_t ttl);
+
 #endif

@@ -65,6 +65,11 @@ void sp_http_answer(const struct sp_table *t, const struct sp_http_site *site,
  * only the server's few lines (extra) and the edges of a stride are summed. */
 uint32_t sp_http_reply_copy(const struct sp_http_reply *r, uint64_t off, size_t len, uint8_t *out);
 
+/* The same bytes, not copied: up to max iovecs pointing at them, in order. Returns
+ * how many, or 0 when len is 0 or they would take more than max. */
+unsigned sp_http_reply_slice(const struct sp_http_reply *r, uint64_t off, size_t len,
+                             struct iovec *out, unsigned max);
+
 /* The answer with error status `status` (408 for a request that timed out). */
 void sp_http_answer_error(const struct sp_table *t, const struct sp_http_site *site,
                          uint16_t status, bool head_only, const struct sp_http_date *date,

@@ -31,6 +31,8 @@ struct sp_http_ring_config {
     uint32_t request_timeout_ms;
     uint32_t idle_timeout_ms;
     uint32_t send_timeout_ms;        /* no ACK progress for this long: the connection goes */
+    bool no_gather;                  /* one frame a segment even where the backend could
+                                      * send 64 KB frames for the kernel or NIC to cut */
 };
 
 struct sp_http_ring;
