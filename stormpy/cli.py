@@ -56,7 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="close a connection whose client reads nothing for S seconds (default 30)")
     h.add_argument("--gso", choices=("auto", "on", "off"), default="auto",
                    help="with --iface: hand the kernel up to 64 KB of an answer at a time to cut "
-                   "into segments (TSO/GSO), where the backend can (AF_PACKET); off: one frame a "
+                   "into segments (TSO/GSO), through a TX-only packet socket beside the rings; off: one frame a "
                    "segment, each from a ready copy in --mode precopy (default: on in memcpy "
                    "mode, off in precopy mode)")
     add_serving_arguments(h, default_port=80)

@@ -6,17 +6,25 @@
 #include <linux/if_packet.h>
 #include <linux/virtio_net.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
+
+struct sp_gather_msgs {
+    struct mmsghdr msgs[SP_GATHER_BATCH];
+    struct iovec iov[SP_GATHER_BATCH][SP_GATHER_IOV + 2];
+    uint8_t vnet[SP_GATHER_BATCH][sizeof(struct virtio_net_hdr)];
+};
 
 bool sp_gather_tx_open(struct sp_gather_tx *g, unsigned ifindex, char *err, size_t errlen)
 {
-    memset(g, 0, sizeof(*g));
-    g->fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0);
+    g->msgs = calloc(1, sizeof(*g->msgs));
+    g->fd = g->msgs ? socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0) : -1;
     int one = 1;
     struct sockaddr_ll ll = {.sll_family = AF_PACKET, .sll_protocol = 0,
                              .sll_ifindex = (int)ifindex};
-    const char *what = g->fd < 0 ? "socket"
+    const char *what = !g->msgs ? "out of memory" : g->fd < 0 ? "socket"
         : setsockopt(g->fd, SOL_PACKET, PACKET_VNET_HDR, &one, sizeof(one)) < 0 ? "PACKET_VNET_HDR"
         : bind(g->fd, (struct sockaddr *)&ll, sizeof(ll)) < 0 ? "bind" : NULL;
     if (what) {
@@ -47,21 +55,22 @@ static void vnet_header(uint8_t *out, const struct sp_gather *f)
 void sp_gather_tx_send(struct sp_gather_tx *g, const struct sp_gather *f, unsigned n,
                        struct sp_io_counters *k)
 {
+    struct sp_gather_msgs *m = g->msgs;
     n = n < SP_GATHER_BATCH ? n : SP_GATHER_BATCH;
     for (unsigned i = 0; i < n; i++) {
-        struct iovec *iov = g->iov[i];
-        vnet_header(g->vnet[i], &f[i]);
-        iov[0] = (struct iovec){g->vnet[i], sizeof(struct virtio_net_hdr)};
+        struct iovec *iov = m->iov[i];
+        vnet_header(m->vnet[i], &f[i]);
+        iov[0] = (struct iovec){m->vnet[i], sizeof(struct virtio_net_hdr)};
         iov[1] = (struct iovec){(void *)f[i].head, f[i].head_len};
         unsigned niov = f[i].niov < SP_GATHER_IOV ? f[i].niov : SP_GATHER_IOV;
         memcpy(iov + 2, f[i].iov, niov * sizeof(*iov));
-        memset(&g->msgs[i], 0, sizeof(g->msgs[i]));
-        g->msgs[i].msg_hdr.msg_iov = iov;
-        g->msgs[i].msg_hdr.msg_iovlen = 2 + niov;
+        memset(&m->msgs[i], 0, sizeof(m->msgs[i]));
+        m->msgs[i].msg_hdr.msg_iov = iov;
+        m->msgs[i].msg_hdr.msg_iovlen = 2 + niov;
     }
     unsigned done = 0;
     while (done < n) {
-        int r = sendmmsg(g->fd, g->msgs + done, n - done, MSG_DONTWAIT);
+        int r = sendmmsg(g->fd, m->msgs + done, n - done, MSG_DONTWAIT);
         if (r > 0) {
             for (unsigned i = done; i < done + (unsigned)r; i++) {
                 unsigned mss = f[i].gso_size ? f[i].gso_size : f[i].len;
@@ -85,5 +94,7 @@ void sp_gather_tx_close(struct sp_gather_tx *g)
 {
     if (g->fd >= 0)
         close(g->fd);
+    free(g->msgs);
     g->fd = -1;
+    g->msgs = NULL;
 }

@@ -11,18 +11,18 @@
 #define STORMPY_IO_GATHER_H
 
 #include <stdbool.h>
-#include <sys/socket.h>
 
 #include "stormpy/io.h"
 
+struct sp_gather_msgs;
+
 struct sp_gather_tx {
-    int fd;
-    struct mmsghdr msgs[SP_GATHER_BATCH];
-    struct iovec iov[SP_GATHER_BATCH][SP_GATHER_IOV + 2];
-    uint8_t vnet[SP_GATHER_BATCH][16];
+    int fd;                          /* -1: not open */
+    struct sp_gather_msgs *msgs;     /* one batch's messages, built per send */
 };
 
-/* Opens the socket on interface ifindex; false with a one-line reason in err. */
+/* Opens the socket on interface ifindex; false with a one-line reason in err (and
+ * g->fd -1, so close is safe either way). */
 bool sp_gather_tx_open(struct sp_gather_tx *g, unsigned ifindex, char *err, size_t errlen);
 
 /* Sends g[0, n) in order with one sendmmsg(); counts them in k. A frame the kernel

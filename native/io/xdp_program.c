@@ -131,9 +131,9 @@ int sp_xdp_set_rodata(struct bpf_object *obj, const char *name, const void *valu
 {
     struct bpf_map *map, *rodata = NULL;
     bpf_object__for_each_map(map, obj) {
-        const char *name = bpf_map__name(map);
-        size_t len = strlen(name);
-        if (len >= 7 && strcmp(name + len - 7, ".rodata") == 0)
+        const char *map_name = bpf_map__name(map);
+        size_t len = strlen(map_name);
+        if (len >= 7 && strcmp(map_name + len - 7, ".rodata") == 0)
             rodata = map;
     }
     struct btf *btf = bpf_object__btf(obj);

@@ -3,6 +3,7 @@
 
 #include "stormpy/io/xdp_socket.h"
 
+#include "gather.h"
 #include "stormpy/app/dns/precopy.h"
 #include "xdp_internal.h"
 
@@ -46,6 +47,9 @@ struct xdp_io {
     uint64_t *free_tx;        /* [ntx] */
     uint64_t *stash;          /* [fill ring size] */
     struct sp_xdp_stats stats;
+    /* TCP answers of up to 64 KB go through the kernel's segmentation offload: in copy
+     * mode each XSK frame costs the kernel an skb, a gathered one skb for 44 segments */
+    struct sp_gather_tx gather;
 };
 
 /* RX frames the fill ring had no room for (it always has: see stormpy/io/xdp_socket.h) go back now. */
@@ -272,7 +276,14 @@ static void xdp_close(struct sp_io *io)
     sp_xdp_quiet_end(q);
     if (x->area)
         munmap(x->area, x->area_len);
+    sp_gather_tx_close(&x->gather);
     free(x);
+}
+
+static void xdp_tx_gather(struct sp_io *io, const struct sp_gather *g, unsigned n)
+{
+    struct xdp_io *x = (struct xdp_io *)io;
+    sp_gather_tx_send(&x->gather, g, n, &io->counters);
 }
 
 static const struct sp_io_ops xdp_ops = {
@@ -285,6 +296,7 @@ static const struct sp_io_ops xdp_ops = {
     .kick = xdp_kick,
     .close = xdp_close,
     .pool_open = xdp_pool_open,
+    .tx_gather = xdp_tx_gather,
 };
 
 static int pow2(uint32_t v)
@@ -375,6 +387,7 @@ struct sp_io *sp_xdp_io_open(struct sp_xdp_prog *prog, uint32_t queue_id,
         return NULL;
     }
     x->io.ops = &xdp_ops;
+    x->gather.fd = -1;
     x->prog = prog;
     x->queue_id = queue_id;
     x->busy = c.poll_busy != 0;
@@ -433,6 +446,9 @@ struct sp_io *sp_xdp_io_open(struct sp_xdp_prog *prog, uint32_t queue_id,
     }
     x->fd = xsk_socket__fd(x->xsk);
     fcntl(x->fd, F_SETFD, FD_CLOEXEC);   /* libxdp 1.3 does not: keep it from exec'd children */
+    char ignored[128];                   /* without it, TCP goes a frame a segment */
+    if (sp_gather_tx_open(&x->gather, (unsigned)prog->ifindex, ignored, sizeof(ignored)))
+        x->io.gather = 1;
     struct xdp_options opt = {0};
     socklen_t optlen = sizeof(opt);
     if (getsockopt(x->fd, SOL_XDP, XDP_OPTIONS, &opt, &optlen) == 0)
