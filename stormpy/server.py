@@ -335,7 +335,7 @@ class Server(ABC):
         if not await loop.run_in_executor(None, self.ref.reclaim, 5000):
             log.warning("a worker did not leave the old table within 5 s; it is kept until a "
                         "later reload can free it")
-        return {"serving": self.describe(), "seconds": round(seconds, 3)}
+        return {"serving": self.describe(), "seconds": round(self.reload_seconds, 3)}
 
     # -- control socket (stormpy ctl) -------------------------------------------
     def snapshot(self) -> dict:

@@ -34,7 +34,8 @@ static bool same_sum(uint32_t a, uint32_t b)
 }
 
 /* Cut as the own TCP cuts it after a first segment of `first` bytes, each payload's
- * sum (from the stored sums) must be the sum of the bytes copied. */
+ * sum (from the stored sums) must be the sum of the bytes copied, and the pieces a
+ * gathered frame points at (sp_http_reply_slice) must be those bytes. */
 static void check_segments(const struct sp_http_reply *r, size_t first, size_t mss)
 {
     static uint8_t seg[2048];
@@ -43,6 +44,15 @@ static void check_segments(const struct sp_http_reply *r, size_t first, size_t m
         size_t n = end - off < first ? (size_t)(end - off) : first;
         uint32_t sum = sp_http_reply_copy(r, off, n, seg);
         CHECK(same_sum(sum, sp_csum_partial(seg, n, 0)));
+        struct iovec iov[SP_HTTP_REPLY_IOV];
+        unsigned k = sp_http_reply_slice(r, off, n, iov, SP_HTTP_REPLY_IOV);
+        CHECK(n == 0 || k > 0);
+        size_t at = 0;
+        for (unsigned i = 0; i < k; i++) {
+            CHECK(at + iov[i].iov_len <= n && memcmp(seg + at, iov[i].iov_base, iov[i].iov_len) == 0);
+            at += iov[i].iov_len;
+        }
+        CHECK(at == n);
     }
 }
 
