@@ -194,7 +194,7 @@ def _serve_http(args) -> int:
     from stormpy.config import serving_config
     from stormpy.http.server import HttpConfig, serve_http
 
-    cfg = serving_config(args, ("127.0.0.1", 8080), HttpConfig, wildcard=True, site=args.site,
+    cfg = serving_config(args, ("127.0.0.1", 8080), HttpConfig, site=args.site,
                          max_connections=args.max_connections,
                          request_timeout=args.request_timeout,
                          idle_timeout=args.keepalive_timeout, send_timeout=args.send_timeout)

@@ -47,9 +47,9 @@ class ServerConfig:
     rrl_allow: list[str] = field(default_factory=list)   # prefixes never limited
 
 
-def parse_listen(text: str, default_port: int = 53, wildcard: bool = False) -> tuple[str, int]:
-    """ADDR:PORT, [V6ADDR]:PORT, or a bare ADDR (default_port). wildcard: 0.0.0.0 and ::
-    are allowed (TCP answers from the address it was asked on; UDP would not)."""
+def parse_listen(text: str, default_port: int = 53) -> tuple[str, int]:
+    """ADDR:PORT, [V6ADDR]:PORT, or a bare ADDR (default_port); 0.0.0.0 and [::] serve
+    every address of their family (see sockets.open_udp_sockets)."""
     host, port = text, str(default_port)
     if text.startswith("["):
         host, sep, rest = text[1:].partition("]")
@@ -67,9 +67,6 @@ def parse_listen(text: str, default_port: int = 53, wildcard: bool = False) -> t
     except (OSError, ValueError):
         raise StormpyError(f"--listen {text}: expected ADDRESS:PORT with a numeric address "
                            f"and a port from 1 to 65535") from None
-    if host in ("0.0.0.0", "::") and not wildcard:
-        raise StormpyError(f"--listen {text}: give each address to serve on; a wildcard socket "
-                           f"may answer from another address than the one asked")
     return host, number
 
 
@@ -91,7 +88,8 @@ def parse_allow(texts: list[str]) -> list[tuple[int, bytes, int]]:
 def add_serving_arguments(s: argparse.ArgumentParser, default_port: int) -> None:
     """The options every server takes (serve-dns, and custom responders' serve())."""
     s.add_argument("--listen", action="append", default=[], metavar="ADDR:PORT",
-                   help="address to serve on, repeatable; [::1]:5353 for IPv6 (default 127.0.0.1:5353 for serve-dns)")
+                   help="address to serve on, repeatable; [::1]:5353 for IPv6, 0.0.0.0:53 or [::]:53 for "
+                   "every address (default 127.0.0.1:5353 for serve-dns)")
     s.add_argument("--workers", type=argtypes.positive, default=0, metavar="N",
                    help="UDP workers per address (default: one per CPU)")
     s.add_argument("--batch", type=argtypes.positive, default=32, metavar="N",
@@ -130,11 +128,9 @@ def add_serving_arguments(s: argparse.ArgumentParser, default_port: int) -> None
                    help="print counters every 10 s (-vv: every second)")
 
 
-def serving_config(args, default_listen: tuple[str, int], config=ServerConfig,
-                   wildcard: bool = False, **extra):
+def serving_config(args, default_listen: tuple[str, int], config=ServerConfig, **extra):
     """A `config` (ServerConfig or an application's subclass) from
-    add_serving_arguments()'s options and `extra` fields; StormpyError on a bad mix.
-    wildcard: --listen may name 0.0.0.0 or :: (a server on TCP only)."""
+    add_serving_arguments()'s options and `extra` fields; StormpyError on a bad mix."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s stormpy: %(message)s",
                         datefmt="%H:%M:%S", stream=sys.stderr)
     backend = args.backend
@@ -149,7 +145,7 @@ def serving_config(args, default_listen: tuple[str, int], config=ServerConfig,
         raise StormpyError(f"--mode {args.mode} is for frame backends: it needs --iface")
     if args.iface and args.listen:
         raise StormpyError("--listen is for the socket backend; with --iface use --port")
-    return config(listen=[parse_listen(x, default_listen[1], wildcard) for x in args.listen] or
+    return config(listen=[parse_listen(x, default_listen[1]) for x in args.listen] or
                      [default_listen], workers=args.workers, batch=args.batch,
                      stats_interval={0: 0.0, 1: 10.0}.get(args.verbose, 1.0),
                      iface=args.iface, backend=backend, queues=args.queues, port=args.port,

@@ -86,8 +86,7 @@ def test_bad_arguments():
     assert r.returncode == 2 and "Traceback" not in r.stderr and "at least 1" in r.stderr
 
 
-def test_wildcard_listen_and_long_chaos_text_are_refused():
-    assert_one_line_error(stormpy("serve-dns", EXAMPLE_ZONE, "--listen", "0.0.0.0:5353"), "wildcard")
+def test_long_chaos_text_is_refused():
     r = stormpy("serve-dns", EXAMPLE_ZONE, "--chaos-version", "v" * 300)
     assert r.returncode == 2 and "255 bytes" in r.stderr and "Traceback" not in r.stderr
 
