@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import argparse
 import ipaddress
-import logging
 import os
 import socket
-import sys
 from dataclasses import dataclass, field
 
 from stormpy import argtypes
 from stormpy.errors import StormpyError
+from stormpy.logs import LOG_HELP, setup_logging
 
 # Root serves from /run like other daemons; anyone else from their own runtime dir.
 DEFAULT_CONTROL = ("/run/stormpy.sock" if os.geteuid() == 0 else
@@ -124,6 +123,7 @@ def add_serving_arguments(s: argparse.ArgumentParser, default_port: int) -> None
                        help="wait for frames in poll() or spin on the ring (default block)")
     s.add_argument("--control", default=None, metavar="PATH",
                    help=f"Unix socket for `stormpy stats` (default {DEFAULT_CONTROL}; '' for none)")
+    s.add_argument("--log", default="stderr", metavar="stderr|syslog|FILE", help=LOG_HELP)
     s.add_argument("-v", "--verbose", action="count", default=0,
                    help="print counters every 10 s (-vv: every second)")
 
@@ -131,8 +131,7 @@ def add_serving_arguments(s: argparse.ArgumentParser, default_port: int) -> None
 def serving_config(args, default_listen: tuple[str, int], config=ServerConfig, **extra):
     """A `config` (ServerConfig or an application's subclass) from
     add_serving_arguments()'s options and `extra` fields; StormpyError on a bad mix."""
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s stormpy: %(message)s",
-                        datefmt="%H:%M:%S", stream=sys.stderr)
+    setup_logging(args.log)
     backend = args.backend
     if backend is None:
         from stormpy.backends import why_unusable
