@@ -153,3 +153,17 @@ def test_backends_tell_the_truth_about_this_machine():
 def test_netmap_backend_unavailable_is_one_line():
     r = stormpy("serve-dns", EXAMPLE_ZONE, "--iface", "lo", "--backend", "netmap")
     assert_one_line_error(r, "--backend netmap:")
+
+
+@pytest.mark.parametrize("name, rest", [("check-zone", ["Z"]), ("serve-dns", ["Z"]),
+                                        ("serve-http", ["D"]), ("replay", ["Z", "--pcap", "P"]),
+                                        ("impair", ["a", "b"]), ("stats", []), ("backends", []),
+                                        ("bench fastpath", [])])
+def test_an_unknown_option_is_the_subcommands_error_with_its_usage(name, rest, capsys):
+    from stormpy.cli import build_parser
+    with pytest.raises(SystemExit) as exit:
+        build_parser().parse_args([*name.split(), *rest, "--bogus"])
+    err = capsys.readouterr().err.splitlines()
+    assert exit.value.code == 2
+    assert err[0].startswith(f"usage: stormpy {name} "), err
+    assert err[-1] == f"stormpy {name}: error: unrecognized arguments: --bogus", err
