@@ -55,6 +55,20 @@ def test_syntax_error_names_file_and_line(tmp_path):
     assert_one_line_error(stormpy("serve-dns", str(bad)), f"{bad}:6:")
 
 
+def test_cname_and_other_data_names_the_owner_and_line(tmp_path):
+    head = "$ORIGIN example.com.\n$TTL 60\n@ SOA ns host 1 2 3 4 5\n@ NS ns\nns A 192.0.2.1\n"
+    cname_first = tmp_path / "cname_first.zone"
+    cname_first.write_text(head + "www CNAME ns\n; a comment\nwww A 192.0.2.2\nx A 192.0.2.3\n")
+    assert_one_line_error(stormpy("check-zone", str(cname_first)),
+                          f"{cname_first}:8: www.example.com. has a CNAME and other records")
+    (tmp_path / "more.inc").write_text("\n  AAAA 2001:db8::1\nmail CNAME ns\n")
+    included = tmp_path / "included.zone"
+    included.write_text(head + "mail MX 10 ns\n$INCLUDE more.inc\n")
+    assert_one_line_error(stormpy("serve-dns", str(included)),
+                          f"{tmp_path / 'more.inc'}:3: mail.example.com. has a CNAME",
+                          f"(included from {included})")
+
+
 def test_zone_without_soa(tmp_path):
     z = tmp_path / "nosoa.zone"
     z.write_text("$ORIGIN example.com.\n$TTL 60\nwww A 192.0.2.1\n")
