@@ -6,7 +6,7 @@ kernel sees none of them on AF_XDP; give it an address the kernel does not have
 on that interface, so that on AF_PACKET the kernel stays silent too. No rule
 matches anything: every frame goes to answer(), in batches.
 
-    python3 examples/arp_icmp.py --address 198.18.0.1 --iface veth0 --backend xdp
+    .venv/bin/python examples/arp_icmp.py --address 198.18.0.1 --iface veth0 --backend xdp
     ping 198.18.0.1                     (from the other end of the link)
 """
 import argparse
@@ -83,10 +83,13 @@ class Host:
 
 
 def main(argv=None) -> int:
-    own = argparse.ArgumentParser(add_help=False)
+    own = argparse.ArgumentParser(prog="arp_icmp.py", add_help=False)   # serve() has --help
     own.add_argument("--address", required=True, help="the IPv4 address to answer for")
-    own.add_argument("--iface")
+    own.add_argument("--iface", help="the interface whose rings it answers on")
     args, rest = own.parse_known_args(argv)
+    if args.iface is None:
+        own.error("--iface IFACE is required: ARP and ping come as whole frames, which only "
+                  "an interface's rings carry (a --listen socket gets UDP payloads)")
     try:
         ip = ipaddress.IPv4Address(args.address).packed
     except ValueError:
@@ -95,7 +98,7 @@ def main(argv=None) -> int:
     try:
         with open(f"/sys/class/net/{args.iface}/address") as f:
             mac = bytes.fromhex(f.read().strip().replace(":", ""))
-    except (OSError, TypeError):
+    except OSError:
         print(f"arp_icmp.py: error: --iface {args.iface}: no such network interface",
               file=sys.stderr)
         return 1

@@ -3,7 +3,7 @@ and answered in C, and one dynamic name, whoami.example.com, is answered in
 Python with the asker's network: TXT gives its prefix (/24 for IPv4, /56 for
 IPv6), and A the address of the site that serves that prefix.
 
-    python3 examples/dns_whoami.py --listen 127.0.0.1:5353
+    .venv/bin/python examples/dns_whoami.py --listen 127.0.0.1:5353
     dig @127.0.0.1 -p 5353 whoami.example.com TXT
 """
 import ipaddress

@@ -7,7 +7,7 @@ side is the control plane: it runs in the server process, and each change
 publishes a new table that every worker takes at its next batch, never half of
 one. It listens on 127.0.0.1 only: whoever reaches it can change every answer.
 
-    python3 examples/kv_store.py --listen 127.0.0.1:6380
+    .venv/bin/python examples/kv_store.py --listen 127.0.0.1:6380
     echo -n 'GET hello' | nc -u -w1 127.0.0.1 6380        VALUE world
     echo 'SET hello there' | nc -q1 127.0.0.1 6380          OK
 """

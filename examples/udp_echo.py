@@ -7,8 +7,8 @@ spin on their ring instead of sleeping in poll() (busy polling; on sockets,
 SO_BUSY_POLL), and every batch is sent at once. Pin a worker next to its queue's
 interrupt with --cpus, as the experiment does.
 
-    python3 examples/udp_echo.py --listen 127.0.0.1:4321
-    python3 examples/udp_echo.py --iface eth1 --backend xdp --cpus 1
+    .venv/bin/python examples/udp_echo.py --listen 127.0.0.1:4321
+    .venv/bin/python examples/udp_echo.py --iface eth1 --backend xdp --cpus 1
 """
 import stormpy
 

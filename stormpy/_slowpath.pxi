@@ -84,11 +84,13 @@ cdef class Packet:
 
     @property
     def dst(self):
-        """The address the packet was sent to (a socket: the address it is bound to)."""
+        """The address the packet was sent to (a socket bound to one address: that one)."""
         cdef const sp_slow_packet *p = self._live()
         if not p.udp:
             return None
         if self.owner.datagrams:
+            if p.frame.dst is not NULL:     # a wildcard socket: the query's own destination
+                return _address(p.frame.src_family, p.frame.dst)
             return self.owner.local_address
         return _address(p.fq.u.family, p.fq.u.dst)
 

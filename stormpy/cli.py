@@ -9,11 +9,23 @@ from stormpy import __version__, argtypes
 from stormpy.config import add_serving_arguments
 from stormpy.errors import StormpyError
 
+class CommandParser(argparse.ArgumentParser):
+    """A subcommand's parser (and its own subcommands'): an argument it does not know is
+    its error, shown with its usage. argparse would hand it up to `stormpy`, whose usage
+    says nothing about the subcommand's options."""
+
+    def parse_known_args(self, args=None, namespace=None):
+        namespace, extra = super().parse_known_args(args, namespace)
+        if extra:
+            self.error(f"unrecognized arguments: {' '.join(extra)}")
+        return namespace, extra
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="stormpy", description="Prepackaged-response packet "
                                 "processing: an authoritative DNS server with a C fast path.")
     p.add_argument("--version", action="version", version=f"stormpy {__version__}")
-    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=CommandParser)
 
     s = sub.add_parser("serve-dns", help="serve zone files over UDP and TCP",
                        description="Serve zone files as an authoritative DNS server. "
@@ -178,7 +190,7 @@ def http_config(args):
     from stormpy.config import serving_config
     from stormpy.http.server import HttpConfig
 
-    cfg = serving_config(args, ("127.0.0.1", 8080), HttpConfig, wildcard=True, site=args.site,
+    cfg = serving_config(args, ("127.0.0.1", 8080), HttpConfig, site=args.site,
                          max_connections=args.max_connections,
                          request_timeout=args.request_timeout,
                          idle_timeout=args.keepalive_timeout, send_timeout=args.send_timeout,

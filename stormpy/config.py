@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import argparse
 import ipaddress
-import logging
 import os
 import socket
-import sys
 from dataclasses import dataclass, field
 
 from stormpy import argtypes
 from stormpy.errors import StormpyError
+from stormpy.logs import LOG_HELP, setup_logging
 
 # Root serves from /run like other daemons; anyone else from their own runtime dir.
 DEFAULT_CONTROL = ("/run/stormpy.sock" if os.geteuid() == 0 else
@@ -49,11 +48,10 @@ class ServerConfig:
     metrics: tuple[str, int] | None = None   # Prometheus exposition (stormpy.metrics)
 
 
-def parse_listen(text: str, default_port: int = 53, wildcard: bool = False,
-                 option: str = "--listen") -> tuple[str, int]:
-    """ADDR:PORT, [V6ADDR]:PORT, or a bare ADDR (default_port). wildcard: 0.0.0.0 and ::
-    are allowed (TCP answers from the address it was asked on; UDP would not).
-    option names the option in errors."""
+def parse_listen(text: str, default_port: int = 53, option: str = "--listen") -> tuple[str, int]:
+    """ADDR:PORT, [V6ADDR]:PORT, or a bare ADDR (default_port); 0.0.0.0 and [::] serve
+    every address of their family (see sockets.open_udp_sockets). option names the
+    option in errors."""
     host, port = text, str(default_port)
     if text.startswith("["):
         host, sep, rest = text[1:].partition("]")
@@ -71,9 +69,6 @@ def parse_listen(text: str, default_port: int = 53, wildcard: bool = False,
     except (OSError, ValueError):
         raise StormpyError(f"{option} {text}: expected ADDRESS:PORT with a numeric address "
                            f"and a port from 1 to 65535") from None
-    if host in ("0.0.0.0", "::") and not wildcard:
-        raise StormpyError(f"{option} {text}: give each address to serve on; a wildcard socket "
-                           f"may answer from another address than the one asked")
     return host, number
 
 
@@ -95,7 +90,8 @@ def parse_allow(texts: list[str]) -> list[tuple[int, bytes, int]]:
 def add_serving_arguments(s: argparse.ArgumentParser, default_port: int) -> None:
     """The options every server takes (serve-dns, and custom responders' serve())."""
     s.add_argument("--listen", action="append", default=[], metavar="ADDR:PORT",
-                   help="address to serve on, repeatable; [::1]:5353 for IPv6 (default 127.0.0.1:5353 for serve-dns)")
+                   help="address to serve on, repeatable; [::1]:5353 for IPv6, 0.0.0.0:53 or [::]:53 for "
+                   "every address (default 127.0.0.1:5353 for serve-dns)")
     s.add_argument("--workers", type=argtypes.positive, default=0, metavar="N",
                    help="UDP workers per address (default: one per CPU)")
     s.add_argument("--batch", type=argtypes.positive, default=32, metavar="N",
@@ -136,17 +132,15 @@ def add_serving_arguments(s: argparse.ArgumentParser, default_port: int) -> None
     s.add_argument("--metrics", metavar="ADDR:PORT",
                    help="serve Prometheus metrics at http://ADDR:PORT/metrics, e.g. "
                    "127.0.0.1:9153 or [::1]:9153 (docs/OPERATING.md lists them)")
+    s.add_argument("--log", default="stderr", metavar="stderr|syslog|FILE", help=LOG_HELP)
     s.add_argument("-v", "--verbose", action="count", default=0,
                    help="print counters every 10 s (-vv: every second)")
 
 
-def serving_config(args, default_listen: tuple[str, int], config=ServerConfig,
-                   wildcard: bool = False, **extra):
+def serving_config(args, default_listen: tuple[str, int], config=ServerConfig, **extra):
     """A `config` (ServerConfig or an application's subclass) from
-    add_serving_arguments()'s options and `extra` fields; StormpyError on a bad mix.
-    wildcard: --listen may name 0.0.0.0 or :: (a server on TCP only)."""
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s stormpy: %(message)s",
-                        datefmt="%H:%M:%S", stream=sys.stderr)
+    add_serving_arguments()'s options and `extra` fields; StormpyError on a bad mix."""
+    setup_logging(args.log)
     backend = args.backend
     if backend is None:
         from stormpy.backends import why_unusable
@@ -159,7 +153,7 @@ def serving_config(args, default_listen: tuple[str, int], config=ServerConfig,
         raise StormpyError(f"--mode {args.mode} is for frame backends: it needs --iface")
     if args.iface and args.listen:
         raise StormpyError("--listen is for the socket backend; with --iface use --port")
-    return config(listen=[parse_listen(x, default_listen[1], wildcard) for x in args.listen] or
+    return config(listen=[parse_listen(x, default_listen[1]) for x in args.listen] or
                      [default_listen], workers=args.workers, batch=args.batch,
                      stats_interval={0: 0.0, 1: 10.0}.get(args.verbose, 1.0),
                      iface=args.iface, backend=backend, queues=args.queues, port=args.port,
@@ -167,5 +161,5 @@ def serving_config(args, default_listen: tuple[str, int], config=ServerConfig,
                      copy_mode=args.copy_mode, tx_flush_us=args.tx_flush_us, mode=args.mode,
                      control=DEFAULT_CONTROL if args.control is None else (args.control or None),
                      control_required=bool(args.control), control_group=args.control_group,
-                     user=args.user, metrics=parse_listen(args.metrics, 9153, True, "--metrics")
+                     user=args.user, metrics=parse_listen(args.metrics, 9153, "--metrics")
                      if args.metrics else None, **extra)

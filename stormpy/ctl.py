@@ -93,8 +93,8 @@ def _print_stats(snap: dict) -> None:
         for i, w in enumerate(snap["workers"]):
             print(f"worker {i}: {format_http_worker(w)}")
         return
-    print(f"pid {snap['pid']}, {snap['backend']} backend, {snap['zones']} zone(s), "
-          f"{snap['records']} records; tcp queries {snap['tcp_queries']}, reloads {snap['reloads']} "
+    print(f"pid {snap['pid']}, {snap['backend']} backend, serving {snap['serving']}; "
+          f"tcp queries {snap['tcp_queries']}, reloads {snap['reloads']} "
           f"(failed {snap['reload_failures']})")
     for i, w in enumerate(snap["workers"]):
         print(f"worker {i}: {format_worker(w)}")

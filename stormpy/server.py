@@ -316,11 +316,11 @@ class Server(ABC):
             self.ref.publish(table)
         except (StormpyError, MemoryError) as e:
             self.reload_failures += 1
-            log.error("reload failed, still serving the previous zones: %s", e)
-            return {"error": f"reload failed, still serving the previous data: {e}"}
+            log.error("reload failed, still serving what was loaded before: %s", e)
+            return {"error": f"reload failed, still serving what was loaded before: {e}"}
         except Exception as e:      # a bug, not bad input: still keep serving
             self.reload_failures += 1
-            log.error("reload failed (internal error %s: %s), still serving the previous zones",
+            log.error("reload failed (internal error %s: %s), still serving what was loaded before",
                       type(e).__name__, e)
             return {"error": f"reload failed (internal error {type(e).__name__}: {e}), "
                              f"still serving the previous data"}

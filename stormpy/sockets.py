@@ -3,6 +3,7 @@ listeners, and the sinks that keep the kernel quiet for ports answered on rings.
 bind failure is one line that says why."""
 from __future__ import annotations
 
+import ipaddress
 import logging
 import socket
 import struct
@@ -30,6 +31,7 @@ def family_of(host: str) -> int:
 
 SO_BUSY_POLL = 46
 BUSY_POLL_US = 50        # the kernel spins this long for a datagram before sleeping
+IP_PKTINFO = getattr(socket, "IP_PKTINFO", 8)   # Python names it from 3.12 on
 
 
 def _shared_port(host: str, port: int, count: int, kind: int, proto: str, prepare):
@@ -69,9 +71,17 @@ def _shared_port(host: str, port: int, count: int, kind: int, proto: str, prepar
 def open_udp_sockets(host: str, port: int, count: int,
                      busy_poll: bool = False) -> list[socket.socket]:
     """count UDP sockets sharing host:port, one per worker. busy_poll asks the kernel to
-    spin for datagrams (SO_BUSY_POLL), where it lets us."""
+    spin for datagrams (SO_BUSY_POLL), where it lets us. A wildcard host gets each query's
+    destination with it (IP_PKTINFO, IPV6_RECVPKTINFO), from before the bind so no query
+    lacks it: the socket backend answers from that address. [::] is IPv6 only (V6ONLY,
+    as Knot and NSD bind it); 0.0.0.0 serves IPv4."""
     def prepare(s, first):
         s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, struct.pack("ll", 0, 100_000))
+        if ipaddress.ip_address(host).is_unspecified:
+            if family_of(host) == socket.AF_INET6:
+                s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_RECVPKTINFO, 1)
+            else:
+                s.setsockopt(socket.IPPROTO_IP, IP_PKTINFO, 1)
         if busy_poll:
             try:
                 s.setsockopt(socket.SOL_SOCKET, SO_BUSY_POLL, BUSY_POLL_US)

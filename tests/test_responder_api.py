@@ -261,13 +261,20 @@ def test_serve_errors_are_one_line(args, message):
     assert len(lines) == 1 and message in lines[0] and "Traceback" not in r.stderr, r.stderr
 
 
+def arp_icmp(*args):
+    return subprocess.run([sys.executable, os.path.join(REPO, "examples", "arp_icmp.py"), *args],
+                          capture_output=True, text=True, timeout=60,
+                          env=dict(os.environ, PYTHONPATH=REPO))
+
+
 def test_whole_frame_responders_need_a_ring_backend():
-    r = subprocess.run([sys.executable, os.path.join(REPO, "examples", "arp_icmp.py"),
-                        "--address", "198.18.0.9", "--iface", "lo", "--backend", "socket"],
-                       capture_output=True, text=True, timeout=60, env=dict(os.environ,
-                                                                          PYTHONPATH=REPO))
+    r = arp_icmp("--address", "198.18.0.9", "--iface", "lo", "--backend", "socket")
     assert r.returncode == 1 and "Traceback" not in r.stderr
     assert r.stderr.count("\n") == 1
+    r = arp_icmp("--address", "198.18.0.9")                 # no --iface: a usage error
+    assert r.returncode == 2 and "None" not in r.stderr, r.stderr
+    assert r.stderr.startswith("usage: arp_icmp.py "), r.stderr
+    assert r.stderr.splitlines()[-1].startswith("arp_icmp.py: error: --iface IFACE is required")
 
 
 def test_public_api_is_five_names_with_type_stubs():

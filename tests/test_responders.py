@@ -4,8 +4,11 @@ ARP and ICMP example answers whole frames, which a UDP socket never carries, so
 it runs on the ring backends (and, in test_responder_api.py, on the memory
 backend)."""
 import ipaddress
+import json
 import re
 import shutil
+import subprocess
+import sys
 import threading
 import time
 
@@ -123,3 +126,16 @@ def test_arp_and_ping_are_answered_in_python(backend):
         assert pair.server_mac in neigh            # learnt from the Python ARP reply
         log = stop(site.procs[0])
     assert "Traceback" not in log
+
+
+def test_stats_of_a_responder_count_rules_and_templates_not_zones(tmp_path):
+    control, port = str(tmp_path / "control.sock"), 4321
+    with Site("socket") as site:
+        site.start(example("udp_echo.py"), port, "--control", control,
+                   ready=lambda: site.udp(port, [b"ping"], 0.3) == [b"ping"])
+        ask = [sys.executable, "-m", "stormpy", "stats", "--control", control]
+        snap = json.loads(subprocess.run(ask + ["--json"], capture_output=True, text=True,
+                                         timeout=30).stdout)
+        text = subprocess.run(ask, capture_output=True, text=True, timeout=30).stdout
+    assert (snap["rules"], snap["templates"]) == (1, 1) and "zones" not in snap, snap
+    assert "serving udp echo: 1 rule(s), 1 template(s)" in text and "zone" not in text, text

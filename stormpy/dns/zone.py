@@ -5,6 +5,7 @@ import contextlib
 import os
 import re
 import threading
+import traceback
 from dataclasses import dataclass
 
 import dns.exception
@@ -12,6 +13,7 @@ import dns.name
 import dns.rdataclass
 import dns.rdatatype
 import dns.zone
+import dns.zonefile
 
 from stormpy.errors import ZoneError
 
@@ -98,6 +100,8 @@ def load_zone(path: str, origin: str | None = None) -> Zone:
         raise ZoneError(f"{path}: no NS records at the zone origin") from None
     except dns.exception.SyntaxError as e:
         raise ZoneError(_syntax_message(path, name, e)) from None
+    except dns.zonefile.CNAMEAndOtherData as e:
+        raise ZoneError(_cname_message(path, e)) from None
     except dns.exception.DNSException as e:
         raise ZoneError(f"{path}: {e}") from None
     except UnicodeDecodeError as e:
@@ -157,13 +161,33 @@ def _syntax_message(path: str, origin: dns.name.Name | None, e: dns.exception.Sy
     m = _WHERE.match(str(e))
     if not m:
         return f"{path}: {e}"
-    where, line, msg = m.group("file"), int(m.group("line")), m.group("msg")
-    included = where != path
-    source = os.path.join(os.path.dirname(os.path.abspath(path)), where) if included else path
-    if line > 1 and _prefix_fails(path, source, line - 1, origin):
+    where, line = m.group("file"), int(m.group("line"))
+    if line > 1 and _prefix_fails(path, _source(path, where), line - 1, origin):
         line -= 1
-    suffix = f" (included from {path})" if included else ""
-    return f"{source if included else path}:{line}: {msg}{suffix}"
+    return _at(path, where, line, m.group("msg"))
+
+
+def _cname_message(path: str, e: dns.zonefile.CNAMEAndOtherData) -> str:
+    """dnspython's message names neither the owner nor the line; its reader, still on
+    the traceback, knows both. It has read the record's newline unless the file ended."""
+    reader = next((frame.f_locals["self"] for frame, _ in traceback.walk_tb(e.__traceback__)
+                   if isinstance(frame.f_locals.get("self"), dns.zonefile.Reader)), None)
+    if reader is None:
+        return f"{path}: {e}"
+    where, line = reader.tok.where()
+    return _at(path, where, line if reader.tok.eof else line - 1,
+               f"{reader.last_name} has a CNAME and other records; a CNAME must be alone at "
+               f"its name (RFC 1034 section 3.6.2)")
+
+
+def _source(path: str, where: str) -> str:
+    """The file dnspython's reader calls `where`: path, or a file it includes."""
+    return path if where == path else os.path.join(os.path.dirname(os.path.abspath(path)), where)
+
+
+def _at(path: str, where: str, line: int, msg: str) -> str:
+    suffix = "" if where == path else f" (included from {path})"
+    return f"{_source(path, where)}:{line}: {msg}{suffix}"
 
 
 def _prefix_fails(path: str, source: str, lines: int, origin: dns.name.Name | None) -> bool:

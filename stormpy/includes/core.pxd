@@ -224,6 +224,7 @@ cdef extern from "stormpy/io.h" nogil:
         const uint8_t *src
         uint8_t src_family
         uint16_t src_port
+        const uint8_t *dst
     struct sp_io_ops:
         void (*close)(sp_io *io)
     struct sp_io:

@@ -45,10 +45,18 @@ class ResponderServer(Server):
     def describe(self) -> str:
         s = self.stats
         what = (f"{s.zones} zone(s), {s.records} records" if s.zones else
-                f"{s.rules} rule(s), {s.keys} keys")
+                f"{s.rules} rule(s), {s.responses} template(s), {s.keys} keys")
         handler = self.responder.handler
         return f"{self.responder.name}: {what}" + (
             f", handler {getattr(handler, '__qualname__', handler)}" if handler else "")
+
+    def snapshot(self) -> dict:
+        """`stormpy stats`: a responder of rules counts rules and templates, not zones."""
+        snap = super().snapshot()
+        if not self.stats.zones:
+            del snap["zones"], snap["records"]
+            snap.update(rules=self.stats.rules, templates=self.stats.responses)
+        return snap
 
     def publish(self) -> None:
         """Compile the responder again and swap the table in (Responder.update)."""

@@ -48,6 +48,8 @@ struct sp_frame {
     const uint8_t *src;   /* datagrams only: the sender's address (4 or 16 bytes) */
     uint8_t src_family;   /* 4 or 6 */
     uint16_t src_port;    /* datagrams only: the sender's port */
+    const uint8_t *dst;   /* datagrams on a wildcard socket: the address asked (src_family's
+                           * length); NULL: the socket's own address */
 };
 
 /* tx_reserve for a backend whose TX buffers are its own memory (the memory backend,

@@ -7,7 +7,10 @@
  * the sockets (with SO_RCVTIMEO set, so a worker looks at its stop flag at least
  * that often); a worker's batch is one recvmmsg() and one sendmmsg(). Frames are
  * UDP payloads (io->datagrams); replies go back to the peer of the request whose
- * id they carry. Nothing is allocated after open.
+ * id they carry. A wildcard socket (bound to 0.0.0.0 or ::, with IP_PKTINFO or
+ * IPV6_RECVPKTINFO on) reads each query's destination from its control data and
+ * answers from it; a socket bound to one address passes no control data. Nothing
+ * is allocated after open.
  */
 #ifndef STORMPY_IO_SOCKET_H
 #define STORMPY_IO_SOCKET_H
