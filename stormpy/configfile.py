@@ -30,6 +30,7 @@ from stormpy.errors import StormpyError
 APPS = ("serve-dns", "serve-http")
 PREFIX_SECTIONS = ("rrl", "log")     # --rrl-rate is rate in rrl:
 NAMED_SECTIONS = {"verbose": "log"}  # flags without a prefix that belong in a section
+RENAMED_KEYS = {"log": "log.target"}  # where knot.conf's name reads better than the flag's
 # read apart from the other flags: the zone list ({domain, file}) and http.site
 POSITIONAL_KEYS = {"zones": "zone[].file", "origin": "zone[].domain", "site": "http.site"}
 NOT_SETTINGS = (argparse._HelpAction, argparse._VersionAction)
@@ -68,7 +69,7 @@ def key_table(commands: dict[str, argparse.ArgumentParser]) -> dict[str, dict[st
             prefix, _, rest = name.partition("-")
             if prefix in PREFIX_SECTIONS and rest:
                 section, name = prefix, rest
-            table[app][f"{section}.{name}"] = action
+            table[app][RENAMED_KEYS.get(_flag(action)[2:], f"{section}.{name}")] = action
     return table
 
 
