@@ -26,6 +26,7 @@ from stormpy.errors import StormpyError
 from stormpy.interfaces import interface_identity, rx_queue_count
 from stormpy.sockets import open_sinks, open_tcp_listeners, open_tcp_socket, open_udp_sockets
 from stormpy.supervisor import WorkerPool
+from stormpy.tap import create_region, region_status, remove_region
 
 log = logging.getLogger("stormpy")
 
@@ -70,6 +71,7 @@ class Server(ABC):
         self._reloading = False
         self._client_fds: set[int] = set()
         self._control_server = None
+        self.tap = None             # rings only: the region `stormpy tap` reads (stormpy.tap)
         self.user = privileges.lookup(cfg.user) if cfg.user else None
         if cfg.iface:
             self._init_frames(cfg)
@@ -165,6 +167,9 @@ class Server(ABC):
                                     open_tcp_socket("::", cfg.port)]
             self.ref = shared_table_ref(table, queues)
             self._set_rrl()
+            self.tap = create_region(queues, cfg.tap_buffer)
+            if self.tap is not None:
+                self.ref.set_tap(self.tap)
             self.fanout_group = (os.getpid() & 0x7fff) + 1
             if cfg.backend == "xdp":
                 # port 0: the program steers every frame to the workers
@@ -214,9 +219,10 @@ class Server(ABC):
         still remove it at exit."""
         import concurrent.futures.thread  # noqa: F401  (run_in_executor's)
         self.import_for_reload()
-        if self._control_server is not None:
+        for path in ([self.cfg.control] if self._control_server is not None else []) + \
+                ([self.tap.path] if self.tap is not None else []):
             try:
-                os.chown(self.cfg.control, self.user.pw_uid, self.user.pw_gid)
+                os.chown(path, self.user.pw_uid, self.user.pw_gid)
             except OSError:
                 pass
         keep = privileges.RING_CAPS if self.cfg.iface else ()
@@ -239,8 +245,10 @@ class Server(ABC):
                 pass
 
     def _close_sockets(self):
+        """And the tap region, which only the workers on those rings write."""
         for s in self.sinks + self.tcp_sockets + self.worker_sockets:
             s.close()
+        remove_region(self.tap)
 
     # -- workers ---------------------------------------------------------------
     def start_workers(self):
@@ -319,7 +327,8 @@ class Server(ABC):
                 "reloads": self.reloads, "reload_failures": self.reload_failures,
                 "workers": [dict(self.ref.worker_counters(i), pid=self.pool.pids[i],
                                  ready=self.pool.ready[i], restarts=self.pool.restarts[i])
-                            for i in range(self.pool.count)]}
+                            for i in range(self.pool.count)],
+                "tap": region_status(self.tap, self.cfg)}
 
     # -- main loop -------------------------------------------------------------
     async def serve(self):
