@@ -99,6 +99,10 @@ def test_a_killed_tap_stops_the_copying(tmp_path):
     with VethPair() as pair, NsServer(pair, [EXAMPLE_ZONE, "--iface", "veth0", "--backend",
                                              "packet", "--control", control]):
         tap = start_tap(control, out)
+        region = tap_status(control)["path"]
+        second = stormpy("tap", "--control", control, "-w", str(tmp_path / "second.pcapng"))
+        assert second.returncode == 1 and second.stderr.count("\n") == 1
+        assert f"another tap (pid {tap.pid}) is attached" in second.stderr
         client_exchange(pair, query)
         copied = sum(r["records"] for r in tap_status(control)["rings"])
         assert copied >= 2                             # the query and its answer
@@ -114,6 +118,7 @@ def test_a_killed_tap_stops_the_copying(tmp_path):
         client_exchange(pair, query)
         capture, err = tap.communicate(timeout=30)
         assert tap.returncode == 0 and "1 frames written" in err.decode(), err
+    assert not os.path.exists(region)                 # the server removed it at exit
     (answer,) = read_pcapng(io.BytesIO(capture))
     assert answer[1] == 2 and dns.message.from_wire(answer[0][42:]).id == \
         dns.message.from_wire(query[0]).id
