@@ -216,6 +216,6 @@ def run(args) -> int:
             pass
         if out is not sys.stdout.buffer:
             out.close()
-    print(f"stormpy tap: {written} frames written, {dropped} dropped (a worker's ring was "
-          f"full)", file=sys.stderr)
+    print(f"stormpy tap: {written} frames written, {dropped} dropped in a full ring",
+          file=sys.stderr)
     return 0

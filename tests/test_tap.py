@@ -124,6 +124,29 @@ def test_a_killed_tap_stops_the_copying(tmp_path):
         dns.message.from_wire(query[0]).id
 
 
+def test_a_server_that_drops_root_hands_its_region_to_its_user(tmp_path):
+    """--user: the region becomes the user's (0600), who removes it at exit."""
+    if NO_NETNS:
+        pytest.skip(NO_NETNS)
+    import pwd
+    nobody = pwd.getpwnam("nobody").pw_uid
+    control, out = str(tmp_path / "control.sock"), str(tmp_path / "tap.pcapng")
+    os.chmod(tmp_path, 0o755)                 # the socket's directory: nobody removes it at exit
+    query = [dns.message.make_query("www.example.com", "A").to_wire()]
+    with VethPair() as pair, NsServer(pair, [EXAMPLE_ZONE, "--iface", "veth0", "--backend",
+                                             "packet", "--control", control, "--user",
+                                             "nobody"]) as srv:
+        region = tap_status(control)["path"]
+        st = os.stat(region)
+        assert (st.st_uid, st.st_mode & 0o777) == (nobody, 0o600)
+        tap = start_tap(control, out, "-c", "2", "--filter", "port 53", "--duration", "20")
+        client_exchange(pair, query)
+        _, err = tap.communicate(timeout=30)
+        assert tap.returncode == 0 and "2 frames written" in err.decode(), err
+        assert srv.stop() == 0
+    assert not os.path.exists(region)
+
+
 @pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
 def test_no_tap_attached_costs_no_instructions_per_frame():
     """callgrind inside sp_frame_worker_run on the memory backend, 1,000 frames in batches
