@@ -27,6 +27,7 @@ log = logging.getLogger("stormpy")
 
 SNAPLEN = 65535
 REGION_DIR = "/dev/shm"
+REGION_PREFIX = "stormpy-tap."
 IDLE_SLEEP = 0.01        # an empty drain waits this long; far below the heartbeat period
 
 
@@ -37,13 +38,35 @@ def create_region(workers: int, mib: int):
     if not mib:
         return None
     from stormpy import _core
-    path = os.path.join(REGION_DIR, f"stormpy-tap.{os.getpid()}")
+    remove_dead_regions()
+    path = os.path.join(REGION_DIR, f"{REGION_PREFIX}{os.getpid()}")
     try:
         return _core.TapRegion.create(path, workers, mib << 20, SNAPLEN)
     except OSError as e:
         log.warning("no tap region at %s (%s): `stormpy tap` will not see this server", path,
                     e.strerror or e)
         return None
+
+
+def remove_dead_regions() -> None:
+    """Regions of servers that were killed (SIGKILL leaves no chance to remove them):
+    the pid in the name runs no more."""
+    try:
+        names = [n for n in os.listdir(REGION_DIR) if n.startswith(REGION_PREFIX)]
+    except OSError:
+        return
+    for name in names:
+        try:
+            os.kill(int(name[len(REGION_PREFIX):]), 0)
+        except ValueError:
+            continue
+        except ProcessLookupError:
+            try:
+                os.unlink(os.path.join(REGION_DIR, name))
+            except OSError:
+                pass
+        except OSError:
+            pass                    # alive, another user's
 
 
 def remove_region(region) -> None:

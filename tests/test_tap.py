@@ -125,7 +125,8 @@ def test_a_killed_tap_stops_the_copying(tmp_path):
 
 
 def test_a_server_that_drops_root_hands_its_region_to_its_user(tmp_path):
-    """--user: the region becomes the user's (0600), who removes it at exit."""
+    """--user: the region becomes the user's (0600), who removes it at exit. A region
+    whose server was killed is removed when the next one starts."""
     if NO_NETNS:
         pytest.skip(NO_NETNS)
     import pwd
@@ -133,9 +134,15 @@ def test_a_server_that_drops_root_hands_its_region_to_its_user(tmp_path):
     control, out = str(tmp_path / "control.sock"), str(tmp_path / "tap.pcapng")
     os.chmod(tmp_path, 0o755)                 # the socket's directory: nobody removes it at exit
     query = [dns.message.make_query("www.example.com", "A").to_wire()]
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    killed = f"/dev/shm/stormpy-tap.{gone.pid}"       # a server killed by SIGKILL left it
+    with open(killed, "wb"):
+        pass
     with VethPair() as pair, NsServer(pair, [EXAMPLE_ZONE, "--iface", "veth0", "--backend",
                                              "packet", "--control", control, "--user",
                                              "nobody"]) as srv:
+        assert not os.path.exists(killed)              # removed when the next server starts
         region = tap_status(control)["path"]
         st = os.stat(region)
         assert (st.st_uid, st.st_mode & 0o777) == (nobody, 0o600)
