@@ -26,7 +26,7 @@ from stormpy.errors import StormpyError
 from stormpy.interfaces import interface_identity, rx_queue_count
 from stormpy.sockets import open_sinks, open_tcp_listeners, open_tcp_socket, open_udp_sockets
 from stormpy.supervisor import WorkerPool
-from stormpy.tap import create_region, region_status, remove_region
+from stormpy.tap import create_region, give_region, region_status, remove_region
 
 log = logging.getLogger("stormpy")
 
@@ -219,10 +219,10 @@ class Server(ABC):
         still remove it at exit."""
         import concurrent.futures.thread  # noqa: F401  (run_in_executor's)
         self.import_for_reload()
-        for path in ([self.cfg.control] if self._control_server is not None else []) + \
-                ([self.tap.path] if self.tap is not None else []):
+        give_region(self.tap, self.user)    # so it can still remove it at exit too
+        if self._control_server is not None:
             try:
-                os.chown(path, self.user.pw_uid, self.user.pw_gid)
+                os.chown(self.cfg.control, self.user.pw_uid, self.user.pw_gid)
             except OSError:
                 pass
         keep = privileges.RING_CAPS if self.cfg.iface else ()

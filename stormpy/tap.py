@@ -69,6 +69,15 @@ def remove_dead_regions() -> None:
             pass                    # alive, another user's
 
 
+def give_region(region, user) -> None:
+    """The region becomes `user`'s (a pwd entry), before the server drops root to it."""
+    if region is not None:
+        try:
+            os.chown(region.path, user.pw_uid, user.pw_gid)
+        except OSError:
+            pass
+
+
 def remove_region(region) -> None:
     if region is not None:
         try:
