@@ -159,6 +159,6 @@ def serving_config(args, default_listen: tuple[str, int], config=ServerConfig,
                      iface=args.iface, backend=backend, queues=args.queues, port=args.port,
                      cpus=args.cpus, busy_poll=args.poll == "busy", xdp_mode=args.xdp_mode,
                      copy_mode=args.copy_mode, tx_flush_us=args.tx_flush_us, mode=args.mode,
+                     tap_buffer=args.tap_buffer,
                      control=DEFAULT_CONTROL if args.control is None else (args.control or None),
-                     control_required=bool(args.control), user=args.user,
-                     tap_buffer=args.tap_buffer, **extra)
+                     control_required=bool(args.control), user=args.user, **extra)

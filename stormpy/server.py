@@ -67,11 +67,11 @@ class Server(ABC):
         self.tcp_sockets: list[socket.socket] = []
         self.xdp = None
         self.guard = None           # AF_PACKET and a stream: the kernel's TCP kept off the port
+        self.tap = None             # rings only: the region `stormpy tap` reads (stormpy.tap)
         self.tcp_queries = self.reloads = self.reload_failures = 0
         self._reloading = False
         self._client_fds: set[int] = set()
         self._control_server = None
-        self.tap = None             # rings only: the region `stormpy tap` reads (stormpy.tap)
         self.user = privileges.lookup(cfg.user) if cfg.user else None
         if cfg.iface:
             self._init_frames(cfg)
