@@ -235,9 +235,10 @@ def main(argv=None) -> int:
         return 2
     try:
         return {"serve-dns": _serve_dns, "serve-http": _serve_http, "impair": _impair,
+                "tap": _tap,
                 "check-zone": _check_zone,
                 "backends": _backends, "stats": _stats, "replay": _replay,
-                "tap": _tap, "bench": _bench}[args.command](args)
+                "bench": _bench}[args.command](args)
     except StormpyError as e:
         print(f"stormpy: error: {e}", file=sys.stderr)
         return 1
