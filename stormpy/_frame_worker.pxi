@@ -274,14 +274,15 @@ def run_memory_worker(TableRef ref not None, frames, int worker=0, uint16_t port
                       uint8_t ttl=64, size_t capture_max=1 << 24, own=None,
                       uint64_t tx_flush_us=0, identity=None, str mode="memcpy",
                       unsigned precopy_frames=PRECOPY_FRAMES, bint responder=False,
-                      handler=None, bint all_frames=False):
+                      handler=None, bint all_frames=False, TapRegion tap=None):
     """Run one frame worker over the memory backend: `frames` (Ethernet frames, bytes)
     replayed `rounds` times through the real worker loop, reading ref's table from
     slot `worker`. `own`, a dict of mac/ipv4/ipv6 (packed bytes), answers ARP, ICMP
     and NDP for them as on an interface stormpy owns. `mode` "precopy" sends from a
     pool of precopy_frames ready-made copies. `responder` answers from the table's
     rules, with `handler` for the rest (all_frames: also what is not UDP to port).
-    Returns (reply frames captured, counters)."""
+    `tap`: its ring `worker` gets the frames while a tap is attached (the benchmarks'
+    cost of a tap). Returns (reply frames captured, counters)."""
     cdef FrameWorker fw = FrameWorker.__new__(FrameWorker)
     cdef sp_io *io
     cdef size_t n = 0, pos = 0, flen
@@ -305,6 +306,8 @@ def run_memory_worker(TableRef ref not None, frames, int worker=0, uint16_t port
         fw._init(fw.private, io, NULL, ref, worker, port, batch, max_udp, ttl,
                    precopy_frames if precopy else 0)
         fw.set_tx_flush_us(tx_flush_us)
+        if tap is not None:
+            fw.w.tap = tap.r
         if identity:
             fw.set_identity(identity)
         if own:

@@ -16,6 +16,7 @@ cdef class TableRef:
     cdef sp_rrl *rrl
     cdef list retired     # tables swapped out, not yet freed (addresses)
     cdef sp_dns_counters answered     # dns_answer()'s, in this process (DNS over TCP)
+    cdef TapRegion tap
 
     def __cinit__(self, Table table not None, int nworkers, size_t shared_bytes=0):
         import os
@@ -71,6 +72,16 @@ cdef class TableRef:
             raise ValueError("bad rate-limiting settings (prefix lengths, or buckets not a power of two)")
         for i in range(self.control_slot):
             self.workers[i].dns.rrl = self.rrl
+
+    def set_tap(self, TapRegion region not None):
+        """Every worker copies its frames into its ring of region while a tap is
+        attached (tap.h); before the workers fork, like the region itself."""
+        if region.rings < self.control_slot:
+            raise ValueError(f"the tap region has {region.rings} rings for "
+                             f"{self.control_slot} workers")
+        self.tap = region
+        for i in range(self.control_slot):
+            self.workers[i].tap = region.r
 
     cdef sp_table *_place(self, Table table) except NULL:
         """The table to publish: in the shared region when there is one."""

@@ -119,3 +119,11 @@ def number_list(text: str) -> list[int]:
 def _scaled(text: str) -> int:
     mult = {"k": 1000, "m": 1000_000}.get(text[-1:], 1)
     return int(text[:-1] if mult > 1 else text) * mult
+
+
+def tap_buffer(text: str) -> int:
+    """--tap-buffer: MiB per ring, 0 or a power of two up to 1024."""
+    n = non_negative(text)
+    if n and (n & (n - 1) or n > 1024):
+        raise argparse.ArgumentTypeError(f"{text!r}: 0, or a power of two of MiB up to 1024")
+    return n

@@ -105,6 +105,16 @@ def build_parser() -> argparse.ArgumentParser:
     from stormpy.impair import add_arguments as add_impair_arguments
     add_impair_arguments(im)
 
+    tp = sub.add_parser("tap", help="capture what a running server's ring workers receive "
+                        "and send (pcapng)",
+                        description="Copy the frames a running server's ring workers receive "
+                        "and send, which tcpdump cannot see on AF_XDP, into a pcapng file or "
+                        "standard output (stormpy tap -w - | wireshark -k -i -). The workers copy "
+                        "only while a tap is attached; it detaches at -c, --duration, SIGINT or "
+                        "SIGTERM, and a tap that dies is detached within two seconds.")
+    from stormpy.tap import add_arguments as add_tap_arguments
+    add_tap_arguments(tp)
+
     sub.add_parser("backends", help="list the I/O backends: compiled in, usable here, and why not",
                    description="List every I/O backend, whether this build has it, and whether it "
                    "can run on this machine (or why not).")
@@ -220,6 +230,11 @@ def _impair(args) -> int:
     return run(args)
 
 
+def _tap(args) -> int:
+    from stormpy.tap import run
+    return run(args)
+
+
 def _bench(args) -> int:
     from stormpy.bench.cli import run
     return run(args)
@@ -233,6 +248,7 @@ def main(argv=None) -> int:
         return 2
     try:
         return {"serve-dns": _serve_dns, "serve-http": _serve_http, "impair": _impair,
+                "tap": _tap,
                 "check-zone": _check_zone, "serve": _config_command, "check-config": _config_command,
                 "backends": _backends, "stats": _ctl, "ctl": _ctl, "replay": _replay,
                 "bench": _bench}[args.command](args)

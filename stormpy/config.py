@@ -46,6 +46,7 @@ class ServerConfig:
     rrl_ipv6_prefix: int = 56
     rrl_allow: list[str] = field(default_factory=list)   # prefixes never limited
     metrics: tuple[str, int] | None = None   # Prometheus exposition (stormpy.metrics)
+    tap_buffer: int = 4              # MiB per ring worker for `stormpy tap` (0: no tap)
 
 
 def parse_listen(text: str, default_port: int = 53, option: str = "--listen") -> tuple[str, int]:
@@ -124,6 +125,9 @@ def add_serving_arguments(s: argparse.ArgumentParser, default_port: int) -> None
                        "e.g. 80); an idle ring flushes at once (default 0: every batch)")
     rings.add_argument("--poll", choices=("block", "busy"), default="block",
                        help="wait for frames in poll() or spin on the ring (default block)")
+    rings.add_argument("--tap-buffer", type=argtypes.tap_buffer, default=4, metavar="MIB",
+                       help="each worker's ring for `stormpy tap`, in MiB (default 4; memory is "
+                       "taken only while a tap runs; 0: no tap)")
     s.add_argument("--control", default=None, metavar="PATH",
                    help=f"Unix socket for `stormpy ctl` (default {DEFAULT_CONTROL}; '' for "
                    f"none); mode 0600: root and the server's user only")
@@ -159,6 +163,7 @@ def serving_config(args, default_listen: tuple[str, int], config=ServerConfig, *
                      iface=args.iface, backend=backend, queues=args.queues, port=args.port,
                      cpus=args.cpus, busy_poll=args.poll == "busy", xdp_mode=args.xdp_mode,
                      copy_mode=args.copy_mode, tx_flush_us=args.tx_flush_us, mode=args.mode,
+                     tap_buffer=args.tap_buffer,
                      control=DEFAULT_CONTROL if args.control is None else (args.control or None),
                      control_required=bool(args.control), control_group=args.control_group,
                      user=args.user, metrics=parse_listen(args.metrics, 9153, "--metrics")

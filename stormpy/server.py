@@ -29,6 +29,7 @@ from stormpy.metrics import open_metrics
 from stormpy.reloads import ReloadQueue
 from stormpy.sockets import open_sinks, open_tcp_listeners, open_tcp_socket, open_udp_sockets
 from stormpy.supervisor import WorkerPool
+from stormpy.tap import create_region, give_region, region_status, remove_region
 
 log = logging.getLogger("stormpy")
 
@@ -69,6 +70,7 @@ class Server(ABC):
         self.tcp_sockets: list[socket.socket] = []
         self.xdp = None
         self.guard = None           # AF_PACKET and a stream: the kernel's TCP kept off the port
+        self.tap = None             # rings only: the region `stormpy tap` reads (stormpy.tap)
         self.tcp_queries = self.reloads = self.reload_failures = 0
         self.reload_seconds = 0.0       # the last successful reload's, for --metrics
         self._reloads = ReloadQueue(self._reload)
@@ -190,6 +192,9 @@ class Server(ABC):
                                     open_tcp_socket("::", cfg.port)]
             self.ref = shared_table_ref(table, queues)
             self._set_rrl()
+            self.tap = create_region(queues, cfg.tap_buffer)
+            if self.tap is not None:
+                self.ref.set_tap(self.tap)
             self.fanout_group = (os.getpid() & 0x7fff) + 1
             if cfg.backend == "xdp":
                 # port 0: the program steers every frame to the workers
@@ -239,6 +244,7 @@ class Server(ABC):
         still remove it at exit."""
         import concurrent.futures.thread  # noqa: F401  (run_in_executor's)
         self.import_for_reload()
+        give_region(self.tap, self.user)    # so it can still remove it at exit too
         if self._control_server is not None:
             try:
                 os.chown(self.cfg.control, self.user.pw_uid,
@@ -266,8 +272,10 @@ class Server(ABC):
                 pass
 
     def _close_sockets(self):
+        """And the tap region, which only the workers on those rings write."""
         for s in self.sinks + self.tcp_sockets + self.worker_sockets:
             s.close()
+        remove_region(self.tap)
 
     # -- workers ---------------------------------------------------------------
     def start_workers(self):
@@ -346,7 +354,8 @@ class Server(ABC):
                 "reloads": self.reloads, "reload_failures": self.reload_failures,
                 "workers": [dict(self.ref.worker_counters(i), pid=self.pool.pids[i],
                                  ready=self.pool.ready[i], restarts=self.pool.restarts[i])
-                            for i in range(self.pool.count)]}
+                            for i in range(self.pool.count)],
+                "tap": region_status(self.tap, self.cfg)}
 
     def status(self) -> dict:
         """What `stormpy ctl status` shows: the process, its workers, what it serves."""

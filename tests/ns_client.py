@@ -6,6 +6,7 @@ support/netns.py and support/responders.py; prints its results as JSON:
     ns_client.py tcp HOST PORT TIMEOUT LINES                 lines -> the lines answered
     ns_client.py diff SERVER PORT SEED                       the differential UDP cases
     ns_client.py synflood SERVER PORT COUNT SECONDS          SYNs from spoofed sources
+    ns_client.py seen IFACE HOST PORT TIMEOUT PAYLOADS       `udp`, and the frames IFACE carried
 """
 import json
 import random
@@ -55,9 +56,30 @@ def synflood(server, port, count, seconds):
     return sent
 
 
+def seen(iface, host, port, timeout, payloads):
+    """`udp` mode's exchange, and the frames to or from PORT that IFACE carried meanwhile
+    as this host saw them: [[sent, hex frame], ...]."""
+    from stormpy.tap import frame_ports
+    raw = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3))   # ETH_P_ALL
+    raw.bind((iface, 0))
+    replies = udp_payloads(host, int(port), float(timeout), json.loads(payloads))
+    raw.setblocking(False)
+    frames = []
+    while True:
+        try:
+            frame, addr = raw.recvfrom(65535)
+        except BlockingIOError:
+            break
+        if int(port) in frame_ports(frame):
+            frames.append([addr[2] == socket.PACKET_OUTGOING, frame.hex()])
+    return {"replies": replies, "frames": frames}
+
+
 def main(mode, *args):
     if mode == "synflood":
         return synflood(*args)
+    if mode == "seen":
+        return seen(*args)
     if mode == "dns":
         server, port, proto, timeout, questions = args
         return [summary(q[0], q[1], server, int(port), proto == "tcp",

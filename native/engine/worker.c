@@ -65,6 +65,10 @@ uint64_t sp_frame_worker_run(struct sp_frame_worker *w)
             .spare = spare, .slow = slow, .slow_path = w->slow_path != NULL, .out = tx,
             .gather = io->gather && ops->tx_gather ? gather : NULL, .gather_cap = SP_GATHER_BATCH,
         };
+        uint64_t tap_now;                       /* a tap's copies: none unless attached */
+        struct sp_tap_ring *tap = sp_tap_ring_on(w->tap, w->index, &tap_now);
+        if (tap)
+            sp_tap_copy(w->tap, tap, rx, n, SP_TAP_RX, tap_now);   /* before any is answered */
         const struct sp_table *t = sp_table_ref_enter_pinned(w->ref, w->index, &w->pins,
                                                              &b.generation);
         answer_batch(w, t, &b);
@@ -79,6 +83,8 @@ uint64_t sp_frame_worker_run(struct sp_frame_worker *w)
             b.sent += k;
         }
         io->counters.tx_ring_full += b.unserved;    /* counted here only, not in the backends */
+        if (tap)
+            sp_tap_copy(w->tap, tap, b.out, b.sent, SP_TAP_TX, tap_now);
         ops->tx_submit(io, b.out, b.sent, tx + b.used, b.reserved - b.used);
         ops->rx_release(io, rx, n);
         unkicked |= b.sent != 0;

@@ -23,11 +23,11 @@ def why_no_callgrind():
 
 
 def count_instructions(jobs: dict, toggle: str, per: int, timeout: float, hint: str,
-                       annotate: tuple = ()) -> dict:
+                       annotate: tuple = (), top: int = 8) -> dict:
     """Instructions per unit inside `toggle`, for each job (name -> the child's arguments
     after `python -m`), divided by `per` units. Two children run at a time: counts do not
     depend on the machine's load. Returns name -> (per unit, the functions they go to when
-    the name is in `annotate`, else None)."""
+    the name is in `annotate` (the `top` biggest), else None)."""
     results = {}
     with tempfile.TemporaryDirectory(prefix="stormpy-cg-") as tmp:
         pending, running = list(jobs), []
@@ -54,7 +54,7 @@ def count_instructions(jobs: dict, toggle: str, per: int, timeout: float, hint: 
                 last = (err.strip().splitlines() or ["no output"])[-1]
                 raise BenchError(f"valgrind failed on {name} (status {proc.returncode}): {last}")
             results[name] = (round(int(m.group(1)) / per, 1),
-                             annotate_functions(out, per) if name in annotate else None)
+                             annotate_functions(out, per, top) if name in annotate else None)
     return results
 
 
@@ -63,7 +63,9 @@ def annotate_functions(cg_out: str, nqueries: int, top: int = 8) -> list:
     `top`, as (function, share %, per query)."""
     if shutil.which("callgrind_annotate") is None:
         return []
-    r = subprocess.run(["callgrind_annotate", cg_out], capture_output=True, text=True, timeout=600)
+    # every function (threshold 100%), and no source listings to mistake for functions
+    r = subprocess.run(["callgrind_annotate", "--auto=no", "--threshold=100", cg_out],
+                       capture_output=True, text=True, timeout=600)
     rows, total = [], None
     for line in r.stdout.splitlines():
         m = re.match(r"\s*([\d,]+)\s+\(\s*([\d.]+)%\)\s+(\S.*)$", line)

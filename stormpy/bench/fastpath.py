@@ -19,11 +19,12 @@ size 1..1,000,000 names, each cell measured in memcpy and precopy mode side by s
 from __future__ import annotations
 
 import json
+import os
 import sys
 import tempfile
 import time
 
-from stormpy._core import run_memory_worker
+from stormpy._core import TapRegion, run_memory_worker
 from stormpy.bench.callgrind import TOGGLE, count_instructions, why_no_callgrind
 from stormpy.bench.errors import BenchError
 from stormpy.bench.report import count_or_na, markdown_table, say, write_csv
@@ -76,22 +77,29 @@ def time_frames(wl: CompiledWorkload, rounds: int, repeat: int, mode: str = "mem
 # --------------------------------------------------------------------------
 
 def callgrind_args(what: str, names: int, queries: int, seed: int, mode: str = "memcpy",
-                   batch: int = 32, rounds: int = 1) -> list:
-    """The arguments of this module as the child counted under valgrind."""
+                   batch: int = 32, rounds: int = 1, tap: str = "none") -> list:
+    """The arguments of this module as the child counted under valgrind. tap (frames):
+    none, or a `stormpy tap` region given to the worker and "detached" or "attached"."""
     return ["stormpy.bench.fastpath", "--child", what, str(names), str(queries), str(seed), mode,
-            str(batch), str(rounds)]
+            str(batch), str(rounds), tap]
 
 
 def _child(argv: list) -> None:
     """Run under valgrind: build the workload, then run the measured loop once."""
-    what, names, queries, seed, mode, batch, rounds = argv
+    what, names, queries, seed, mode, batch, rounds, tap = argv
     names, queries, seed, batch, rounds = map(int, (names, queries, seed, batch, rounds))
     with tempfile.TemporaryDirectory(prefix="stormpy-cgchild-") as tmp:
         wl = CompiledWorkload(names, queries, seed, tmp)
         if what == "dns":
             wl.table.bench_dns(wl.queries, rounds)
         else:
-            run_memory_worker(wl.ref, wl.frames, batch=batch, rounds=rounds, capture_max=0, mode=mode)
+            region = None
+            if tap != "none":
+                region = TapRegion.create(os.path.join(tmp, "tap"), 1, 64 << 20, 2048)
+                if tap == "attached":
+                    region.attach(os.getpid())
+            run_memory_worker(wl.ref, wl.frames, batch=batch, rounds=rounds, capture_max=0,
+                              mode=mode, tap=region)
 
 
 # --------------------------------------------------------------------------
@@ -231,7 +239,7 @@ def run_sweep(args) -> int:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 9 and sys.argv[1] == "--child":
+    if len(sys.argv) == 10 and sys.argv[1] == "--child":
         _child(sys.argv[2:])
     else:
         sys.exit("run `stormpy bench fastpath` instead")

@@ -160,6 +160,45 @@ cdef extern from "stormpy/engine/shm.h" nogil:
     int sp_shm_contains(const sp_shm *s, const void *p)
     void sp_shm_get_info(const sp_shm *s, sp_shm_info *info)
 
+cdef extern from "stormpy/engine/tap.h" nogil:
+    uint64_t SP_TAP_MAGIC
+    uint64_t SP_TAP_HEARTBEAT_NS
+    uint64_t SP_TAP_STALE_NS
+    enum:
+        SP_TAP_SKIP
+        SP_TAP_RX
+        SP_TAP_TX
+    struct sp_tap_region:
+        uint64_t magic
+        uint32_t rings
+        uint32_t snaplen
+        uint64_t ring_bytes
+        uint32_t attached
+        uint64_t heartbeat_ns
+    struct sp_tap_ring:
+        uint64_t head
+        uint64_t tail
+        uint64_t records
+        uint64_t drops
+    struct sp_tap_record:
+        uint32_t size
+        uint32_t caplen
+        uint32_t len
+        uint16_t dir
+        uint64_t ts_ns
+    size_t sp_tap_region_size(uint32_t rings, uint64_t ring_bytes)
+    sp_tap_ring *sp_tap_ring_at(sp_tap_region *r, uint32_t index)
+    int sp_tap_region_init(sp_tap_region *r, uint32_t rings, uint64_t ring_bytes, uint32_t snaplen)
+    uint32_t sp_tap_attach(sp_tap_region *r, uint32_t session, uint64_t now)
+    void sp_tap_heartbeat(sp_tap_region *r, uint64_t now)
+    uint32_t sp_tap_session(sp_tap_region *r, uint64_t now)
+    void sp_tap_detach(sp_tap_region *r, uint32_t session)
+    const sp_tap_record *sp_tap_peek(sp_tap_region *r, sp_tap_ring *ring)
+    void sp_tap_consume(sp_tap_ring *ring, const sp_tap_record *rec)
+
+cdef extern from "stormpy/engine/clock.h" nogil:
+    uint64_t sp_now_ns()
+
 cdef extern from "stormpy/engine/frame.h" nogil:
     struct sp_frame_config:
         uint16_t port
@@ -428,6 +467,7 @@ cdef extern from "stormpy/engine/worker.h" nogil:
         sp_dns_worker dns
         sp_rules_worker rules
         sp_http_worker http
+        sp_tap_region *tap
     struct sp_frame_worker_config:
         sp_io *io
         sp_table_ref *ref

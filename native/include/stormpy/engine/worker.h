@@ -31,6 +31,7 @@
 #include "stormpy/engine/counters.h"
 #include "stormpy/engine/frame.h"
 #include "stormpy/engine/table_ref.h"
+#include "stormpy/engine/tap.h"
 #include "stormpy/io.h"
 
 /* The application a worker serves. */
@@ -66,6 +67,9 @@ struct sp_frame_worker {
     /* Tables that answers still point into after their batch (HTTP on the rings):
      * the worker enters and leaves with them announced (table_ref.h). */
     struct sp_table_pins pins;
+    /* `stormpy tap`'s region (tap.h), mapped before the fork; NULL on sockets. The
+     * worker copies its frames into ring `index` while a tap is attached. */
+    struct sp_tap_region *tap;
 };
 
 /* How sp_frame_worker_init() sets a worker up. */

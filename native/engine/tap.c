@@ -1,0 +1,144 @@
+/* The tap's rings: the worker's copies, the tap's attach and drain. See tap.h. */
+#include "stormpy/engine/tap.h"
+
+#include <string.h>
+
+#include "stormpy/engine/clock.h"
+
+_Static_assert(sizeof(struct sp_tap_record) == SP_TAP_ALIGN, "a record header is one unit");
+_Static_assert(sizeof(struct sp_tap_ring) % 64 == 0, "rings stay cache-line aligned");
+
+int sp_tap_region_init(struct sp_tap_region *r, uint32_t rings, uint64_t ring_bytes,
+                       uint32_t snaplen)
+{
+    if (ring_bytes < (64u << 10) || (ring_bytes & (ring_bytes - 1)) || snaplen == 0 ||
+        snaplen > ring_bytes / 4)
+        return -1;
+    r->rings = rings;
+    r->snaplen = snaplen;
+    r->ring_bytes = ring_bytes;
+    __atomic_store_n(&r->magic, SP_TAP_MAGIC, __ATOMIC_RELEASE);
+    return 0;
+}
+
+static inline uint32_t padded(uint32_t n)
+{
+    return (n + SP_TAP_ALIGN - 1) / SP_TAP_ALIGN * SP_TAP_ALIGN;
+}
+
+static inline struct sp_tap_record *record_at(struct sp_tap_region *r, struct sp_tap_ring *ring,
+                                              uint64_t pos)
+{
+    return (struct sp_tap_record *)((char *)(ring + 1) + (pos & (r->ring_bytes - 1)));
+}
+
+struct sp_tap_ring *sp_tap_ring_live(struct sp_tap_region *r, int index, uint64_t *now)
+{
+    uint32_t session = __atomic_load_n(&r->attached, __ATOMIC_ACQUIRE);
+    *now = sp_now_ns();
+    if (session == 0 || index < 0 || (uint32_t)index >= r->rings)
+        return NULL;
+    if (sp_tap_session(r, *now) == 0) {
+        /* the tap died: detach it, unless another has just taken its place */
+        __atomic_compare_exchange_n(&r->attached, &session, 0, false, __ATOMIC_ACQ_REL,
+                                    __ATOMIC_RELAXED);
+        return NULL;
+    }
+    return sp_tap_ring_at(r, (uint32_t)index);
+}
+
+void sp_tap_copy(struct sp_tap_region *r, struct sp_tap_ring *ring, const struct sp_frame *f,
+                 unsigned n, int dir, uint64_t now)
+{
+    uint64_t head = ring->head;
+    uint64_t tail = __atomic_load_n(&ring->tail, __ATOMIC_ACQUIRE);
+    uint64_t size = r->ring_bytes;
+    for (unsigned i = 0; i < n; i++) {
+        uint32_t caplen = f[i].len < r->snaplen ? f[i].len : r->snaplen;
+        uint32_t need = padded((uint32_t)sizeof(struct sp_tap_record) + caplen);
+        uint64_t to_end = size - (head & (size - 1));
+        uint64_t skip = need > to_end ? to_end : 0;   /* a record never wraps */
+        if (skip + need > size - (head - tail)) {
+            ring->drops++;
+            continue;
+        }
+        if (skip) {
+            struct sp_tap_record *s = record_at(r, ring, head);
+            memset(s, 0, sizeof(*s));
+            s->size = (uint32_t)skip;
+            s->dir = SP_TAP_SKIP;
+            head += skip;
+        }
+        struct sp_tap_record *rec = record_at(r, ring, head);
+        rec->size = need;
+        rec->caplen = caplen;
+        rec->len = f[i].len;
+        rec->dir = (uint16_t)dir;
+        rec->pad = 0;
+        rec->ts_ns = now;
+        rec->pad1 = 0;
+        memcpy(rec + 1, f[i].data, caplen);
+        head += need;
+        ring->records++;
+    }
+    __atomic_store_n(&ring->head, head, __ATOMIC_RELEASE);   /* the tap sees whole records */
+}
+
+uint32_t sp_tap_attach(struct sp_tap_region *r, uint32_t session, uint64_t now)
+{
+    uint64_t beat = __atomic_load_n(&r->heartbeat_ns, __ATOMIC_ACQUIRE);
+    uint32_t held = __atomic_load_n(&r->attached, __ATOMIC_ACQUIRE);
+    if (held != 0 && held != session && !(now > beat && now - beat > SP_TAP_STALE_NS))
+        return held;              /* a live tap: its heartbeat is fresh */
+    /* fresh before attached, so no worker takes this session for a dead one */
+    __atomic_store_n(&r->heartbeat_ns, now, __ATOMIC_RELEASE);
+    if (!__atomic_compare_exchange_n(&r->attached, &held, session, false, __ATOMIC_ACQ_REL,
+                                     __ATOMIC_ACQUIRE) && held != 0)
+        return held;              /* another tap came first */
+    if (held == 0)                /* a worker cleared the dead one meanwhile */
+        __atomic_store_n(&r->attached, session, __ATOMIC_RELEASE);
+    /* what a previous tap left unread is not this one's */
+    for (uint32_t i = 0; i < r->rings; i++) {
+        struct sp_tap_ring *ring = sp_tap_ring_at(r, i);
+        __atomic_store_n(&ring->tail, __atomic_load_n(&ring->head, __ATOMIC_ACQUIRE),
+                         __ATOMIC_RELEASE);
+    }
+    return 0;
+}
+
+void sp_tap_heartbeat(struct sp_tap_region *r, uint64_t now)
+{
+    __atomic_store_n(&r->heartbeat_ns, now, __ATOMIC_RELEASE);
+}
+
+uint32_t sp_tap_session(struct sp_tap_region *r, uint64_t now)
+{
+    uint32_t session = __atomic_load_n(&r->attached, __ATOMIC_ACQUIRE);
+    uint64_t beat = __atomic_load_n(&r->heartbeat_ns, __ATOMIC_ACQUIRE);
+    return now > beat && now - beat > SP_TAP_STALE_NS ? 0 : session;
+}
+
+void sp_tap_detach(struct sp_tap_region *r, uint32_t session)
+{
+    __atomic_compare_exchange_n(&r->attached, &session, 0, false, __ATOMIC_ACQ_REL,
+                                __ATOMIC_RELAXED);
+}
+
+const struct sp_tap_record *sp_tap_peek(struct sp_tap_region *r, struct sp_tap_ring *ring)
+{
+    uint64_t head = __atomic_load_n(&ring->head, __ATOMIC_ACQUIRE);
+    uint64_t tail = ring->tail;
+    while (tail != head) {
+        const struct sp_tap_record *rec = record_at(r, ring, tail);
+        if (rec->dir != SP_TAP_SKIP)
+            return rec;
+        tail += rec->size;
+        __atomic_store_n(&ring->tail, tail, __ATOMIC_RELEASE);
+    }
+    return NULL;
+}
+
+void sp_tap_consume(struct sp_tap_ring *ring, const struct sp_tap_record *rec)
+{
+    __atomic_store_n(&ring->tail, ring->tail + rec->size, __ATOMIC_RELEASE);
+}
