@@ -217,6 +217,18 @@ def run(args) -> int:
     wall = time.time_ns() - time.monotonic_ns()     # the workers stamp CLOCK_MONOTONIC
     deadline = time.monotonic() + args.duration if args.duration else None
     written = 0
+
+    def write(frames) -> bool:
+        """Writes what the filter keeps; False once COUNT frames are written."""
+        nonlocal written
+        for worker, direction, ts, length, data in frames:
+            if keep(worker, direction, data):
+                pcap.frame(worker, wall + ts, length, data, direction == _core.TAP_RX)
+                written += 1
+                if written == args.count:
+                    return False
+        return True
+
     try:
         pcap = PcapngWriter(out, [f"stormpy worker {i}" for i in range(region.rings)])
         out.flush()
@@ -226,17 +238,17 @@ def run(args) -> int:
                 raise StormpyError("another tap took over this server (this one stalled "
                                    "for more than two seconds)")
             frames = region.drain(1024)
-            for worker, direction, ts, length, data in frames:
-                if keep(worker, direction, data):
-                    pcap.frame(worker, wall + ts, length, data, direction == _core.TAP_RX)
-                    written += 1
-                    if written == args.count:
-                        stop.append(True)
-                        break
+            if not write(frames):
+                stop.append(True)
             if frames:
                 out.flush()
             else:
                 time.sleep(IDLE_SLEEP)
+        region.detach(session)
+        while not args.count or written < args.count:   # what was copied before the stop
+            frames = region.drain(1024)
+            if not frames or not write(frames):
+                break
     except BrokenPipeError:
         pass                                        # the reader has what it wanted
     finally:

@@ -197,3 +197,50 @@ def test_no_server_one_line(tmp_path):
 def test_a_bad_filter_one_line(tmp_path):
     r = stormpy("tap", "--control", str(tmp_path / "none.sock"), "-w", "-", "--filter", "port x")
     assert r.returncode == 1 and r.stderr.count("\n") == 1 and "--filter" in r.stderr
+
+
+@pytest.mark.skipif(NO_NETNS is not None, reason=NO_NETNS or "")
+@pytest.mark.parametrize("backend", RINGS)
+def test_gathered_http_frames_are_captured_whole(backend, tmp_path):
+    """serve-http's own TCP hands the kernel up to 64 KB at a time (--gso): the tap
+    holds each such frame as sent, longer than the link's MTU as tcpdump shows a
+    kernel TCP's TSO sends, and the TCP payloads it saw are the file, byte for byte."""
+    from scapy.layers.inet import IP, TCP
+    from scapy.layers.l2 import Ether
+    site = tmp_path / "site"
+    site.mkdir()
+    body = os.urandom(1 << 20)
+    (site / "f.bin").write_bytes(body)
+    control, out = str(tmp_path / "control.sock"), str(tmp_path / "tap.pcapng")
+    with VethPair() as pair:
+        env = dict(os.environ, PYTHONPATH=REPO, PYTHONUNBUFFERED="1")
+        server = subprocess.Popen(["ip", "netns", "exec", pair.server, sys.executable, "-m",
+                                   "stormpy", "serve-http", str(site), "--iface", "veth0",
+                                   "--backend", backend, "--control", control], cwd=REPO,
+                                  env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                  text=True)
+        try:
+            time.sleep(1.0)
+            tap = start_tap(control, out, "--filter", "tx port 80", "--duration", "30")
+            r = pair.run(pair.client, "curl", "-sS", "--max-time", "20", "-o",
+                         str(tmp_path / "got"), f"http://{SERVER_V4}/f.bin")
+            assert r.returncode == 0, r.stderr
+            tap.send_signal(signal.SIGINT)
+            _, err = tap.communicate(timeout=20)
+            assert tap.returncode == 0, err
+        finally:
+            server.terminate()
+            server.communicate(timeout=15)
+    assert (tmp_path / "got").read_bytes() == body
+    frames = [Ether(c[0]) for c in read_pcapng(out)]
+    assert max(len(f) for f in frames) > 1514 * 4
+    stream = {}
+    for f in frames:
+        if TCP in f and bytes(f[TCP].payload):
+            assert f[IP].len == len(f) - 14      # the IP header says the frame's whole length
+            stream[f[TCP].seq] = bytes(f[TCP].payload)
+    data, seq = b"", min(stream)
+    while seq in stream:
+        data += stream[seq]
+        seq += len(stream[seq])
+    assert data.endswith(body) and data.startswith(b"HTTP/1.1 200 OK\r\n")

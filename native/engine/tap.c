@@ -47,41 +47,74 @@ struct sp_tap_ring *sp_tap_ring_live(struct sp_tap_region *r, int index, uint64_
     return sp_tap_ring_at(r, (uint32_t)index);
 }
 
+/* Room in ring at *head for a record of len bytes (caplen of them kept), its header
+ * written; NULL, and a drop counted, when the tap has not read enough yet. */
+static struct sp_tap_record *reserve(struct sp_tap_region *r, struct sp_tap_ring *ring,
+                                     uint64_t *head, uint64_t tail, uint32_t len, int dir,
+                                     uint64_t now)
+{
+    uint64_t size = r->ring_bytes;
+    uint32_t caplen = len < r->snaplen ? len : r->snaplen;
+    uint32_t need = padded((uint32_t)sizeof(struct sp_tap_record) + caplen);
+    uint64_t to_end = size - (*head & (size - 1));
+    uint64_t skip = need > to_end ? to_end : 0;   /* a record never wraps */
+    if (skip + need > size - (*head - tail)) {
+        ring->drops++;
+        return NULL;
+    }
+    if (skip) {
+        struct sp_tap_record *s = record_at(r, ring, *head);
+        memset(s, 0, sizeof(*s));
+        s->size = (uint32_t)skip;
+        s->dir = SP_TAP_SKIP;
+        *head += skip;
+    }
+    struct sp_tap_record *rec = record_at(r, ring, *head);
+    rec->size = need;
+    rec->caplen = caplen;
+    rec->len = len;
+    rec->dir = (uint16_t)dir;
+    rec->pad = 0;
+    rec->ts_ns = now;
+    rec->pad1 = 0;
+    *head += need;
+    ring->records++;
+    return rec;
+}
+
 void sp_tap_copy(struct sp_tap_region *r, struct sp_tap_ring *ring, const struct sp_frame *f,
                  unsigned n, int dir, uint64_t now)
 {
     uint64_t head = ring->head;
     uint64_t tail = __atomic_load_n(&ring->tail, __ATOMIC_ACQUIRE);
-    uint64_t size = r->ring_bytes;
     for (unsigned i = 0; i < n; i++) {
-        uint32_t caplen = f[i].len < r->snaplen ? f[i].len : r->snaplen;
-        uint32_t need = padded((uint32_t)sizeof(struct sp_tap_record) + caplen);
-        uint64_t to_end = size - (head & (size - 1));
-        uint64_t skip = need > to_end ? to_end : 0;   /* a record never wraps */
-        if (skip + need > size - (head - tail)) {
-            ring->drops++;
-            continue;
-        }
-        if (skip) {
-            struct sp_tap_record *s = record_at(r, ring, head);
-            memset(s, 0, sizeof(*s));
-            s->size = (uint32_t)skip;
-            s->dir = SP_TAP_SKIP;
-            head += skip;
-        }
-        struct sp_tap_record *rec = record_at(r, ring, head);
-        rec->size = need;
-        rec->caplen = caplen;
-        rec->len = f[i].len;
-        rec->dir = (uint16_t)dir;
-        rec->pad = 0;
-        rec->ts_ns = now;
-        rec->pad1 = 0;
-        memcpy(rec + 1, f[i].data, caplen);
-        head += need;
-        ring->records++;
+        struct sp_tap_record *rec = reserve(r, ring, &head, tail, f[i].len, dir, now);
+        if (rec)
+            memcpy(rec + 1, f[i].data, rec->caplen);
     }
     __atomic_store_n(&ring->head, head, __ATOMIC_RELEASE);   /* the tap sees whole records */
+}
+
+void sp_tap_copy_gathered(struct sp_tap_region *r, struct sp_tap_ring *ring,
+                          const struct sp_gather *g, unsigned n, uint64_t now)
+{
+    uint64_t head = ring->head;
+    uint64_t tail = __atomic_load_n(&ring->tail, __ATOMIC_ACQUIRE);
+    for (unsigned i = 0; i < n; i++) {
+        struct sp_tap_record *rec = reserve(r, ring, &head, tail, g[i].head_len + g[i].len,
+                                            SP_TAP_TX, now);
+        if (!rec)
+            continue;
+        uint8_t *out = (uint8_t *)(rec + 1);
+        uint32_t room = rec->caplen, take = g[i].head_len < room ? g[i].head_len : room;
+        memcpy(out, g[i].head, take);
+        for (unsigned k = 0; k < g[i].niov && take < room; k++) {
+            size_t piece = g[i].iov[k].iov_len < room - take ? g[i].iov[k].iov_len : room - take;
+            memcpy(out + take, g[i].iov[k].iov_base, piece);
+            take += (uint32_t)piece;
+        }
+    }
+    __atomic_store_n(&ring->head, head, __ATOMIC_RELEASE);
 }
 
 uint32_t sp_tap_attach(struct sp_tap_region *r, uint32_t session, uint64_t now)

@@ -73,8 +73,11 @@ uint64_t sp_frame_worker_run(struct sp_frame_worker *w)
                                                              &b.generation);
         answer_batch(w, t, &b);
         pending = every_round && (b.used == b.reserved || b.ngather == SP_GATHER_BATCH);
-        if (b.ngather)                       /* a connection's data before its FIN */
+        if (b.ngather) {                     /* a connection's data before its FIN */
+            if (tap)
+                sp_tap_copy_gathered(w->tap, tap, gather, b.ngather, tap_now);
             ops->tx_gather(io, gather, b.ngather);
+        }
         sp_table_ref_leave_pinned(w->ref, w->index, &w->pins);   /* the slow path may take its time */
         if (b.nslow) {                          /* its replies follow the others in tx */
             unsigned k = w->slow_path(w->slow_ctx, slow, b.nslow, tx + b.used,

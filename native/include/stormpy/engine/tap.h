@@ -101,6 +101,11 @@ static inline struct sp_tap_ring *sp_tap_ring_on(struct sp_tap_region *r, int in
 /* Copies frames f[0, n) into ring (dir: SP_TAP_RX or SP_TAP_TX), stamped now. */
 void sp_tap_copy(struct sp_tap_region *r, struct sp_tap_ring *ring, const struct sp_frame *f,
                  unsigned n, int dir, uint64_t now);
+/* Copies sent frames gathered from pieces (io.h), each as the one frame of up to 64 KB
+ * that the kernel or the NIC then cuts into segments: what tcpdump shows of a kernel
+ * TCP's sends with TSO. */
+void sp_tap_copy_gathered(struct sp_tap_region *r, struct sp_tap_ring *ring,
+                          const struct sp_gather *g, unsigned n, uint64_t now);
 
 /* The tap's side. Attaches session (nonzero) unless another live tap holds the
  * region: 0, or the session holding it. */
