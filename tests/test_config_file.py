@@ -26,7 +26,7 @@ from support.servers import StormpyServer
 SAMPLES = {"N": "3", "S": "2.5", "BYTES": "1400", "BITS": "20", "TEXT": "sample text",
            "ADDR:PORT": "127.0.0.1:5300", "NAME": "nobody", "IFACE": "lo", "LIST": "0-1",
            "US": "80", "PATH": "/tmp/stormpy-sample.sock", "PREFIX": "192.0.2.0/24",
-           "stderr|syslog|FILE": "/tmp/stormpy-sample.log"}
+           "stderr|syslog|FILE": "/tmp/stormpy-sample.log", "MIB": "8"}
 
 
 def commands():
