@@ -154,7 +154,7 @@ def _replay(args) -> int:
     from stormpy.dns.compiler import compile_zones
     from stormpy.dns.zone import load_zones
     from stormpy.pcap import read_frames, write_frames
-    from stormpy.server import format_counters
+    from stormpy.counters import format_counters
 
     table, _ = compile_zones(load_zones(args.zones, args.origin))
     frames = read_frames(args.pcap)

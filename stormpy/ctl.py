@@ -8,7 +8,7 @@ import time
 
 from stormpy.config import DEFAULT_CONTROL
 from stormpy.control import request
-from stormpy.server import RCODES
+from stormpy.counters import RCODES
 
 COMMANDS = {
     "status": "the server: pid, uptime, backend, workers alive and restarted, what it serves",

@@ -25,6 +25,7 @@ from stormpy.config import ServerConfig, parse_allow
 from stormpy.control import lookup_group, open_control
 from stormpy.errors import StormpyError
 from stormpy.interfaces import interface_identity, rx_queue_count
+from stormpy.counters import format_counters
 from stormpy.metrics import open_metrics
 from stormpy.reloads import ReloadQueue
 from stormpy.sockets import open_sinks, open_tcp_listeners, open_tcp_socket, open_udp_sockets
@@ -32,10 +33,6 @@ from stormpy.supervisor import WorkerPool
 from stormpy.tap import create_region, give_region, region_status, remove_region
 
 log = logging.getLogger("stormpy")
-
-RCODES = {0: "NOERROR", 1: "FORMERR", 2: "SERVFAIL", 3: "NXDOMAIN", 4: "NOTIMP", 5: "REFUSED",
-          9: "NOTAUTH", 16: "BADVERS"}
-
 
 def shared_table_ref(table, workers: int):
     """The published table and the workers' state, in memory shared with worker
@@ -446,10 +443,3 @@ class Server(ABC):
                                   for i in range(self.pool.count)))
             self.release()
 
-
-def format_counters(c: dict) -> str:
-    rcodes = " ".join(f"{RCODES.get(i, i)}={n}" for i, n in enumerate(c["rcode"]) if n)
-    rules = "".join(f" {k}={c[k]}" for k in ("rule_answers", "slow_path", "slow_replies",
-                                              "handler_errors", "bad_replies") if c.get(k))
-    return (f"udp rx={c['rx']} tx={c['tx']} dropped={c['dropped']} truncated={c['truncated']} "
-            f"tcp={c['tcp_queries']}{rules} {rcodes}".rstrip())

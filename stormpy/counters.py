@@ -1,0 +1,14 @@
+"""A worker's counters as one line of text (the log's summaries, `stormpy replay`,
+`stormpy stats`)."""
+from __future__ import annotations
+
+RCODES = {0: "NOERROR", 1: "FORMERR", 2: "SERVFAIL", 3: "NXDOMAIN", 4: "NOTIMP", 5: "REFUSED",
+          9: "NOTAUTH", 16: "BADVERS"}
+
+
+def format_counters(c: dict) -> str:
+    rcodes = " ".join(f"{RCODES.get(i, i)}={n}" for i, n in enumerate(c["rcode"]) if n)
+    rules = "".join(f" {k}={c[k]}" for k in ("rule_answers", "slow_path", "slow_replies",
+                                              "handler_errors", "bad_replies") if c.get(k))
+    return (f"udp rx={c['rx']} tx={c['tx']} dropped={c['dropped']} truncated={c['truncated']} "
+            f"tcp={c['tcp_queries']}{rules} {rcodes}".rstrip())
