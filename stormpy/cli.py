@@ -200,6 +200,8 @@ def http_config(args):
     from stormpy.config import serving_config
     from stormpy.http.server import HttpConfig
 
+    if args.gso == "on" and not args.iface:
+        raise StormpyError("--gso on is for stormpy's own TCP on the rings: it needs --iface")
     cfg = serving_config(args, ("127.0.0.1", 8080), HttpConfig, site=args.site,
                          max_connections=args.max_connections,
                          request_timeout=args.request_timeout,

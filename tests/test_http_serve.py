@@ -225,7 +225,7 @@ def test_start_errors_are_one_line(tmp_path, server):
     out = run_cli("serve-http", str(tmp_path), "--listen", f"127.0.0.1:{server.port}",
                   "--control", "")
     assert out.returncode == 1 and out.stderr.count("\n") == 1 and "in use" in out.stderr
-    for args, why in ((["--iface", "lo", "--backend", "netmap"], "netmap"),
+    for args, why in ((["--iface", "lo", "--backend", "netmap"], "netmap"), (["--gso", "on"], "--iface"),
                       (["--iface", "nosuch0"], "nosuch0" if os.geteuid() == 0 else "")):
         out = run_cli("serve-http", str(tmp_path), "--control", "", *args)
         assert out.returncode == 1 and out.stderr.count("\n") == 1, out.stderr

@@ -142,7 +142,8 @@ bool ring_send_at(struct tcb *c, struct sp_batch *b, unsigned *used, uint32_t se
         flags |= SP_TCP_FIN;
     if (!len && !(flags & SP_TCP_FIN))
         return false;
-    ring_emit(c, b, used, seq, flags, len, ring_rcv_window(c), NULL);
+    if (!ring_emit(c, b, used, seq, flags, len, ring_rcv_window(c), NULL))
+        return false;                    /* nothing queued: nothing to account */
     k->bytes += len;
     uint32_t next = seq + len + ((flags & SP_TCP_FIN) ? 1 : 0);
     if (SEQ_LT(c->snd_max, next)) {
