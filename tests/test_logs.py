@@ -70,6 +70,9 @@ def test_unusable_targets_are_one_line(tmp_path):
 def test_a_server_logs_to_its_file_and_follows_logrotate(tmp_path):
     path = tmp_path / "serve.log"
     with StormpyServer([("example.com", EXAMPLE_ZONE)], ["--log", str(path), "--control", ""]) as srv:
+        deadline = time.monotonic() + 10                   # it answers before it says so
+        while ": info: serving " not in path.read_text() and time.monotonic() < deadline:
+            time.sleep(0.05)
         os.rename(path, tmp_path / "serve.log.1")          # as logrotate does, then a reload
         srv.proc.send_signal(signal.SIGHUP)
         deadline = time.monotonic() + 10
