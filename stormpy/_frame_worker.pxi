@@ -45,7 +45,15 @@ cdef dict _frame_counters(const sp_frame_worker *w):
                 rule_answers=rc.rule_answers, rule_unsent=rc.rule_unsent,
                 unanswered=rc.unanswered, slow_path=rc.slow_path,
                 slow_replies=rc.slow_replies, handler_errors=rc.handler_errors,
-                bad_replies=rc.bad_replies, **_http_counters(&w.http.counters))
+                bad_replies=rc.bad_replies, **_http_counters(&w.http.counters),
+                **_dns_tcp_counters(&w.dns.tcp))
+
+
+cdef dict _dns_tcp_counters(const sp_dns_tcp_counters *c):
+    return dict(tcp_connections=c.connections, tcp_open=c.open, tcp_refused=c.refused,
+                tcp_source_limited=c.source_limited, tcp_evicted=c.evicted,
+                tcp_io_timeouts=c.io_timeouts, tcp_idle_timeouts=c.idle_timeouts,
+                tcp_malformed=c.malformed)
 
 
 cdef class FrameWorker:
@@ -187,6 +195,27 @@ cdef class FrameWorker:
         cfg.http.request_timeout_ms = request_timeout_ms
         cfg.http.idle_timeout_ms = idle_timeout_ms
         cfg.http.send_timeout_ms = send_timeout_ms
+        why[0] = 0
+        if sp_frame_worker_init(w, &cfg, why, sizeof(why)) != 0:
+            raise BackendError(why.decode(errors="replace"))
+        self.w, self.ref = w, ref
+        return self
+
+    @staticmethod
+    def dns_tcp(int fd, int index, TableRef ref not None, uint32_t max_connections=1024,
+                uint32_t max_per_source=0, uint32_t io_timeout_ms=500,
+                uint32_t idle_timeout_ms=10000, uint16_t max_udp=1232):
+        """A DNS-over-TCP worker on listening socket fd (the kernel's TCP; it closes fd),
+        answering from ref's table (app/dns/stream.h)."""
+        cdef FrameWorker self = FrameWorker.__new__(FrameWorker)
+        cdef sp_frame_worker *w = ref._worker(index)
+        cdef sp_frame_worker_config cfg
+        cdef char why[256]
+        memset(&cfg, 0, sizeof(cfg))
+        cfg.ref, cfg.index, cfg.app = ref.ref, index, SP_APP_DNS_TCP
+        cfg.dns_tcp.listen_fd, cfg.dns_tcp.max_connections = fd, max_connections
+        cfg.dns_tcp.max_per_source, cfg.dns_tcp.io_timeout_ms = max_per_source, io_timeout_ms
+        cfg.dns_tcp.idle_timeout_ms, cfg.dns_tcp.dns.max_udp = idle_timeout_ms, max_udp
         why[0] = 0
         if sp_frame_worker_init(w, &cfg, why, sizeof(why)) != 0:
             raise BackendError(why.decode(errors="replace"))

@@ -15,7 +15,6 @@ cdef class TableRef:
     cdef int owner_pid
     cdef sp_rrl *rrl
     cdef list retired     # tables swapped out, not yet freed (addresses)
-    cdef sp_dns_counters answered     # dns_answer()'s, in this process (DNS over TCP)
     cdef TapRegion tap
 
     def __cinit__(self, Table table not None, int nworkers, size_t shared_bytes=0):
@@ -73,14 +72,17 @@ cdef class TableRef:
         for i in range(self.control_slot):
             self.workers[i].dns.rrl = self.rrl
 
-    def set_tap(self, TapRegion region not None):
-        """Every worker copies its frames into its ring of region while a tap is
-        attached (tap.h); before the workers fork, like the region itself."""
-        if region.rings < self.control_slot:
+    def set_tap(self, TapRegion region not None, int workers=-1):
+        """Each of the first `workers` (default: all) copies its frames into its ring
+        of region while a tap is attached (tap.h); before the workers fork, like the
+        region itself. Workers after them have no frames (TCP workers)."""
+        if workers < 0:
+            workers = self.control_slot
+        if region.rings < workers or workers > self.control_slot:
             raise ValueError(f"the tap region has {region.rings} rings for "
-                             f"{self.control_slot} workers")
+                             f"{workers} workers")
         self.tap = region
-        for i in range(self.control_slot):
+        for i in range(workers):
             self.workers[i].tap = region.r
 
     cdef sp_table *_place(self, Table table) except NULL:
@@ -179,18 +181,3 @@ cdef class TableRef:
         any table, since a worker that died mid-batch never said it left."""
         sp_frame_worker_rearm(self._worker(index))
         sp_table_ref_leave(self.ref, index)
-
-    def dns_answer(self, const uint8_t[:] query, bint tcp=False, uint16_t max_udp=1232):
-        cdef const sp_table *t = sp_table_ref_enter(self.ref, self.control_slot)
-        try:
-            return _answer(t, query, tcp, max_udp, &self.answered)
-        finally:
-            sp_table_ref_leave(self.ref, self.control_slot)
-
-    def answer_counters(self):
-        """dns_answer()'s counters: queries, dropped, truncated, rcode and zone_answers
-        (stormpy.server counts DNS over TCP with them)."""
-        c = self.answered
-        return dict(queries=c.queries, dropped=c.dropped, truncated=c.truncated,
-                    rcode=[c.rcode[i] for i in range(17)],
-                    zone_answers=[c.zone[i] for i in range(SP_DNS_ZONE_SLOTS)])

@@ -47,6 +47,22 @@ def build_parser() -> argparse.ArgumentParser:
                      help="IPv6 sources sharing a bucket (default 56)")
     rrl.add_argument("--rrl-allow", action="append", default=[], metavar="PREFIX",
                      help="never limit this prefix, repeatable (up to 16)")
+    tcp = s.add_argument_group("DNS over TCP (each TCP worker an epoll loop in C)")
+    tcp.add_argument("--tcp-workers", type=argtypes.positive, default=1, metavar="N",
+                     help="TCP worker processes per listening address (default 1)")
+    tcp.add_argument("--tcp-max-clients", type=argtypes.positive, default=8192, metavar="N",
+                     help="connections open at once over all TCP workers, memory for them "
+                     "taken at start; a full server closes its oldest idle one for a new one "
+                     "(default 8192)")
+    tcp.add_argument("--tcp-max-per-source", type=argtypes.non_negative, default=100, metavar="N",
+                     help="connections one address (an IPv6 /64) may hold; 0: no limit "
+                     "(default 100)")
+    tcp.add_argument("--tcp-io-timeout", type=argtypes.seconds, default=0.5, metavar="S",
+                     help="a query must arrive, and an answer leave, within S seconds of its "
+                     "first byte (default 0.5)")
+    tcp.add_argument("--tcp-idle-timeout", type=argtypes.seconds, default=10.0, metavar="S",
+                     help="close a connection without a query for S seconds, less once half "
+                     "of --tcp-max-clients are open (default 10)")
     s.add_argument("--chaos-version", type=argtypes.txt_string, metavar="TEXT",
                    help="answer CH TXT version.bind/version.server with TEXT (default: REFUSED)")
     s.add_argument("--chaos-identity", type=argtypes.txt_string, metavar="TEXT",
@@ -191,7 +207,10 @@ def dns_config(args):
                          max_udp=args.max_udp, chaos_version=args.chaos_version,
                          chaos_identity=args.chaos_identity, rrl_rate=args.rrl_rate,
                          rrl_slip=args.rrl_slip, rrl_ipv4_prefix=args.rrl_ipv4_prefix,
-                         rrl_ipv6_prefix=args.rrl_ipv6_prefix, rrl_allow=args.rrl_allow)
+                         rrl_ipv6_prefix=args.rrl_ipv6_prefix, rrl_allow=args.rrl_allow,
+                         tcp_workers=args.tcp_workers, tcp_max_clients=args.tcp_max_clients,
+                         tcp_max_per_source=args.tcp_max_per_source,
+                         tcp_io_timeout=args.tcp_io_timeout, tcp_idle_timeout=args.tcp_idle_timeout)
     return cfg
 
 

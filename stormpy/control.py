@@ -136,6 +136,34 @@ async def open_control(path: str | None, required: bool, commands: dict[str, Com
         raise StormpyError(f"--control {path}: {e.strerror}") from None
 
 
+def server_commands(server) -> dict[str, Command]:
+    """`stormpy ctl`'s commands on server (a stormpy.server.Server): each takes the
+    request's args and answers a dict."""
+    async def reload(args):
+        zone = args.get("zone")
+        result = await server.reload(frozenset([server.zone_name(zone)]) if zone else None)
+        if "error" in result:
+            raise StormpyError(result["error"])
+        return result
+
+    async def zone_status(args):
+        return {"zones": server.zone_status(args.get("zone"))}
+
+    async def stop(args):
+        log.info("stopping: asked on the control socket")
+        asyncio.get_running_loop().call_soon(server.request_stop)   # once the answer is out
+        return {"pid": os.getpid()}
+
+    async def status(args):
+        return server.status()
+
+    async def stats(args):
+        return server.snapshot()
+
+    return {"status": status, "reload": reload, "zone-status": zone_status, "stats": stats,
+            "stop": stop}
+
+
 async def _answer(line: bytes, commands: dict[str, Command]) -> dict:
     try:
         request = json.loads(line) if line.strip() else {"cmd": "stats"}

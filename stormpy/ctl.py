@@ -97,7 +97,7 @@ def _print_stats(snap: dict) -> None:
           f"tcp queries {snap['tcp_queries']}, reloads {snap['reloads']} "
           f"(failed {snap['reload_failures']})")
     for i, w in enumerate(snap["workers"]):
-        print(f"worker {i}: {format_worker(w)}")
+        print(f"worker {i}: {format_tcp_worker(w) if w.get('kind') == 'tcp' else format_worker(w)}")
 
 
 def _print_stop(r: dict) -> None:
@@ -109,6 +109,16 @@ def _duration(seconds: float) -> str:
     hours, m = divmod(minutes, 60)
     days, h = divmod(hours, 24)
     return (f"{days}d {h}h" if days else f"{h}h {m}m" if h else f"{m}m {s}s" if m else f"{s} s")
+
+
+def format_tcp_worker(c: dict) -> str:
+    """A DNS-over-TCP worker's counters on one line, for `stormpy stats`."""
+    rcodes = " ".join(f"{RCODES.get(i, i)}={n}" for i, n in enumerate(c["rcode"]) if n)
+    return (f"tcp queries={c['queries']} connections={c['tcp_connections']} open={c['tcp_open']} "
+            f"io_timeouts={c['tcp_io_timeouts']} idle_timeouts={c['tcp_idle_timeouts']} "
+            f"evicted={c['tcp_evicted']} refused={c['tcp_refused']} "
+            f"source_limited={c['tcp_source_limited']} malformed={c['tcp_malformed']} "
+            f"{rcodes}").rstrip()
 
 
 def format_worker(c: dict) -> str:

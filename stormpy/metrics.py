@@ -41,8 +41,9 @@ def _gauge(name: str, doc: str, labels=(), samples=()):
     return family
 
 
-def _per_worker(workers: list[dict], key: str) -> list:
-    return [((str(i),), c.get(key, 0)) for i, c in enumerate(workers)]
+def _per_worker(workers: list[dict], key: str, first: int = 0) -> list:
+    """key of each worker from index `first` on."""
+    return [((str(i),), c.get(key, 0)) for i, c in enumerate(workers) if i >= first]
 
 
 def _batch_histogram(workers: list[dict]):
@@ -103,8 +104,7 @@ def _frame_metrics(workers: list[dict]) -> list:
 
 
 def _dns_metrics(server, workers: list[dict]) -> list:
-    tcp = server.ref.answer_counters()
-    sources = [(str(i), c) for i, c in enumerate(workers)] + [("tcp", tcp)]
+    sources = [(str(i), c) for i, c in enumerate(workers)]
     by_zone = [sum(col) for col in zip(*(c["zone_answers"] for _, c in sources))]
     # a copy: a reload (in an executor thread) may be adding zones to it
     slots = dict(getattr(server, "zone_slots", {}))
@@ -115,7 +115,7 @@ def _dns_metrics(server, workers: list[dict]) -> list:
         rcodes += [((worker, RCODE_NAMES.get(k, str(k) if k < 16 else "other")), n)
                    for k, n in enumerate(c["rcode"]) if n or k in RCODE_NAMES]
     out = [
-        _counter("stormpy_dns_answers", "DNS answers by rcode; worker tcp: DNS over TCP",
+        _counter("stormpy_dns_answers", "DNS answers by rcode (TCP's by the TCP workers)",
                  ["worker", "rcode"], rcodes),
         _counter("stormpy_dns_zone_answers", "DNS answers from the table by zone (other: zones "
                  "after the first 63, CHAOS)", ["zone"],
@@ -130,17 +130,25 @@ def _dns_metrics(server, workers: list[dict]) -> list:
                [((zone,), serial) for zone, serial in
                 getattr(server.stats, "serials", {}).items()]),
     ]
-    if hasattr(server, "tcp_accepted"):
+    if server.serves_tcp:
+        tcp = workers[server.frame_workers:]
         out += [
             _gauge("stormpy_dns_tcp_connections_open", "DNS over TCP connections open",
-                   samples=[((), server.connections)]),
+                   ["worker"], _per_worker(workers, "tcp_open", server.frame_workers)),
             _counter("stormpy_dns_tcp_connections", "DNS over TCP connections by outcome: "
-                     "accepted, refused (too many open), timed_out (idle, or not reading)",
-                     ["result"], [(("accepted",), server.tcp_accepted),
-                                  (("refused",), server.tcp_refused),
-                                  (("timed_out",), server.tcp_timed_out)]),
+                     "accepted; closed at once as refused (all busy) or source_limited (its "
+                     "address holds its share); closed later as evicted (idle, for room), "
+                     "io_timeout (a query or answer too slow), idle_timeout, malformed",
+                     ["result"], [((result,), sum(c[f"tcp_{key}"] for c in tcp))
+                                  for result, key in TCP_RESULTS]),
         ]
     return out
+
+
+TCP_RESULTS = (("accepted", "connections"), ("refused", "refused"),
+               ("source_limited", "source_limited"), ("evicted", "evicted"),
+               ("io_timeout", "io_timeouts"), ("idle_timeout", "idle_timeouts"),
+               ("malformed", "malformed"))
 
 
 def _rules_metrics(workers: list[dict]) -> list:

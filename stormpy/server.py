@@ -22,13 +22,13 @@ from abc import ABC, abstractmethod
 from stormpy import _core, privileges
 from stormpy.backends import why_unusable
 from stormpy.config import ServerConfig, parse_allow
-from stormpy.control import lookup_group, open_control
+from stormpy.control import lookup_group, open_control, server_commands
 from stormpy.errors import StormpyError
 from stormpy.interfaces import interface_identity, rx_queue_count
 from stormpy.counters import format_counters
 from stormpy.metrics import open_metrics
 from stormpy.reloads import ReloadQueue
-from stormpy.sockets import open_sinks, open_tcp_listeners, open_tcp_socket, open_udp_sockets
+from stormpy.sockets import open_sinks, open_tcp_listeners, open_udp_sockets
 from stormpy.supervisor import WorkerPool
 from stormpy.tap import create_region, give_region, region_status, remove_region
 
@@ -54,7 +54,9 @@ class Server(ABC):
     rings answering from one published table, reloads, signals, privileges, counters
     and the control socket. An application (stormpy.dns.server, stormpy.responder)
     fills in the hooks below: what the table is, how a worker is set up, TCP."""
-    serves_tcp = False          # tcp_client() answers on the served addresses
+    # TCP worker processes (tcp_worker()) answer on the served addresses too: after
+    # the frame or socket workers, tcp_workers per listening socket
+    serves_tcp = False
     # what a socket worker reads: its own UDP socket, or (stream) its own TCP listener
     stream = False
     ring_poll_ms = 100          # the longest a ring worker waits for frames
@@ -64,11 +66,11 @@ class Server(ABC):
         self.cfg = cfg
         self.sinks: list[socket.socket] = []
         self.worker_sockets: list[socket.socket] = []
-        self.tcp_sockets: list[socket.socket] = []
+        self.tcp_sockets: list[socket.socket] = []    # one per TCP worker
         self.xdp = None
         self.guard = None           # AF_PACKET and a stream: the kernel's TCP kept off the port
         self.tap = None             # rings only: the region `stormpy tap` reads (stormpy.tap)
-        self.tcp_queries = self.reloads = self.reload_failures = 0
+        self.reloads = self.reload_failures = 0
         self.reload_seconds = 0.0       # the last successful reload's, for --metrics
         self._reloads = ReloadQueue(self._reload)
         self._client_fds: set[int] = set()
@@ -98,7 +100,11 @@ class Server(ABC):
                     self.worker_sockets += open_udp_sockets(host, port, self.workers_per_address,
                                                             cfg.busy_poll)
                 if self.serves_tcp:
-                    self.tcp_sockets.append(open_tcp_socket(host, port))
+                    self.tcp_sockets += open_tcp_listeners(host, port, cfg.tcp_workers)
+            self.frame_workers = total
+            total += len(self.tcp_sockets)
+            if total > _core.MAX_WORKERS:
+                raise StormpyError(f"at most {_core.MAX_WORKERS} workers in all, TCP's included")
             self.ref = shared_table_ref(table, total)
             self._set_rrl()
         except StormpyError:
@@ -115,6 +121,8 @@ class Server(ABC):
     def _socket_worker(self, index: int):
         """In worker process `index`: a worker on the socket the server keeps open,
         so a restarted worker finds the datagrams that arrived meanwhile."""
+        if index >= self.frame_workers:
+            return self._tcp_worker(index)
         self._close_inherited(keep=self.worker_sockets[index].fileno())
         sock = self.worker_sockets[index]
         w = self.socket_worker(os.dup(sock.fileno()), index, sock)
@@ -163,7 +171,12 @@ class Server(ABC):
         return format_counters(counters)
 
     # with serves_tcp, an application also has
-    #     async def tcp_client(self, reader, writer): one connection on a served address
+    #     def tcp_worker(self, fd, index): the worker on listening TCP socket fd
+    def _tcp_worker(self, index: int):
+        """In worker process `index`: a TCP worker on the listener the server keeps."""
+        sock = self.tcp_sockets[index - self.frame_workers]
+        self._close_inherited(keep=sock.fileno())
+        return self.tcp_worker(os.dup(sock.fileno()), index)
 
     def _init_frames(self, cfg: ServerConfig):
         """One run-to-completion worker per RX queue on cfg.iface's rings; TCP and the
@@ -183,15 +196,17 @@ class Server(ABC):
         self.identity = interface_identity(cfg.iface, need_address=not self.steer_all)
         if not self.stream:      # a ring answers UDP: the kernel must not (see open_sinks)
             self.sinks = open_sinks(cfg.port)
+        self.frame_workers = queues
         try:
-            if self.serves_tcp:
-                self.tcp_sockets = [open_tcp_socket("0.0.0.0", cfg.port),
-                                    open_tcp_socket("::", cfg.port)]
-            self.ref = shared_table_ref(table, queues)
+            if self.serves_tcp:     # on the kernel's TCP, which the rings pass it to
+                self.tcp_sockets = (open_tcp_listeners("0.0.0.0", cfg.port, cfg.tcp_workers) +
+                                    open_tcp_listeners("::", cfg.port, cfg.tcp_workers))
+                self.listen_text += f", TCP {len(self.tcp_sockets)} worker(s)"
+            self.ref = shared_table_ref(table, queues + len(self.tcp_sockets))
             self._set_rrl()
             self.tap = create_region(queues, cfg.tap_buffer)
             if self.tap is not None:
-                self.ref.set_tap(self.tap)
+                self.ref.set_tap(self.tap, queues)
             self.fanout_group = (os.getpid() & 0x7fff) + 1
             if cfg.backend == "xdp":
                 # port 0: the program steers every frame to the workers
@@ -202,12 +217,15 @@ class Server(ABC):
         except Exception:
             self._close_sockets()
             raise
-        self.pool = WorkerPool(self.ref, queues, self._frame_worker, cfg.cpus, self._worker_drop,
+        self.pool = WorkerPool(self.ref, queues + len(self.tcp_sockets), self._frame_worker,
+                               cfg.cpus, self._worker_drop,
                                privileges.raise_effective if self.user else None)
 
     def _frame_worker(self, index: int):
         """In worker process `index`: its queue's ring, opened here."""
         cfg = self.cfg
+        if index >= self.frame_workers:
+            return self._tcp_worker(index)
         self._close_inherited()
         if cfg.backend == "xdp":
             w = _core.FrameWorker.xdp(self.xdp, index, self.ref, cfg.port, cfg.batch,
@@ -301,11 +319,15 @@ class Server(ABC):
                     total[k] = [a + b for a, b in zip(total.get(k, [0] * len(v)), v)]
                 else:
                     total[k] = total.get(k, 0) + v
-        total["tcp_queries"] = self.tcp_queries
+        total["tcp_queries"] = self.tcp_queries()
         total["reloads"] = self.reloads
         total["reload_failures"] = self.reload_failures
         total["restarts"] = sum(self.pool.restarts)
         return total
+
+    def tcp_queries(self) -> int:
+        return sum(self.ref.worker_counters(i)["queries"]
+                   for i in range(self.frame_workers, self.pool.count))
 
     # -- reload ----------------------------------------------------------------
     async def reload(self, zones: frozenset[str] | None = None) -> dict:
@@ -347,10 +369,12 @@ class Server(ABC):
         """What `stormpy stats` (`stormpy ctl stats`) shows of this server."""
         return {"pid": os.getpid(), "serving": self.describe(),
                 "zones": getattr(self.stats, "zones", 0),
-                "records": getattr(self.stats, "records", 0), "backend": self.cfg.backend, "tcp_queries": self.tcp_queries,
+                "records": getattr(self.stats, "records", 0), "backend": self.cfg.backend,
+                "tcp_queries": self.tcp_queries(),
                 "reloads": self.reloads, "reload_failures": self.reload_failures,
                 "workers": [dict(self.ref.worker_counters(i), pid=self.pool.pids[i],
-                                 ready=self.pool.ready[i], restarts=self.pool.restarts[i])
+                                 ready=self.pool.ready[i], restarts=self.pool.restarts[i],
+                                 kind="tcp" if i >= self.frame_workers else "frames")
                             for i in range(self.pool.count)],
                 "tap": region_status(self.tap, self.cfg)}
 
@@ -369,44 +393,21 @@ class Server(ABC):
         if getattr(self, "listen_text", None):
             return self.listen_text
         protocols = "tcp" if self.stream else "udp+tcp" if self.serves_tcp else "udp"
+        tcp = f" and {self.cfg.tcp_workers} for TCP" if self.serves_tcp else ""
         return ", ".join(f"[{h}]:{p}" if ":" in h else f"{h}:{p}" for h, p in self.cfg.listen) + \
-            f" ({protocols}), {self.workers_per_address} worker process(es) per address"
-
-    def control_commands(self) -> dict:
-        """`stormpy ctl`'s commands: each takes the request's args, answers a dict."""
-        async def reload(args):
-            zone = args.get("zone")
-            result = await self.reload(frozenset([self.zone_name(zone)]) if zone else None)
-            if "error" in result:
-                raise StormpyError(result["error"])
-            return result
-
-        async def zone_status(args):
-            return {"zones": self.zone_status(args.get("zone"))}
-
-        async def stop(args):
-            log.info("stopping: asked on the control socket")
-            asyncio.get_running_loop().call_soon(self._stop.set)   # once the answer is out
-            return {"pid": os.getpid()}
-
-        async def status(args):
-            return self.status()
-
-        async def stats(args):
-            return self.snapshot()
-
-        return {"status": status, "reload": reload, "zone-status": zone_status, "stats": stats,
-                "stop": stop}
+            f" ({protocols}), {self.workers_per_address} worker process(es){tcp} per address"
 
     # -- main loop -------------------------------------------------------------
+    def request_stop(self):
+        self._stop.set()
+
     async def serve(self):
         loop = asyncio.get_running_loop()
         stop = self._stop = asyncio.Event()
         servers, control, started = [], None, False
         try:
-            servers = [await asyncio.start_server(self.tcp_client, sock=s) for s in self.tcp_sockets]
             control = self._control_server = await open_control(
-                self.cfg.control, self.cfg.control_required, self.control_commands(),
+                self.cfg.control, self.cfg.control_required, server_commands(self),
                 self.control_group)
             if control:
                 servers.append(control)

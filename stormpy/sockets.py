@@ -99,22 +99,6 @@ def open_tcp_listeners(host: str, port: int, count: int) -> list[socket.socket]:
     return _shared_port(host, port, count, socket.SOCK_STREAM, "tcp", prepare)
 
 
-def open_tcp_socket(host: str, port: int) -> socket.socket:
-    family = family_of(host)
-    s = socket.socket(family, socket.SOCK_STREAM)
-    try:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        if family == socket.AF_INET6:
-            s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
-        s.bind((host, port))
-        s.listen(128)
-    except OSError as e:
-        s.close()
-        raise bind_error("tcp", host, port, e) from None
-    s.setblocking(False)
-    return s
-
-
 def open_sinks(port: int) -> list[socket.socket]:
     """UDP sockets on the served port that are never read: the kernel still sees every
     frame a ring backend answers, and without a socket it would send ICMP port

@@ -77,11 +77,12 @@ def test_every_command(example_zone_copy, tmp_path):
     zones = [("example.com.", str(example_zone_copy)), ("example.net.", NET_ZONE)]
     with StormpyServer(zones, ["--control", control], workers=2) as srv:
         s = ctl_json(control, "status")
+        # two UDP workers and a TCP worker
         assert (s["pid"], s["app"], s["backend"], s["workers"], s["workers_alive"]) == \
-            (srv.proc.pid, "dns", "socket", 2, 2)
+            (srv.proc.pid, "dns", "socket", 3, 3)
         assert f"127.0.0.1:{srv.port}" in s["listening"] and not s["reloading"]
         text = ctl(control, "status").stdout
-        assert f"pid {srv.proc.pid} (dns)" in text and "workers 2 of 2 alive" in text
+        assert f"pid {srv.proc.pid} (dns)" in text and "workers 3 of 3 alive" in text
 
         zs = {z["zone"]: z for z in ctl_json(control, "zone-status")["zones"]}
         assert set(zs) == {"example.com.", "example.net."}
@@ -318,7 +319,7 @@ def test_a_stray_client_does_not_hold_the_server(tmp_path):
             s.connect(control)
             s.shutdown(socket.SHUT_WR)                     # an old client: the stats
             assert "workers" in json.loads(s.makefile().readline())
-        assert ctl_json(control, "status")["workers_alive"] == 1
+        assert ctl_json(control, "status")["workers_alive"] == 2   # UDP's and TCP's
 
 
 if __name__ == "__main__":

@@ -122,9 +122,12 @@ def test_stats_reports_per_worker_counters(stormpy_server, tmp_path):
                        capture_output=True, text=True, timeout=30)
     assert r.returncode == 0, r.stderr
     snap = json.loads(r.stdout)
-    assert len(snap["workers"]) == 2
-    assert sum(w["rx"] for w in snap["workers"]) >= 22      # the readiness probe asks too
+    udp_workers = [w for w in snap["workers"] if w["kind"] == "frames"]
+    assert len(udp_workers) == 2 and [w["kind"] for w in snap["workers"]][2:] == ["tcp"]
+    assert sum(w["rx"] for w in udp_workers) >= 22      # the readiness probe asks too
     assert sum(w["rcode"][3] for w in snap["workers"]) == 1
+    assert tcp_many([dns.message.make_query("h1.example.com", "A")], srv.addr)[0].answer
     text = subprocess.run([sys.executable, "-m", "stormpy", "stats", "--control", control],
                           capture_output=True, text=True, timeout=30).stdout
     assert "worker 0: rx=" in text and "worker 1: rx=" in text
+    assert "worker 2: tcp queries=1 connections=1 " in text, text

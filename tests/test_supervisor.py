@@ -13,7 +13,7 @@ import dns.rcode
 
 from conftest import EXAMPLE_ZONE, REPO
 from stormpy.control import read_snapshot
-from support.client import udp
+from support.client import tcp_many, udp
 
 ZONES = [("example.com.", EXAMPLE_ZONE)]
 
@@ -71,9 +71,10 @@ def test_killed_worker_is_replaced_and_keeps_its_counters(stormpy_server, tmp_pa
     assert answered(srv.addr, 40) == 40
     before = snapshot(control)
     pids = [w["pid"] for w in before["workers"]]
-    assert all(pids) and len(set(pids)) == 2 and srv.proc.pid not in pids
-    rx_before = [w["rx"] for w in before["workers"]]
-    assert all(rx_before), "both workers should have taken queries"
+    assert [w["kind"] for w in before["workers"]] == ["frames", "frames", "tcp"]
+    assert all(pids) and len(set(pids)) == 3 and srv.proc.pid not in pids
+    rx_before = [w["rx"] for w in before["workers"][:2]]
+    assert all(rx_before), "both UDP workers should have taken queries"
 
     os.kill(pids[0], signal.SIGKILL)
     took, w = wait_for_replacement(control, 0, pids[0])
@@ -85,6 +86,21 @@ def test_killed_worker_is_replaced_and_keeps_its_counters(stormpy_server, tmp_pa
     assert not alive(pids[0])
 
 
+def test_killed_tcp_worker_is_replaced_and_keeps_its_counters(stormpy_server, tmp_path):
+    control = str(tmp_path / "ctl.sock")
+    srv = stormpy_server(ZONES, ["--control", control], workers=1)
+    query = dns.message.make_query("www.example.com", "A")
+    assert len(tcp_many([query] * 3, srv.addr)) == 3
+    before = snapshot(control)["workers"][1]
+    assert before["kind"] == "tcp" and before["queries"] == 3
+    os.kill(before["pid"], signal.SIGKILL)
+    took, w = wait_for_replacement(control, 1, before["pid"])
+    assert took < 1.0, f"replaced after {took:.2f} s"
+    assert tcp_many([query], srv.addr)[0].answer[0][0].address == "192.0.2.80"
+    after = snapshot(control)["workers"][1]
+    assert after["restarts"] == 1 and after["queries"] == 4 and after["tcp_connections"] == 2
+
+
 def test_every_worker_killed_at_once(stormpy_server, tmp_path):
     control = str(tmp_path / "ctl.sock")
     srv = stormpy_server(ZONES, ["--control", control], workers=2)
@@ -94,7 +110,8 @@ def test_every_worker_killed_at_once(stormpy_server, tmp_path):
     for i, pid in enumerate(pids):
         wait_for_replacement(control, i, pid)
     assert answered(srv.addr, 20) == 20
-    assert sum(w["restarts"] for w in snapshot(control)["workers"]) == 2
+    assert tcp_many([dns.message.make_query("www.example.com", "A")], srv.addr)[0].answer
+    assert sum(w["restarts"] for w in snapshot(control)["workers"]) == len(pids) == 3
 
 
 def test_stop_leaves_no_worker_and_the_server_dying_takes_them(stormpy_server, tmp_path):

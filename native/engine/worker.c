@@ -30,6 +30,11 @@ uint64_t sp_frame_worker_run(struct sp_frame_worker *w)
         sp_http_stream_run(w->http.stream, w->ref, w->index, &w->stop, &w->http.counters);
         return 0;
     }
+    if (w->app == SP_APP_DNS_TCP) {
+        sp_dns_stream_run(w->dns.stream, w->ref, w->index, &w->stop, &w->dns.counters,
+                          &w->dns.tcp);
+        return 0;
+    }
     struct sp_io *io = w->io;
     const struct sp_io_ops *ops = io->ops;
     struct sp_frame rx[SP_IO_BATCH_MAX], tx[SP_IO_BATCH_MAX], spare[SP_IO_BATCH_MAX];
@@ -145,6 +150,8 @@ int sp_frame_worker_init(struct sp_frame_worker *w, const struct sp_frame_worker
             return -1;
         return 0;
     }
+    if (w->app == SP_APP_DNS_TCP)
+        return sp_dns_worker_init_stream(&w->dns, &cfg->dns_tcp, err, errlen);
     if (sp_dns_worker_init(&w->dns, w->io, &cfg->dns, err, errlen) != 0) {
         sp_frame_worker_close(w);
         return -1;

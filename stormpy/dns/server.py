@@ -1,9 +1,10 @@
-"""serve-dns: zones compiled into the table, UDP answered by the workers in C, and DNS
-over TCP (RFC 7766) answered from the same table in the server process."""
+"""serve-dns: zones compiled into the table, answered by the workers in C: UDP by the
+frame or socket workers, DNS over TCP (RFC 7766) by TCP workers of their own
+(native/include/stormpy/app/dns/stream.h)."""
 from __future__ import annotations
 
 import asyncio
-import struct
+import resource
 import time
 from dataclasses import dataclass, field
 
@@ -11,14 +12,12 @@ import dns.exception
 import dns.name
 import dns.rdatatype
 
+from stormpy import _core
 from stormpy.config import ServerConfig
 from stormpy.dns.compiler import assign_zone_slots, compile_zones
 from stormpy.dns.zone import Zone, import_rdata_classes, load_zone, with_origins
 from stormpy.errors import StormpyError, ZoneError
 from stormpy.server import Server
-
-TCP_IDLE_SECONDS = 10.0
-TCP_MAX_CONNECTIONS = 512
 
 
 @dataclass
@@ -27,6 +26,12 @@ class DnsConfig(ServerConfig):
     origins: list[str] = field(default_factory=list)
     chaos_version: str | None = None
     chaos_identity: str | None = None
+    # DNS over TCP, after Knot's tcp-* settings
+    tcp_workers: int = 1             # TCP worker processes per listening address
+    tcp_max_clients: int = 8192      # connections open at once, over all TCP workers
+    tcp_max_per_source: int = 100    # of them from one address (IPv6: one /64); 0: no limit
+    tcp_io_timeout: float = 0.5      # a query must arrive, an answer leave, within this
+    tcp_idle_timeout: float = 10.0   # between queries; shorter once half the clients are open
 
 
 @dataclass
@@ -46,17 +51,14 @@ class ZoneFile:
 
 
 class DnsServer(Server):
-    """The zones' table on the workers; TCP in this process. A reload re-reads every
-    zone file, or only the zones `stormpy ctl reload ZONE` names, and compiles them with
-    the others as they were parsed."""
+    """The zones' table on the workers, UDP's and TCP's. A reload re-reads every zone
+    file, or only the zones `stormpy ctl reload ZONE` names, and compiles them with the
+    others as they were parsed."""
     serves_tcp = True
 
     def __init__(self, cfg: DnsConfig):
-        self.connections = 0
         self.files = [ZoneFile(path, origin) for path, origin in with_origins(cfg.zones, cfg.origins)]
         self.zone_responses: dict[str, int] = {}
-        # DNS over TCP, for --metrics: connections taken, refused (too many), timed out
-        self.tcp_accepted = self.tcp_refused = self.tcp_timed_out = 0
         self.zone_slots: dict = {}      # zone origin -> its answer counter's slot
         super().__init__(cfg)
 
@@ -126,42 +128,36 @@ class DnsServer(Server):
     def import_for_reload(self) -> None:
         import_rdata_classes()
 
-    async def tcp_client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter):
-        if self.connections >= TCP_MAX_CONNECTIONS:
-            self.tcp_refused += 1
-            writer.close()
-            return
-        self.connections += 1
-        self.tcp_accepted += 1
-        fd = writer.get_extra_info("socket").fileno()
-        self._client_fds.add(fd)
-        try:
-            while True:
-                try:
-                    head = await asyncio.wait_for(reader.readexactly(2), TCP_IDLE_SECONDS)
-                    (length,) = struct.unpack("!H", head)
-                    query = await asyncio.wait_for(reader.readexactly(length), TCP_IDLE_SECONDS)
-                except asyncio.TimeoutError:
-                    self.tcp_timed_out += 1
-                    break
-                except (asyncio.IncompleteReadError, ConnectionError):
-                    break
-                self.tcp_queries += 1
-                answer = self.ref.dns_answer(query, tcp=True, max_udp=self.cfg.max_udp)
-                if answer is None:
-                    continue        # not a query: nothing to say
-                writer.write(struct.pack("!H", len(answer)) + answer)
-                # a client that stops reading loses its connection, not the server's
-                await asyncio.wait_for(writer.drain(), TCP_IDLE_SECONDS)
-        except asyncio.TimeoutError:
-            self.tcp_timed_out += 1
-        except OSError:
-            pass
-        finally:
-            self.connections -= 1
-            self._client_fds.discard(fd)
-            writer.close()
+    def tcp_worker(self, fd: int, index: int):
+        cfg = self.cfg
+        workers = len(self.tcp_sockets)
+        # each worker's share, the sources' limit rounded up so a client spread over
+        # the workers by the kernel's hash still gets about its due
+        per_worker = -(-cfg.tcp_max_clients // workers)
+        per_source = -(-cfg.tcp_max_per_source // workers)
+        _raise_file_limit(per_worker + 64)
+        return _core.FrameWorker.dns_tcp(
+            fd, index, self.ref, max_connections=per_worker, max_per_source=per_source,
+            io_timeout_ms=max(1, int(cfg.tcp_io_timeout * 1000)),
+            idle_timeout_ms=max(1, int(cfg.tcp_idle_timeout * 1000)), max_udp=cfg.max_udp)
 
+    def summary(self, c: dict) -> str:
+        return (super().summary(c) + f" tcp_connections={c['tcp_connections']} "
+                f"open={c['tcp_open']} io_timeouts={c['tcp_io_timeouts']} "
+                f"idle_timeouts={c['tcp_idle_timeouts']} evicted={c['tcp_evicted']} "
+                f"refused={c['tcp_refused']} source_limited={c['tcp_source_limited']}")
+
+
+def _raise_file_limit(need: int) -> None:
+    """A TCP worker holds a descriptor per connection: its soft limit goes up to what
+    that needs, as far as the hard limit allows (the pool is sized to fit what it got)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != resource.RLIM_INFINITY and soft < need:
+        want = need if hard == resource.RLIM_INFINITY else min(need, hard)
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
+        except (ValueError, OSError):
+            pass
 
 
 def serve_dns(cfg: DnsConfig) -> None:

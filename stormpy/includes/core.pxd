@@ -335,6 +335,24 @@ cdef extern from "stormpy/app/rules/rules.h" nogil:
     size_t sp_responder_raw(const sp_frame_config *cfg, bint datagrams, const uint8_t *frame,
                             size_t len, sp_frame *tx)
 
+cdef extern from "stormpy/app/dns/stream.h" nogil:
+    struct sp_dns_tcp_counters:
+        uint64_t connections
+        uint64_t open
+        uint64_t refused
+        uint64_t source_limited
+        uint64_t evicted
+        uint64_t io_timeouts
+        uint64_t idle_timeouts
+        uint64_t malformed
+    struct sp_dns_stream_config:
+        int listen_fd
+        uint32_t max_connections
+        uint32_t max_per_source
+        uint32_t io_timeout_ms
+        uint32_t idle_timeout_ms
+        sp_dns_config dns
+
 cdef extern from "stormpy/app/dns/worker.h" nogil:
     struct sp_dns_worker:
         sp_rrl *rrl
@@ -343,6 +361,7 @@ cdef extern from "stormpy/app/dns/worker.h" nogil:
         uint64_t rrl_slipped
         sp_precopy *precopy
         sp_precopy_counters precopy_counters
+        sp_dns_tcp_counters tcp
     struct sp_dns_worker_config:
         uint16_t max_udp
         sp_rrl *rrl
@@ -449,6 +468,7 @@ cdef extern from "stormpy/engine/worker.h" nogil:
         SP_APP_DNS
         SP_APP_RULES
         SP_APP_HTTP
+        SP_APP_DNS_TCP
     struct sp_frame_worker:
         sp_io *io
         sp_table_ref *ref
@@ -480,6 +500,7 @@ cdef extern from "stormpy/engine/worker.h" nogil:
         int all_frames
         sp_dns_worker_config dns
         sp_http_stream_config http
+        sp_dns_stream_config dns_tcp
     int sp_frame_worker_init(sp_frame_worker *w, const sp_frame_worker_config *cfg, char *err,
                              size_t errlen)
     void sp_frame_worker_rearm(sp_frame_worker *w)

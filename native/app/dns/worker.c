@@ -115,13 +115,26 @@ int sp_dns_worker_init(struct sp_dns_worker *d, struct sp_io *io,
     return cfg->precopy_frames ? open_pool(d, io, cfg->precopy_frames, err, errlen) : 0;
 }
 
+int sp_dns_worker_init_stream(struct sp_dns_worker *d, const struct sp_dns_stream_config *cfg,
+                              char *err, size_t errlen)
+{
+    d->cfg = cfg->dns;
+    d->rrl = NULL;                       /* TCP is where rate limiting sends clients */
+    d->precopy = NULL;
+    d->stream = sp_dns_stream_open(cfg, err, errlen);
+    return d->stream ? 0 : -1;
+}
+
 void sp_dns_worker_rearm(struct sp_dns_worker *d)
 {
     d->precopy = NULL;
+    d->stream = NULL;
 }
 
 void sp_dns_worker_close(struct sp_dns_worker *d)
 {
     sp_precopy_free(d->precopy);
     d->precopy = NULL;
+    sp_dns_stream_close(d->stream);
+    d->stream = NULL;
 }

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "stormpy/app/http/reply.h"
+#include "stormpy/engine/timers.h"
 
 #define PIPELINE 8                       /* answers queued per connection */
 #define IN_CAP (SP_HTTP_HEAD_MAX + 1024) /* a head past SP_HTTP_HEAD_MAX is refused */
@@ -23,19 +24,17 @@
 #define ACCEPTS_PER_WAKE 64
 #define LINGER_MS 2000                   /* reading what a closed connection still sends */
 
-enum timer_list { T_IDLE, T_READING, T_WRITING, T_LINGER, T_LISTS, T_NONE = T_LISTS };
+enum timer_list { T_IDLE, T_READING, T_WRITING, T_LINGER, T_LISTS };
 
 struct conn {
+    struct sp_timed timed;               /* first: a list's members are conns */
     int fd;                              /* -1: free */
-    uint8_t list;                        /* enum timer_list */
     bool closing;                        /* no more requests: close once answers are out */
     bool lingering;
     bool suspect;                        /* the client may still be sending: linger on close */
     bool nodelay;                        /* TCP_NODELAY set: it stays open for more answers */
     bool peer_done;                      /* the client sent its FIN: answer what is here, close */
     uint32_t events;                     /* epoll interest */
-    struct conn *prev, *next;            /* in its timer list */
-    uint64_t since_ms;                   /* when its timer started */
     const struct sp_table *table;        /* what queued answers point into */
     uint64_t gen;                        /* its generation (or an older one) */
     uint64_t discard;                    /* request body bytes still to skip */
@@ -46,17 +45,12 @@ struct conn {
     uint8_t in[IN_CAP];
 };
 
-struct timer {
-    struct conn *head, *tail;
-    uint32_t timeout_ms;
-};
-
 struct sp_http_stream {
     int listen_fd, epoll_fd;
     uint32_t nconns;
     struct conn *conns;
-    struct conn *free_list;              /* linked through next */
-    struct timer timers[T_LISTS];
+    struct conn *free_list;              /* linked through timed.next */
+    struct sp_timer_list timers[T_LISTS];
     struct sp_table_pins pins;          /* tables queued answers point into */
     uint64_t now_ms;
     int64_t date_second;
@@ -68,36 +62,14 @@ struct sp_http_stream {
     struct sp_http_request req;          /* scratch: it holds a whole path */
 };
 
-static uint64_t monotonic_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 static void timer_remove(struct sp_http_stream *s, struct conn *c)
 {
-    if (c->list == T_NONE)
-        return;
-    struct timer *tm = &s->timers[c->list];
-    *(c->prev ? &c->prev->next : &tm->head) = c->next;
-    *(c->next ? &c->next->prev : &tm->tail) = c->prev;
-    c->prev = c->next = NULL;
-    c->list = T_NONE;
+    sp_timer_remove(s->timers, &c->timed);
 }
 
-/* Puts c last in `list`, its timer started now: every list has one timeout, so
- * appending keeps it in deadline order. */
 static void timer_start(struct sp_http_stream *s, struct conn *c, int list)
 {
-    timer_remove(s, c);
-    struct timer *tm = &s->timers[list];
-    c->list = (uint8_t)list;
-    c->since_ms = s->now_ms;
-    c->prev = tm->tail;
-    c->next = NULL;
-    *(tm->tail ? &tm->tail->next : &tm->head) = c;
-    tm->tail = c;
+    sp_timer_start(s->timers, &c->timed, list, s->now_ms);
 }
 
 static void enter(struct sp_http_stream *s, struct sp_table_ref *ref, int index)
@@ -113,7 +85,7 @@ static void conn_free(struct sp_http_stream *s, struct conn *c)
         sp_table_unpin(&s->pins, c->gen);
     close(c->fd);                        /* also takes it out of the epoll set */
     c->fd = -1;
-    c->next = s->free_list;
+    c->timed.next = s->free_list ? &s->free_list->timed : NULL;
     s->free_list = c;
     s->c->open--;
 }
@@ -181,7 +153,7 @@ static void queue_reply(struct sp_http_stream *s, struct conn *c, const struct s
 /* Sends what is queued; false when the connection is gone. */
 static bool flush(struct sp_http_stream *s, struct conn *c)
 {
-    if (c->nout && c->list != T_WRITING)
+    if (c->nout && c->timed.list != T_WRITING)
         timer_start(s, c, T_WRITING);
     while (c->nout) {
         struct iovec iov[SEND_IOV];
@@ -280,7 +252,7 @@ static void serve(struct sp_http_stream *s, struct conn *c)
     if (c->nout == 0) {                  /* else flush started the send timer */
         if (!c->in_len && !c->discard)
             timer_start(s, c, T_IDLE);
-        else if (c->list != T_READING)
+        else if (c->timed.list != T_READING)
             timer_start(s, c, T_READING);    /* a request is timed from when it could come */
     }
     /* Only ask for what will be acted on: a level-triggered event that is not (a FIN
@@ -319,16 +291,16 @@ static struct conn *take_conn(struct sp_http_stream *s)
      * client sends its request within a round trip). Connections receiving an
      * answer are never cut for room. */
     if (!s->free_list) {
-        struct conn *victim = s->timers[T_LINGER].head;
+        struct sp_timed *victim = s->timers[T_LINGER].head;
         if (!victim)
             victim = s->timers[T_IDLE].head ? s->timers[T_IDLE].head : s->timers[T_READING].head;
         if (!victim)
             return NULL;
-        conn_free(s, victim);
+        conn_free(s, (struct conn *)victim);
         s->c->evicted++;
     }
     struct conn *c = s->free_list;
-    s->free_list = c->next;
+    s->free_list = (struct conn *)c->timed.next;
     return c;
 }
 
@@ -350,7 +322,7 @@ static void accept_some(struct sp_http_stream *s)
         c->in_len = 0;
         c->discard = c->sent = 0;
         c->out_head = c->nout = 0;
-        c->list = T_NONE;
+        c->timed.list = SP_TIMER_NONE;
         c->events = EPOLLIN | EPOLLRDHUP;
         struct epoll_event ev = {.events = c->events, .data.ptr = c};
         s->c->open++;
@@ -366,9 +338,9 @@ static void accept_some(struct sp_http_stream *s)
 static void expire(struct sp_http_stream *s)
 {
     for (int l = 0; l < T_LISTS; l++) {
-        struct timer *tm = &s->timers[l];
-        while (tm->head && tm->head->since_ms + tm->timeout_ms <= s->now_ms) {
-            struct conn *c = tm->head;
+        struct sp_timed *due;
+        while ((due = sp_timer_due(s->timers, l, s->now_ms))) {
+            struct conn *c = (struct conn *)due;
             if (l != T_LINGER && l != T_IDLE)
                 s->c->timeouts++;
             if (l == T_READING && c->in_len && s->site && can_queue(s, c)) {
@@ -386,23 +358,9 @@ static void expire(struct sp_http_stream *s)
     }
 }
 
-static uint32_t next_wake_ms(const struct sp_http_stream *s)
-{
-    uint64_t wait = 100;                 /* the stop flag is looked at this often */
-    for (int l = 0; l < T_LISTS; l++) {
-        const struct conn *c = s->timers[l].head;
-        if (c) {
-            uint64_t due = c->since_ms + s->timers[l].timeout_ms;
-            uint64_t in = due > s->now_ms ? due - s->now_ms : 0;
-            wait = in < wait ? in : wait;
-        }
-    }
-    return (uint32_t)wait;
-}
-
 static void tick(struct sp_http_stream *s)
 {
-    s->now_ms = monotonic_ms();
+    s->now_ms = sp_monotonic_ms();
     int64_t second = (int64_t)time(NULL);
     if (second != s->date_second) {      /* Date changes once a second, never per request */
         s->date_second = second;
@@ -420,7 +378,9 @@ int sp_http_stream_run(struct sp_http_stream *s, struct sp_table_ref *ref, int i
     while (!__atomic_load_n(stop, __ATOMIC_ACQUIRE)) {
         tick(s);
         sp_table_ref_leave_pinned(ref, index, &s->pins);
-        int n = epoll_wait(s->epoll_fd, ev, 64, (int)next_wake_ms(s));
+        /* the stop flag is looked at every 100 ms at least */
+        uint32_t wait_ms = sp_timer_next_wake(s->timers, T_LISTS, s->now_ms, 100);
+        int n = epoll_wait(s->epoll_fd, ev, 64, (int)wait_ms);
         if (n < 0 && errno != EINTR) {
             error = errno;
             break;
@@ -485,8 +445,8 @@ struct sp_http_stream *sp_http_stream_open(const struct sp_http_stream_config *c
     s->nconns = max;
     for (uint32_t i = max; i-- > 0;) {
         s->conns[i].fd = -1;
-        s->conns[i].list = T_NONE;
-        s->conns[i].next = s->free_list;
+        s->conns[i].timed.list = SP_TIMER_NONE;
+        s->conns[i].timed.next = s->free_list ? &s->free_list->timed : NULL;
         s->free_list = &s->conns[i];
     }
     s->timers[T_IDLE].timeout_ms = cfg->idle_timeout_ms;

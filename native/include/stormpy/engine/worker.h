@@ -39,6 +39,7 @@ enum sp_app {
     SP_APP_DNS = 0,          /* serve-dns: app/dns */
     SP_APP_RULES,            /* a custom responder: app/rules, with a slow path */
     SP_APP_HTTP,             /* serve-http: app/http; on the kernel's TCP, no frame loop */
+    SP_APP_DNS_TCP,          /* serve-dns's TCP worker: app/dns/stream.h, no frame loop */
 };
 
 struct sp_frame_worker {
@@ -85,6 +86,7 @@ struct sp_frame_worker_config {
     int all_frames;                  /* SP_APP_RULES: also what is not UDP to the port */
     struct sp_dns_worker_config dns;
     struct sp_http_stream_config http;   /* SP_APP_HTTP without io: the kernel's TCP */
+    struct sp_dns_stream_config dns_tcp; /* SP_APP_DNS_TCP */
 };
 
 /* Sets w up to run on cfg->io: its configuration is set afresh (no identity, no own
@@ -103,7 +105,7 @@ void sp_frame_worker_rearm(struct sp_frame_worker *w);
 
 /* Runs until stopped, until the backend has no more input (memory backend), or
  * until it fails (io->error). Returns the number of batches processed (0 for an
- * HTTP worker on the kernel's TCP, which has no batches). */
+ * stream worker on the kernel's TCP, HTTP or DNS, which has no batches). */
 uint64_t sp_frame_worker_run(struct sp_frame_worker *w);
 /* Asks a running worker to return after its current batch (any thread). */
 void sp_frame_worker_stop(struct sp_frame_worker *w);

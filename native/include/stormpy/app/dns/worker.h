@@ -20,6 +20,7 @@
 #include "stormpy/app/dns/dns.h"
 #include "stormpy/app/dns/precopy.h"
 #include "stormpy/app/dns/rrl.h"
+#include "stormpy/app/dns/stream.h"
 #include "stormpy/engine/batch.h"
 #include "stormpy/engine/table.h"
 #include "stormpy/io.h"
@@ -36,6 +37,9 @@ struct sp_dns_worker {
     /* The pool's counters, continued by a worker set up again */
     struct sp_precopy_counters precopy_counters;
     struct sp_precopy_counters precopy_base;   /* precopy_counters when the pool was made */
+    /* A TCP worker's (no backend, no frame loop): the stream server of its process */
+    struct sp_dns_stream *stream;
+    struct sp_dns_tcp_counters tcp;
 };
 
 /* How sp_dns_worker_init() sets DNS up. */
@@ -50,10 +54,17 @@ struct sp_dns_worker_config {
 int sp_dns_worker_init(struct sp_dns_worker *d, struct sp_io *io,
                        const struct sp_dns_worker_config *cfg, char *err, size_t errlen);
 
-/* Forgets the pool without freeing it: its process is gone (engine/worker.h, rearm). */
+/* Makes d a TCP worker: a stream server on cfg->listen_fd (stream.h) instead of a
+ * backend. 0, or -1 with a one-line reason in err; sp_dns_worker_close() undoes it. */
+int sp_dns_worker_init_stream(struct sp_dns_worker *d, const struct sp_dns_stream_config *cfg,
+                              char *err, size_t errlen);
+
+/* Forgets the pool and the stream server without freeing them: their process is
+ * gone (engine/worker.h, rearm). */
 void sp_dns_worker_rearm(struct sp_dns_worker *d);
 
-/* Frees the pool, once the backend that could still complete its copies is closed. */
+/* Frees the pool, once the backend that could still complete its copies is closed,
+ * and closes the stream server. */
 void sp_dns_worker_close(struct sp_dns_worker *d);
 
 /* Answers the batch from t: whole frames (memcpy or precopy mode) or datagrams. */
