@@ -441,6 +441,6 @@ class Server(ABC):
                 key = "http_requests" if self.stream else "rx"
                 log.info("stopped: %s; per worker %s=%s", self.summary(self.counters()), key,
                          ",".join(str(self.ref.worker_counters(i)[key])
-                                  for i in range(self.pool.count)))
+                                  for i in range(self.frame_workers)))
             self.release()
 

@@ -10,11 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "stormpy/engine/timers.h"
+#include "stormpy/engine/conn_pool.h"
 
 #define IN_CAP (2 + SP_DNS_TCP_QUERY_MAX)
 #define OUT_INLINE 512                   /* an unsent rest this short needs no allocation */
@@ -25,11 +24,10 @@
 enum timer_list { T_IDLE, T_IO, T_LISTS };
 
 struct conn {
-    struct sp_timed timed;               /* first: a list's members are conns */
-    int fd;                              /* -1: free */
-    uint32_t events;                     /* epoll interest */
+    struct sp_conn base;                 /* first: the pool's and the timers' */
     uint32_t source;                     /* its address's slot in the source table */
     bool peer_done;                      /* the client sent its FIN */
+    bool took;                           /* a query was taken since the last settle() */
     uint16_t in_len;
     uint32_t out_len, out_sent;          /* an answer (or its rest) not yet sent */
     uint8_t *out;                        /* out_inline, or allocated for a long rest */
@@ -44,11 +42,9 @@ struct source {
 };
 
 struct sp_dns_stream {
-    int listen_fd, epoll_fd;
-    uint32_t nconns, max_per_source;
+    struct sp_conn_pool pool;
+    uint32_t max_per_source;
     uint32_t idle_timeout_ms, io_timeout_ms;
-    struct conn *conns;
-    struct conn *free_list;              /* linked through timed.next */
     struct sp_timer_list timers[T_LISTS];
     struct source *sources;
     uint32_t source_mask;
@@ -114,33 +110,30 @@ static void source_release(struct sp_dns_stream *s, uint32_t i)
 
 static void conn_free(struct sp_dns_stream *s, struct conn *c)
 {
-    sp_timer_remove(s->timers, &c->timed);
     if (c->out != c->out_inline)
         free(c->out);
     c->out = c->out_inline;
     c->out_len = c->out_sent = 0;
     source_release(s, c->source);
-    close(c->fd);                        /* also takes it out of the epoll set */
-    c->fd = -1;
-    c->timed.next = s->free_list ? &s->free_list->timed : NULL;
-    s->free_list = c;
+    sp_conn_release(&s->pool, &c->base, s->timers);
     s->c->open--;
 }
 
 static void set_events(struct sp_dns_stream *s, struct conn *c, uint32_t events)
 {
-    if (events == c->events)
-        return;
-    struct epoll_event ev = {.events = events, .data.ptr = c};
-    epoll_ctl(s->epoll_fd, EPOLL_CTL_MOD, c->fd, &ev);
-    c->events = events;
+    sp_conn_set_events(&s->pool, &c->base, events);
+}
+
+static void timer_start(struct sp_dns_stream *s, struct conn *c, int list)
+{
+    sp_timer_start(s->timers, &c->base.timed, list, s->now_ms);
 }
 
 /* Sends what c holds; false when the connection is gone. */
 static bool flush(struct sp_dns_stream *s, struct conn *c)
 {
     while (c->out_sent < c->out_len) {
-        ssize_t n = send(c->fd, c->out + c->out_sent, c->out_len - c->out_sent,
+        ssize_t n = send(c->base.fd, c->out + c->out_sent, c->out_len - c->out_sent,
                          MSG_NOSIGNAL | MSG_DONTWAIT);
         if (n < 0) {
             if (errno == EAGAIN || errno == EWOULDBLOCK)
@@ -151,7 +144,7 @@ static bool flush(struct sp_dns_stream *s, struct conn *c)
             return false;
         }
         c->out_sent += (uint32_t)n;
-        sp_timer_start(s->timers, &c->timed, T_IO, s->now_ms);   /* progress */
+        timer_start(s, c, T_IO);   /* progress */
     }
     if (c->out != c->out_inline)
         free(c->out);
@@ -166,7 +159,7 @@ static bool send_answers(struct sp_dns_stream *s, struct conn *c, size_t len)
 {
     size_t sent = 0;
     while (sent < len) {
-        ssize_t n = send(c->fd, s->scratch + sent, len - sent, MSG_NOSIGNAL | MSG_DONTWAIT);
+        ssize_t n = send(c->base.fd, s->scratch + sent, len - sent, MSG_NOSIGNAL | MSG_DONTWAIT);
         if (n < 0) {
             if (errno == EINTR)
                 continue;
@@ -189,7 +182,7 @@ static bool send_answers(struct sp_dns_stream *s, struct conn *c, size_t len)
     c->out = out;
     c->out_len = (uint32_t)rest;
     c->out_sent = 0;
-    sp_timer_start(s->timers, &c->timed, T_IO, s->now_ms);   /* it must leave in time */
+    timer_start(s, c, T_IO);   /* it must leave in time */
     return true;
 }
 
@@ -225,6 +218,7 @@ static bool answer_queries(struct sp_dns_stream *s, struct conn *c)
     if (used) {
         memmove(c->in, c->in + used, c->in_len - used);
         c->in_len = (uint16_t)(c->in_len - used);
+        c->took = true;
     }
     return out == 0 || send_answers(s, c, out);
 }
@@ -240,17 +234,19 @@ static void settle(struct sp_dns_stream *s, struct conn *c)
         conn_free(s, c);
         return;
     }
+    /* a message is timed from its first byte, which came after the last one taken */
     if (c->in_len == 0)
-        sp_timer_start(s->timers, &c->timed, T_IDLE, s->now_ms);
-    else if (c->timed.list != T_IO)      /* a message is timed from its first byte */
-        sp_timer_start(s->timers, &c->timed, T_IO, s->now_ms);
+        timer_start(s, c, T_IDLE);
+    else if (c->base.timed.list != T_IO || c->took)
+        timer_start(s, c, T_IO);
+    c->took = false;
     set_events(s, c, EPOLLIN | EPOLLRDHUP);
 }
 
 static void on_readable(struct sp_dns_stream *s, struct conn *c)
 {
-    if (c->out_len == 0 && !c->peer_done) {
-        ssize_t n = recv(c->fd, c->in + c->in_len, IN_CAP - c->in_len, MSG_DONTWAIT);
+    if (c->out_len == 0 && !c->peer_done && c->in_len < IN_CAP) {
+        ssize_t n = recv(c->base.fd, c->in + c->in_len, IN_CAP - c->in_len, MSG_DONTWAIT);
         if (n < 0 && errno != EAGAIN && errno != EINTR) {
             conn_free(s, c);
             return;
@@ -280,7 +276,7 @@ static void on_writable(struct sp_dns_stream *s, struct conn *c)
  * a round trip). Connections whose answer is leaving are not cut for room. */
 static struct conn *take_conn(struct sp_dns_stream *s)
 {
-    if (!s->free_list) {
+    if (!s->pool.free_list) {
         struct sp_timed *victim = s->timers[T_IDLE].head;
         for (struct sp_timed *e = s->timers[T_IO].head; !victim && e; e = e->next)
             if (((struct conn *)e)->out_len == 0)
@@ -290,9 +286,7 @@ static struct conn *take_conn(struct sp_dns_stream *s)
         conn_free(s, (struct conn *)victim);
         s->c->evicted++;
     }
-    struct conn *c = s->free_list;
-    s->free_list = (struct conn *)c->timed.next;
-    return c;
+    return (struct conn *)sp_conn_take(&s->pool);
 }
 
 static void accept_some(struct sp_dns_stream *s)
@@ -300,7 +294,7 @@ static void accept_some(struct sp_dns_stream *s)
     for (int k = 0; k < ACCEPTS_PER_WAKE; k++) {
         struct sockaddr_storage ss;
         socklen_t sl = sizeof(ss);
-        int fd = accept4(s->listen_fd, (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        int fd = accept4(s->pool.listen_fd, (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0)
             return;
         uint64_t hi, lo;
@@ -323,22 +317,18 @@ static void accept_some(struct sp_dns_stream *s)
         s->sources[slot].count++;
         int one = 1;                     /* an answer never waits for the one before's ACK */
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-        c->fd = fd;
-        c->source = slot;
-        c->peer_done = false;
+        c->peer_done = c->took = false;
         c->in_len = 0;
         c->out = c->out_inline;
         c->out_len = c->out_sent = 0;
-        c->timed.list = SP_TIMER_NONE;
-        c->events = EPOLLIN | EPOLLRDHUP;
-        struct epoll_event ev = {.events = c->events, .data.ptr = c};
-        s->c->open++;
-        if (epoll_ctl(s->epoll_fd, EPOLL_CTL_ADD, fd, &ev) != 0) {
-            conn_free(s, c);
+        if (sp_conn_add(&s->pool, &c->base, fd, EPOLLIN | EPOLLRDHUP) != 0) {
+            source_release(s, slot);
             continue;
         }
+        c->source = slot;
+        s->c->open++;
         s->c->connections++;
-        sp_timer_start(s->timers, &c->timed, T_IDLE, s->now_ms);
+        timer_start(s, c, T_IDLE);
     }
 }
 
@@ -348,10 +338,10 @@ static void accept_some(struct sp_dns_stream *s)
  * proportion to the room left, down to the I/O timeout. */
 static uint32_t idle_timeout_now(const struct sp_dns_stream *s)
 {
-    uint64_t open = s->c->open, half = s->nconns / 2 + 1;
+    uint64_t open = s->c->open, n = s->pool.count, half = n / 2 + 1;
     uint64_t ms = s->idle_timeout_ms;
     if (open > half)
-        ms = ms * (s->nconns > open ? s->nconns - open : 0) / (s->nconns - half + 1);
+        ms = ms * (n > open ? n - open : 0) / (n - half + 1);
     return ms > s->io_timeout_ms ? (uint32_t)ms : s->io_timeout_ms;
 }
 
@@ -382,7 +372,7 @@ int sp_dns_stream_run(struct sp_dns_stream *s, struct sp_table_ref *ref, int ind
         s->now_ms = sp_monotonic_ms();
         /* the stop flag is looked at every 100 ms at least */
         uint32_t wait_ms = sp_timer_next_wake(s->timers, T_LISTS, s->now_ms, 100);
-        int n = epoll_wait(s->epoll_fd, ev, EVENTS, (int)wait_ms);
+        int n = epoll_wait(s->pool.epoll_fd, ev, EVENTS, (int)wait_ms);
         if (n < 0 && errno != EINTR) {
             error = errno;
             break;
@@ -397,7 +387,7 @@ int sp_dns_stream_run(struct sp_dns_stream *s, struct sp_table_ref *ref, int ind
                                           * connection may still have events below */
                 continue;
             }
-            if (c->fd < 0)
+            if (c->base.fd < 0)
                 continue;                /* closed earlier in this wake-up */
             if (ev[i].events & EPOLLOUT && c->out_len)
                 on_writable(s, c);
@@ -416,77 +406,49 @@ struct sp_dns_stream *sp_dns_stream_open(const struct sp_dns_stream_config *cfg,
                                          size_t errlen)
 {
     struct sp_dns_stream *s = calloc(1, sizeof(*s));
+    if (!s) {
+        snprintf(err, errlen, "out of memory for the TCP worker");
+        close(cfg->listen_fd);
+        return NULL;
+    }
     uint32_t max = cfg->max_connections ? cfg->max_connections : 1024;
-    struct rlimit rl;
-    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
-        rl.rlim_cur < (rlim_t)max + 64)
-        max = rl.rlim_cur > 128 ? (uint32_t)rl.rlim_cur - 64 : 64;
-    uint32_t slots = 2;
-    while (slots < 2 * max)
+    if (sp_conn_pool_open(&s->pool, cfg->listen_fd, max, sizeof(struct conn), err, errlen) != 0) {
+        free(s);
+        return NULL;
+    }
+    uint32_t slots = 2;                  /* twice the connections: one is always free */
+    while (slots < 2 * s->pool.count)
         slots <<= 1;
-    if (s) {
-        s->conns = calloc(max, sizeof(struct conn));
-        s->sources = calloc(slots, sizeof(struct source));
+    s->sources = calloc(slots, sizeof(struct source));
+    if (!s->sources) {
+        snprintf(err, errlen, "out of memory for %u TCP connections", s->pool.count);
+        sp_dns_stream_close(s);
+        return NULL;
     }
-    if (!s || !s->conns || !s->sources) {
-        snprintf(err, errlen, "out of memory for %u TCP connections", max);
-        goto fail;
-    }
-    s->listen_fd = cfg->listen_fd;
-    s->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
-    if (s->epoll_fd < 0) {
-        snprintf(err, errlen, "epoll_create1: %s", strerror(errno));
-        goto fail;
-    }
-    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
-    if (epoll_ctl(s->epoll_fd, EPOLL_CTL_ADD, s->listen_fd, &ev) != 0) {
-        snprintf(err, errlen, "epoll_ctl on the listening socket: %s", strerror(errno));
-        goto fail;
-    }
-    s->nconns = max;
     s->source_mask = slots - 1;
     s->max_per_source = cfg->max_per_source;
     s->io_timeout_ms = cfg->io_timeout_ms ? cfg->io_timeout_ms : 500;
     s->idle_timeout_ms = cfg->idle_timeout_ms;
     s->dns_cfg = cfg->dns;
-    /* every slot is written now: the pool's memory is the process's from the start,
-     * and an attack that fills it does not grow it */
-    for (uint32_t i = max; i-- > 0;) {
-        struct conn *c = &s->conns[i];
-        c->fd = -1;
+    for (uint32_t i = 0; i < s->pool.count; i++) {
+        struct conn *c = (struct conn *)sp_conn_at(&s->pool, i);
         c->out = c->out_inline;
-        c->timed.list = SP_TIMER_NONE;
-        c->timed.next = s->free_list ? &s->free_list->timed : NULL;
-        s->free_list = c;
     }
     s->timers[T_IDLE].timeout_ms = s->idle_timeout_ms;
     s->timers[T_IO].timeout_ms = s->io_timeout_ms;
     return s;
-fail:
-    if (s) {
-        if (s->epoll_fd > 0)
-            close(s->epoll_fd);
-        free(s->conns);
-        free(s->sources);
-        free(s);
-    }
-    close(cfg->listen_fd);
-    return NULL;
 }
 
 void sp_dns_stream_close(struct sp_dns_stream *s)
 {
     if (!s)
         return;
-    for (uint32_t i = 0; i < s->nconns; i++) {
-        if (s->conns[i].fd >= 0)
-            close(s->conns[i].fd);
-        if (s->conns[i].out != s->conns[i].out_inline)
-            free(s->conns[i].out);
+    for (uint32_t i = 0; s->pool.conns && i < s->pool.count; i++) {
+        struct conn *c = (struct conn *)sp_conn_at(&s->pool, i);
+        if (c->out != c->out_inline)
+            free(c->out);
     }
-    close(s->epoll_fd);
-    close(s->listen_fd);
-    free(s->conns);
+    sp_conn_pool_close(&s->pool);
     free(s->sources);
     free(s);
 }

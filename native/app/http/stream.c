@@ -10,13 +10,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "stormpy/app/http/reply.h"
-#include "stormpy/engine/timers.h"
+#include "stormpy/engine/conn_pool.h"
 
 #define PIPELINE 8                       /* answers queued per connection */
 #define IN_CAP (SP_HTTP_HEAD_MAX + 1024) /* a head past SP_HTTP_HEAD_MAX is refused */
@@ -27,14 +26,12 @@
 enum timer_list { T_IDLE, T_READING, T_WRITING, T_LINGER, T_LISTS };
 
 struct conn {
-    struct sp_timed timed;               /* first: a list's members are conns */
-    int fd;                              /* -1: free */
+    struct sp_conn base;                 /* first: the pool's and the timers' */
     bool closing;                        /* no more requests: close once answers are out */
     bool lingering;
     bool suspect;                        /* the client may still be sending: linger on close */
     bool nodelay;                        /* TCP_NODELAY set: it stays open for more answers */
     bool peer_done;                      /* the client sent its FIN: answer what is here, close */
-    uint32_t events;                     /* epoll interest */
     const struct sp_table *table;        /* what queued answers point into */
     uint64_t gen;                        /* its generation (or an older one) */
     uint64_t discard;                    /* request body bytes still to skip */
@@ -46,10 +43,7 @@ struct conn {
 };
 
 struct sp_http_stream {
-    int listen_fd, epoll_fd;
-    uint32_t nconns;
-    struct conn *conns;
-    struct conn *free_list;              /* linked through timed.next */
+    struct sp_conn_pool pool;
     struct sp_timer_list timers[T_LISTS];
     struct sp_table_pins pins;          /* tables queued answers point into */
     uint64_t now_ms;
@@ -64,12 +58,12 @@ struct sp_http_stream {
 
 static void timer_remove(struct sp_http_stream *s, struct conn *c)
 {
-    sp_timer_remove(s->timers, &c->timed);
+    sp_timer_remove(s->timers, &c->base.timed);
 }
 
 static void timer_start(struct sp_http_stream *s, struct conn *c, int list)
 {
-    sp_timer_start(s->timers, &c->timed, list, s->now_ms);
+    sp_timer_start(s->timers, &c->base.timed, list, s->now_ms);
 }
 
 static void enter(struct sp_http_stream *s, struct sp_table_ref *ref, int index)
@@ -83,20 +77,13 @@ static void conn_free(struct sp_http_stream *s, struct conn *c)
     timer_remove(s, c);
     if (c->nout)
         sp_table_unpin(&s->pins, c->gen);
-    close(c->fd);                        /* also takes it out of the epoll set */
-    c->fd = -1;
-    c->timed.next = s->free_list ? &s->free_list->timed : NULL;
-    s->free_list = c;
+    sp_conn_release(&s->pool, &c->base, NULL);
     s->c->open--;
 }
 
 static void set_events(struct sp_http_stream *s, struct conn *c, uint32_t events)
 {
-    if (events == c->events)
-        return;
-    struct epoll_event ev = {.events = events, .data.ptr = c};
-    epoll_ctl(s->epoll_fd, EPOLL_CTL_MOD, c->fd, &ev);
-    c->events = events;
+    sp_conn_set_events(&s->pool, &c->base, events);
 }
 
 /* Answers are out and no more will come. A client that may still be sending (a
@@ -109,7 +96,7 @@ static void finish(struct sp_http_stream *s, struct conn *c)
         conn_free(s, c);
         return;
     }
-    shutdown(c->fd, SHUT_WR);
+    shutdown(c->base.fd, SHUT_WR);
     c->lingering = true;
     c->in_len = 0;
     set_events(s, c, EPOLLIN);
@@ -143,7 +130,7 @@ static void queue_reply(struct sp_http_stream *s, struct conn *c, const struct s
     c->suspect |= r->close && r->status >= 400;
     if (!r->close && !c->nodelay) {      /* a close sends its last segment with the FIN */
         int one = 1;
-        setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+        setsockopt(c->base.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
         c->nodelay = true;
     }
     s->c->requests++;
@@ -153,7 +140,7 @@ static void queue_reply(struct sp_http_stream *s, struct conn *c, const struct s
 /* Sends what is queued; false when the connection is gone. */
 static bool flush(struct sp_http_stream *s, struct conn *c)
 {
-    if (c->nout && c->timed.list != T_WRITING)
+    if (c->nout && c->base.timed.list != T_WRITING)
         timer_start(s, c, T_WRITING);
     while (c->nout) {
         struct iovec iov[SEND_IOV];
@@ -173,7 +160,7 @@ static bool flush(struct sp_http_stream *s, struct conn *c)
             }
         }
         struct msghdr msg = {.msg_iov = iov, .msg_iovlen = (size_t)n};
-        ssize_t sent = sendmsg(c->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+        ssize_t sent = sendmsg(c->base.fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
         if (sent < 0) {
             if (errno == EAGAIN || errno == EWOULDBLOCK)
                 break;
@@ -252,7 +239,7 @@ static void serve(struct sp_http_stream *s, struct conn *c)
     if (c->nout == 0) {                  /* else flush started the send timer */
         if (!c->in_len && !c->discard)
             timer_start(s, c, T_IDLE);
-        else if (c->timed.list != T_READING)
+        else if (c->base.timed.list != T_READING)
             timer_start(s, c, T_READING);    /* a request is timed from when it could come */
     }
     /* Only ask for what will be acted on: a level-triggered event that is not (a FIN
@@ -265,13 +252,13 @@ static void on_readable(struct sp_http_stream *s, struct conn *c)
 {
     if (c->lingering) {
         uint8_t sink[4096];
-        ssize_t n = recv(c->fd, sink, sizeof(sink), MSG_DONTWAIT);
+        ssize_t n = recv(c->base.fd, sink, sizeof(sink), MSG_DONTWAIT);
         if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
             conn_free(s, c);
         return;
     }
     if (c->in_len < IN_CAP && !c->closing && !c->peer_done) {
-        ssize_t n = recv(c->fd, c->in + c->in_len, IN_CAP - c->in_len, MSG_DONTWAIT);
+        ssize_t n = recv(c->base.fd, c->in + c->in_len, IN_CAP - c->in_len, MSG_DONTWAIT);
         if (n < 0 && errno != EAGAIN && errno != EINTR) {
             conn_free(s, c);
             return;
@@ -290,7 +277,7 @@ static struct conn *take_conn(struct sp_http_stream *s)
      * then the one whose request has taken longest to arrive (a slow-loris: a real
      * client sends its request within a round trip). Connections receiving an
      * answer are never cut for room. */
-    if (!s->free_list) {
+    if (!s->pool.free_list) {
         struct sp_timed *victim = s->timers[T_LINGER].head;
         if (!victim)
             victim = s->timers[T_IDLE].head ? s->timers[T_IDLE].head : s->timers[T_READING].head;
@@ -299,15 +286,13 @@ static struct conn *take_conn(struct sp_http_stream *s)
         conn_free(s, (struct conn *)victim);
         s->c->evicted++;
     }
-    struct conn *c = s->free_list;
-    s->free_list = (struct conn *)c->timed.next;
-    return c;
+    return (struct conn *)sp_conn_take(&s->pool);
 }
 
 static void accept_some(struct sp_http_stream *s)
 {
     for (int k = 0; k < ACCEPTS_PER_WAKE; k++) {
-        int fd = accept4(s->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        int fd = accept4(s->pool.listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0)
             return;
         struct conn *c = take_conn(s);
@@ -316,20 +301,14 @@ static void accept_some(struct sp_http_stream *s)
             s->c->refused++;
             continue;
         }
-        c->fd = fd;
         c->nodelay = false;
         c->closing = c->lingering = c->suspect = c->peer_done = false;
         c->in_len = 0;
         c->discard = c->sent = 0;
         c->out_head = c->nout = 0;
-        c->timed.list = SP_TIMER_NONE;
-        c->events = EPOLLIN | EPOLLRDHUP;
-        struct epoll_event ev = {.events = c->events, .data.ptr = c};
-        s->c->open++;
-        if (epoll_ctl(s->epoll_fd, EPOLL_CTL_ADD, fd, &ev) != 0) {
-            conn_free(s, c);
+        if (sp_conn_add(&s->pool, &c->base, fd, EPOLLIN | EPOLLRDHUP) != 0)
             continue;
-        }
+        s->c->open++;
         s->c->connections++;
         timer_start(s, c, T_READING);    /* the first request is timed from the connect */
     }
@@ -349,7 +328,7 @@ static void expire(struct sp_http_stream *s)
                 timer_remove(s, c);
                 if (flush(s, c) && c->nout == 0)
                     finish(s, c);
-                else if (c->fd >= 0 && c->nout)
+                else if (c->base.fd >= 0 && c->nout)
                     set_events(s, c, EPOLLOUT);
                 continue;
             }
@@ -380,7 +359,7 @@ int sp_http_stream_run(struct sp_http_stream *s, struct sp_table_ref *ref, int i
         sp_table_ref_leave_pinned(ref, index, &s->pins);
         /* the stop flag is looked at every 100 ms at least */
         uint32_t wait_ms = sp_timer_next_wake(s->timers, T_LISTS, s->now_ms, 100);
-        int n = epoll_wait(s->epoll_fd, ev, 64, (int)wait_ms);
+        int n = epoll_wait(s->pool.epoll_fd, ev, 64, (int)wait_ms);
         if (n < 0 && errno != EINTR) {
             error = errno;
             break;
@@ -395,7 +374,7 @@ int sp_http_stream_run(struct sp_http_stream *s, struct sp_table_ref *ref, int i
                 continue;
             }
             struct conn *c = ev[i].data.ptr;
-            if (c->fd < 0)
+            if (c->base.fd < 0)
                 continue;                /* closed earlier in this wake-up */
             if (!s->site) {              /* no site in this table: nothing to answer with */
                 conn_free(s, c);
@@ -420,34 +399,15 @@ struct sp_http_stream *sp_http_stream_open(const struct sp_http_stream_config *c
                                            size_t errlen)
 {
     struct sp_http_stream *s = calloc(1, sizeof(*s));
+    if (!s) {
+        snprintf(err, errlen, "out of memory for the HTTP worker");
+        close(cfg->listen_fd);
+        return NULL;
+    }
     uint32_t max = cfg->max_connections ? cfg->max_connections : 1024;
-    struct rlimit rl;
-    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
-        rl.rlim_cur < (rlim_t)max + 64)
-        max = rl.rlim_cur > 128 ? (uint32_t)rl.rlim_cur - 64 : 64;
-    if (s)
-        s->conns = calloc(max, sizeof(struct conn));
-    if (!s || !s->conns) {
-        snprintf(err, errlen, "out of memory for %u connections", max);
-        goto fail;
-    }
-    s->listen_fd = cfg->listen_fd;
-    s->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
-    if (s->epoll_fd < 0) {
-        snprintf(err, errlen, "epoll_create1: %s", strerror(errno));
-        goto fail;
-    }
-    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
-    if (epoll_ctl(s->epoll_fd, EPOLL_CTL_ADD, s->listen_fd, &ev) != 0) {
-        snprintf(err, errlen, "epoll_ctl on the listening socket: %s", strerror(errno));
-        goto fail;
-    }
-    s->nconns = max;
-    for (uint32_t i = max; i-- > 0;) {
-        s->conns[i].fd = -1;
-        s->conns[i].timed.list = SP_TIMER_NONE;
-        s->conns[i].timed.next = s->free_list ? &s->free_list->timed : NULL;
-        s->free_list = &s->conns[i];
+    if (sp_conn_pool_open(&s->pool, cfg->listen_fd, max, sizeof(struct conn), err, errlen) != 0) {
+        free(s);
+        return NULL;
     }
     s->timers[T_IDLE].timeout_ms = cfg->idle_timeout_ms;
     s->timers[T_READING].timeout_ms = cfg->request_timeout_ms;
@@ -455,26 +415,12 @@ struct sp_http_stream *sp_http_stream_open(const struct sp_http_stream_config *c
     s->timers[T_LINGER].timeout_ms = LINGER_MS;
     s->date_second = -1;
     return s;
-fail:
-    if (s) {
-        if (s->epoll_fd > 0)
-            close(s->epoll_fd);
-        free(s->conns);
-        free(s);
-    }
-    close(cfg->listen_fd);
-    return NULL;
 }
 
 void sp_http_stream_close(struct sp_http_stream *s)
 {
     if (!s)
         return;
-    for (uint32_t i = 0; i < s->nconns; i++)
-        if (s->conns[i].fd >= 0)
-            close(s->conns[i].fd);
-    close(s->epoll_fd);
-    close(s->listen_fd);
-    free(s->conns);
+    sp_conn_pool_close(&s->pool);
     free(s);
 }
