@@ -7,7 +7,7 @@ tests/reliability_tcp.py; each prints its results as one JSON object:
 attack: one epoll loop holds every connection, each bound to one of SOURCES (comma
   separated) in turn, so that a per-source limit alone cannot turn the abuse away:
   idle ones send nothing; chatty ones ask one question every 1-5 s and read the answers;
-  non-reading ones pipeline questions while the socket takes them and never read;
+  non-reading ones pipeline questions until the socket blocks, then wait, never reading;
   slow-loris ones send a 2-byte length, then one byte of the query a second. A connection
   the server cuts (or refuses) is opened again 0.5-1.5 s later, so the pressure persists.
   Reports, per kind, what was opened, cut (and after how long), refused, still open.
@@ -149,6 +149,8 @@ class Attack:
         try:
             n = slot.sock.send(data)
         except BlockingIOError:
+            if slot.kind == "nonread":      # blocked: it stays so, only a cut is watched for
+                self.epoll.modify(slot.sock.fileno(), CUT)
             return 0
         self.stats[slot.kind]["bytes_sent"] += n
         return n

@@ -19,6 +19,7 @@ LimitNOFILE=1048576 (its tcp-max-clients default is half of it).
 """
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import resource
@@ -29,6 +30,8 @@ import subprocess
 import sys
 import tempfile
 import time
+
+import dns.zone
 
 from stormpy.bench.servers import write_knot_config
 from stormpy.bench.netns import _sh as sh
@@ -80,12 +83,12 @@ class AbuseNet(VethPair):
             sh("ip", "netns", "del", ns, check=False)
 
 
-def stormpy_command(workdir, stormpy_args):
-    return ([sys.executable, "-m", "stormpy", "serve-dns", ZONE, "--listen", f"{SERVER}:{PORT}",
+def stormpy_command(workdir, zone, stormpy_args):
+    return ([sys.executable, "-m", "stormpy", "serve-dns", zone, "--listen", f"{SERVER}:{PORT}",
              *stormpy_args], SYSTEMD_NOFILE)
 
 
-def knot_command(workdir, _):
+def knot_command(workdir, zone, _):
     knotd = shutil.which("knotd") or shutil.which("knotd", path="/usr/sbin:/usr/local/sbin")
     if knotd is None:
         raise RuntimeError("knotd is not installed: apt-get install knot")
@@ -93,8 +96,7 @@ def knot_command(workdir, _):
             "control": {"listen": f"{workdir}/knot.sock"},
             "database": {"storage": workdir},
             "log": [{"target": "stderr", "any": "notice"}],
-            # never write to the zone file: it is the repository's
-            "template": [{"id": "default", "storage": os.path.dirname(ZONE), "file": os.path.basename(ZONE),
+            "template": [{"id": "default", "storage": workdir, "file": zone,
                           "zonefile-sync": -1, "journal-content": "none"}],
             "zone": [{"domain": "example.com"}]}
     path = os.path.join(workdir, "knot.conf")
@@ -112,7 +114,7 @@ def nsd_path():
     return found
 
 
-def nsd_command(workdir, _):
+def nsd_command(workdir, zone, _):
     nsd = nsd_path()
     if nsd is None:
         raise RuntimeError("nsd is not installed and could not be: apt-get install nsd")
@@ -130,12 +132,20 @@ def nsd_command(workdir, _):
     xfrdir: "{workdir}"
     pidfile: "{workdir}/nsd.pid"
     logfile: "{workdir}/nsd.log"
-    zonesdir: "{os.path.dirname(ZONE)}"
 zone:
     name: example.com
-    zonefile: "{os.path.basename(ZONE)}"
+    zonefile: "{zone}"
 """)
     return [nsd, "-d", "-c", conf], SYSTEMD_NOFILE
+
+
+def zone_for_all(workdir):
+    """zones/example.zone with its $GENERATE expanded (Knot reads no $GENERATE): one file
+    that all three servers load."""
+    path = os.path.join(workdir, "example.zone")
+    with open(path, "w") as f:
+        f.write(dns.zone.from_file(ZONE, relativize=True).to_text(want_origin=True))
+    return path
 
 
 SERVERS = {"stormpy": stormpy_command, "knot": knot_command, "nsd": nsd_command}
@@ -173,14 +183,14 @@ def answers(net, tcp):
 
 def wait_ready(net, proc, log):
     deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            log.seek(0)
-            raise RuntimeError(f"the server exited: {log.read()[-2000:]}")
+    while time.monotonic() < deadline and proc.poll() is None:
         if answers(net, tcp=False) and answers(net, tcp=True):
             return
         time.sleep(0.2)
-    raise RuntimeError("the server did not answer within 30 s")
+    log.seek(0)
+    said = " ".join(log.read()[-1000:].split())
+    raise RuntimeError(f"the server {'exited' if proc.poll() is not None else 'did not answer within 30 s'}"
+                       f"; it said: {said}")
 
 
 def mib(kib):
@@ -219,7 +229,7 @@ def run_load(net, seconds, counts, sample):
 def abuse_run(server, seconds, after, counts, stormpy_args=()):
     """One run against `server`; returns its figures (see report())."""
     with AbuseNet() as net, tempfile.TemporaryDirectory(prefix="tcp-abuse-") as workdir:
-        argv, nofile = SERVERS[server](workdir, stormpy_args)
+        argv, nofile = SERVERS[server](workdir, zone_for_all(workdir), stormpy_args)
         log = tempfile.TemporaryFile(mode="w+")
         proc = start_server(net, argv, nofile, log)
         try:
@@ -275,16 +285,19 @@ def verdict(result):
 
 HEADER = ("| server | real client UDP answered | TCP answered (refused / closed / timed out) | "
           "latency p50 / p99 UDP; TCP (ms) | abuse open at end: idle / chatty / non-reading / slow-loris | "
-          "cut by the server, count (median after): idle / non-reading / slow-loris | "
+          "cut by the server, count (median after): idle / chatty / non-reading / slow-loris | "
           "chatty answers / questions | Pss idle → peak → after (MiB) | verdict |\n"
           "|---|---|---|---|---|---|---|---|---|")
+
+
+def duration(seconds):
+    return f"{seconds * 1000:.0f} ms" if seconds < 1 else f"{seconds:.1f} s"
 
 
 def row(result):
     c, a, mem = result["client"], result["attack"], result["pss_mib"]
     lat = lambda p, k: f"{c[p]['latency_ms'][k]:.1f}" if c[p]["latency_ms"] else "-"  # noqa: E731
-    cut = lambda k: (f"{a[k]['cut']:,} ({a[k]['cut_after_median']:.1f} s)" if a[k]["cut"]  # noqa: E731
-                     else "0")
+    cut = lambda k: f"{a[k]['cut']:,} ({duration(a[k]['cut_after_median'])})" if a[k]["cut"] else "0"  # noqa: E731
     after = f"{mem['after']} (+{result['after']} s)" if mem["after"] is not None else "not measured"
     held = " / ".join(f"{a[k]['open_at_end']:,}" for k in ("idle", "chatty", "nonread", "loris"))
     failed = verdict(result)
@@ -294,14 +307,24 @@ def row(result):
             f"{c['tcp']['timed_out']}) | {lat('udp', 'p50')} / {lat('udp', 'p99')}; "
             f"{lat('tcp', 'p50')} / {lat('tcp', 'p99')} | "
             f"{held} | "
-            f"{cut('idle')} / {cut('nonread')} / {cut('loris')} | "
+            f"{' / '.join(cut(k) for k in ('idle', 'chatty', 'nonread', 'loris'))} | "
             f"{a['chatty']['answers']:,} / {a['chatty']['queries']:,} | "
             f"{mem['idle']} → {mem['peak']} → {after} | {'; '.join(failed) if failed else 'pass'} |")
 
 
+def server_list(text):
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    unknown = [n for n in names if n not in SERVERS]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(f"unknown server {', '.join(unknown) or text!r} "
+                                         f"(known: {', '.join(SERVERS)})")
+    return names
+
+
 def add_parser(sub):
     t = sub.add_parser("tcp-abuse", help="DNS over TCP under abuse (stormpy, Knot or NSD)")
-    t.add_argument("--server", choices=sorted(SERVERS), default="stormpy")
+    t.add_argument("--server", type=server_list, default=["stormpy"], metavar="stormpy,knot,nsd",
+                   help="the server, or a comma-separated list run one after another (one table)")
     t.add_argument("--seconds", type=int, default=30, help="how long the abuse lasts")
     t.add_argument("--after", type=int, default=60, help="seconds of memory samples after it")
     t.add_argument("--idle", type=int, default=5000, help="connections that send nothing")
@@ -313,13 +336,18 @@ def add_parser(sub):
 
 
 def tcp_abuse(args):
+    # a SIGTERM (timeout, Ctrl-C's cousin) unwinds too: namespaces and servers removed
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit("reliability: terminated"))
     counts = [args.idle, args.chatty, args.non_reading, args.slow_loris]
-    try:
-        result = abuse_run(args.server, args.seconds, args.after, counts, args.stormpy_arg)
-    except RuntimeError as e:
-        sys.exit(f"reliability: {e}")
-    print(HEADER)
-    print(row(result))
-    print(json.dumps(result))
-    if verdict(result):
+    print(HEADER, flush=True)
+    failed = False
+    for server in args.server:
+        try:
+            result = abuse_run(server, args.seconds, args.after, counts, args.stormpy_arg)
+        except RuntimeError as e:
+            sys.exit(f"reliability: {server}: {e}")
+        print(row(result))
+        print(json.dumps(result), flush=True)
+        failed = failed or bool(verdict(result))
+    if failed:
         sys.exit(1)
