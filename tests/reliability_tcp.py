@@ -35,6 +35,7 @@ import dns.zone
 
 from stormpy.bench.servers import write_knot_config
 from stormpy.bench.netns import _sh as sh
+from stormpy.bench.processes import stop_process
 from support.netns import VethPair
 from support.process import process_tree, pss_kib
 
@@ -164,7 +165,7 @@ def open_file_limit(wanted):
 def start_server(net, argv, nofile, log):
     env = dict(os.environ, PYTHONPATH=REPO, PYTHONUNBUFFERED="1")
     return subprocess.Popen(["ip", "netns", "exec", net.server, *argv], cwd=REPO, env=env, stdout=log,
-                            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
                             preexec_fn=lambda: open_file_limit(nofile))
 
 
@@ -191,6 +192,18 @@ def wait_ready(net, proc, log):
     said = " ".join(log.read()[-1000:].split())
     raise RuntimeError(f"the server {'exited' if proc.poll() is not None else 'did not answer within 30 s'}"
                        f"; it said: {said}")
+
+
+def processes_pss(pid):
+    """Each process of the server's tree as "name pid": its Pss in MiB (which one grew)."""
+    out = {}
+    for p in process_tree(pid):
+        try:
+            with open(f"/proc/{p}/comm") as f:
+                out[f"{f.read().strip()} {p}"] = mib(pss_kib([p]))
+        except OSError:
+            pass
+    return out
 
 
 def mib(kib):
@@ -240,21 +253,17 @@ def abuse_run(server, seconds, after, counts, stormpy_args=()):
             for _ in range(5):
                 idle.append(pss())
                 time.sleep(0.5)
+            by_process = {"idle": processes_pss(proc.pid)}
             during = []
             attack, client = run_load(net, seconds, counts, lambda: during.append(pss()))
             later = []
             for _ in range(int(after)):
                 time.sleep(1.0)
                 later.append(pss())
+            by_process["after"] = processes_pss(proc.pid)
             alive = proc.poll() is None and answers(net, tcp=False) and answers(net, tcp=True)
         finally:
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-                try:
-                    proc.wait(timeout=20)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait(timeout=10)
+            stop_process(proc, grace=20)
             log.seek(0)
             server_log = log.read()
             log.close()
@@ -263,7 +272,8 @@ def abuse_run(server, seconds, after, counts, stormpy_args=()):
             "open_files_limit": nofile,
             "pss_mib": {"idle": mib(statistics.median(idle)), "peak": mib(max(during + idle)),
                         "after": mib(later[-1]) if later else None,
-                        "after_series": [mib(k) for k in later[::10]]},
+                        "after_series": [mib(k) for k in later[::10]],
+                        "by_process": by_process},
             "server_log_tail": server_log[-1500:]}
 
 
