@@ -1,6 +1,6 @@
 """`reliability.py tcp-abuse`: DNS over TCP under abuse, the same for stormpy, Knot and NSD.
 
-    .venv/bin/python tests/reliability.py tcp-abuse --server stormpy|knot|nsd [--seconds 30] [--after 60]
+    .venv/bin/python tests/reliability.py tcp-abuse [--server stormpy,knot,nsd] [--seconds 30] [--after 60]
         [--idle 5000] [--chatty 500] [--non-reading 400] [--slow-loris 200] [--stormpy-arg=ARG ...]
 
 Three namespaces on one bridge: the server (198.18.10.1, port 53), an attacker holding 16
@@ -15,7 +15,8 @@ idle, or the server no longer answers.
 
 Each server runs with its defaults, as its packaging starts it: stormpy and NSD with the
 open-file limit systemd gives a service (1024, hard 524288), Knot with its unit's
-LimitNOFILE=1048576 (its tcp-max-clients default is half of it).
+LimitNOFILE=1048576 (its tcp-max-clients default is half of it); a hard limit this
+process may not raise caps them (the JSON line says what each server had).
 """
 from __future__ import annotations
 
