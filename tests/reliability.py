@@ -3,6 +3,7 @@
     python3 tests/reliability.py overload [--seconds 60] [--backend xdp|packet]
     python3 tests/reliability.py reload   [--seconds 30] [--interval 0.5]
     python3 tests/reliability.py kill     [--kills 10]
+    python3 tests/reliability.py tcp-abuse --server stormpy|knot|nsd [--seconds 30] [--after 60]
 
 overload: serve-dns on a veth (AF_XDP by default) in a network namespace, its CPU
   capped by a cgroup quota so that kxdpgun on the other core can offer twice what
@@ -14,6 +15,9 @@ reload: the socket backend on loopback under dnsperf at a fixed rate, the zone
   compared with the same load without reloads.
 kill: the same load, a worker killed with SIGKILL every 2 s; how long until its
   replacement serves, and the queries lost, against the same load without kills.
+
+tcp-abuse: idle, chatty, non-reading and slow-loris TCP connections while a real client
+  asks over UDP and TCP; the same for stormpy, Knot and NSD (tests/reliability_tcp.py).
 
 Each prints a Markdown table. Namespaces and addresses as in tests/support/netns.py.
 """
@@ -40,6 +44,8 @@ sys.path.insert(0, HERE)
 import dns.message  # noqa: E402
 
 from support.netns import SERVER_V4, NsServer, VethPair  # noqa: E402
+from support.process import pss_kib  # noqa: E402
+import reliability_tcp  # noqa: E402
 
 ZONE = os.path.join(REPO, "zones", "example.zone")
 QUERIES = ["www.example.com A", "h1.example.com A", "h2.example.com AAAA", "example.com MX",
@@ -54,18 +60,6 @@ def snapshot(control):
 
 def total(snap, key):
     return sum(w[key] for w in snap["workers"])
-
-
-def pss_kib(pids):
-    """Proportional set size of these processes together (shared pages counted once)."""
-    kib = 0
-    for pid in pids:
-        try:
-            with open(f"/proc/{pid}/smaps_rollup") as f:
-                kib += next(int(l.split()[1]) for l in f if l.startswith("Pss:"))
-        except (OSError, StopIteration):
-            pass
-    return kib
 
 
 @contextmanager
@@ -310,10 +304,11 @@ def main():
     k = sub.add_parser("kill")
     k.add_argument("--kills", type=int, default=10)
     k.add_argument("--qps", type=int, default=50_000)
+    reliability_tcp.add_parser(sub)
     args = p.parse_args()
     if os.geteuid() != 0:
         sys.exit("reliability: needs root (network namespaces, cgroups)")
-    {"overload": overload, "reload": reload, "kill": kill}[args.run](args)
+    {"overload": overload, "reload": reload, "kill": kill, "tcp-abuse": reliability_tcp.tcp_abuse}[args.run](args)
 
 
 if __name__ == "__main__":

@@ -48,6 +48,38 @@ def free_port(host: str = HOST, attempts: int = 50) -> int:
     raise RuntimeError("could not find a free UDP+TCP port")
 
 
+def pss_kib(pids) -> int:
+    """Proportional set size of these processes together (shared pages counted once)."""
+    kib = 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/smaps_rollup") as f:
+                kib += next(int(line.split()[1]) for line in f if line.startswith("Pss:"))
+        except (OSError, StopIteration):
+            pass
+    return kib
+
+
+def process_tree(pid: int) -> list:
+    """pid and every process descended from it (workers, their helpers), as /proc shows now."""
+    children = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(ppid, []).append(int(entry))
+    tree, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        tree.append(p)
+        todo.extend(children.get(p, ()))
+    return tree
+
+
 def has_ipv6_loopback() -> bool:
     try:
         with socket.socket(socket.AF_INET6) as s:
