@@ -41,6 +41,96 @@ cdef class Histogram:
         sp_latency_free(self.h)
 
 
+cdef class GenRing:
+    """A frame backend for the generator (DNS and echo over AF_PACKET, AF_XDP, or the
+    memory backend for tests), and the path its frames take: path() gives the
+    addresses, MACs and ports the requests' headers carry."""
+    cdef sp_gen_ring cfg
+    cdef object keep      # the XdpProgram the AF_XDP socket needs
+
+    @staticmethod
+    def packet(str ifname):
+        cdef GenRing self = GenRing.__new__(GenRing)
+        cdef sp_packet_config cfg
+        cdef char err[256]
+        name = ifname.encode()
+        memset(&cfg, 0, sizeof(cfg))
+        cfg.ifname = name
+        cfg.poll_ms = 1
+        cfg.fanout_group = (getpid() & 0x7fff) | 0x8000   # no server's group
+        err[0] = 0
+        self.cfg.io = sp_packet_io_open(&cfg, err, sizeof(err))
+        if self.cfg.io is NULL:
+            raise BackendError(f"{ifname}: {err.decode(errors='replace')}")
+        return self
+
+    @staticmethod
+    def xdp(XdpProgram prog not None, str copy_mode="auto"):
+        """An AF_XDP socket on queue 0 of prog's interface (prog steers our port to it)."""
+        cdef GenRing self = GenRing.__new__(GenRing)
+        cdef sp_xdp_config cfg
+        cdef char err[256]
+        memset(&cfg, 0, sizeof(cfg))
+        cfg.copy_mode = XDP_COPY_MODES[copy_mode]
+        cfg.poll_timeout_ms = 1
+        err[0] = 0
+        self.cfg.io = sp_xdp_io_open(prog.prog, 0, &cfg, err, sizeof(err))
+        if self.cfg.io is NULL:
+            raise BackendError(f"{prog.ifname}: {err.decode(errors='replace')}")
+        self.keep = prog
+        return self
+
+    @staticmethod
+    def memory(frames, size_t capture_max=1 << 20):
+        """Replays frames as what is received; captured() is what was sent."""
+        cdef GenRing self = GenRing.__new__(GenRing)
+        blob = b"".join(len(f).to_bytes(2, "big") + bytes(f) for f in frames) or b"\0"
+        cdef const uint8_t[:] view = blob
+        self.cfg.io = sp_mem_io_open(&view[0], len(blob) if frames else 0, 1, capture_max)
+        if self.cfg.io is NULL:
+            raise MemoryError()
+        self.keep = blob          # the memory backend replays it in place
+        return self
+
+    def path(self, src, dst, bytes src_mac, bytes dst_mac, uint16_t sport, uint16_t dport,
+             uint8_t ttl=64):
+        """src, dst: packed IPv4 or IPv6 addresses, this host's and the server's."""
+        if len(src) != len(dst) or len(src) not in (4, 16):
+            raise ValueError("src and dst must both be 4 or 16 bytes")
+        self.cfg.family = 4 if len(src) == 4 else 6
+        _copy_exact(self.cfg.src, src, len(src), "src")
+        _copy_exact(self.cfg.dst, dst, len(dst), "dst")
+        _copy_exact(self.cfg.src_mac, src_mac, 6, "src_mac")
+        _copy_exact(self.cfg.dst_mac, dst_mac, 6, "dst_mac")
+        self.cfg.sport, self.cfg.dport, self.cfg.ttl = sport, dport, ttl
+
+    def captured(self):
+        """The memory backend's frames sent."""
+        cdef size_t n = 0, pos = 0, flen
+        cdef const uint8_t *cap = sp_mem_io_captured(self.cfg.io, &n)
+        out = []
+        while pos + 2 <= n:
+            flen = cap[pos] << 8 | cap[pos + 1]
+            out.append(PyBytes_FromStringAndSize(<char *>cap + pos + 2, flen))
+            pos += 2 + flen
+        return out
+
+    def io_counters(self):
+        c = self.cfg.io.counters
+        return dict(tx_frames=c.tx_frames, tx_ring_full=c.tx_ring_full, tx_errors=c.tx_errors)
+
+    def close(self):
+        if self.cfg.io is not NULL:
+            self.cfg.io.ops.close(self.cfg.io)
+            self.cfg.io = NULL
+        if isinstance(self.keep, XdpProgram):
+            self.keep.detach()
+
+    def __dealloc__(self):
+        if self.cfg.io is not NULL:
+            self.cfg.io.ops.close(self.cfg.io)
+
+
 cdef class Generator:
     """Requests of one kind ("dns", "echo" or "http") sent in turn over the given
     connected sockets, at `rate` a second (open loop) or `outstanding` at a time
@@ -52,14 +142,18 @@ cdef class Generator:
     cdef uint32_t *offsets
     cdef bytes blob
     cdef object sockets
+    cdef GenRing ring
 
     def __cinit__(self, str kind, sockets, requests, uint64_t rate=0, uint32_t outstanding=0,
                   uint32_t pipeline=1, uint64_t count=0, double seconds=0, double timeout=1.0,
-                  uint32_t batch=32):
+                  uint32_t batch=32, GenRing ring=None):
         cdef sp_gen_config cfg
         if kind not in GEN_KINDS:
             raise ValueError(f"kind must be one of {', '.join(GEN_KINDS)}, not {kind!r}")
-        if not sockets or len(sockets) > SP_GEN_MAX_SOCKETS:
+        if ring is not None:
+            if sockets or kind == "http" or ring.cfg.io is NULL or not ring.cfg.family:
+                raise ValueError("a ring carries dns or echo, with its path() set, no sockets")
+        elif not sockets or len(sockets) > SP_GEN_MAX_SOCKETS:
             raise ValueError(f"from 1 to {SP_GEN_MAX_SOCKETS} sockets")
         if not requests or any(not 0 < len(r) <= SP_GEN_MAX_REQUEST for r in requests):
             raise ValueError(f"each request must have 1 to {SP_GEN_MAX_REQUEST} bytes")
@@ -69,9 +163,10 @@ cdef class Generator:
             raise ValueError("give a rate (open loop) or requests outstanding (closed loop)")
         if timeout <= 0:
             raise ValueError("the timeout must be positive")
-        self.sockets = list(sockets)
+        self.sockets = list(sockets or ())
+        self.ring = ring
         self.blob = b"".join(requests)
-        self.fds = <int *>PyMem_Malloc(len(self.sockets) * sizeof(int))
+        self.fds = <int *>PyMem_Malloc(max(1, len(self.sockets)) * sizeof(int))
         self.offsets = <uint32_t *>PyMem_Malloc((len(requests) + 1) * sizeof(uint32_t))
         if self.fds is NULL or self.offsets is NULL:
             raise MemoryError()
@@ -83,6 +178,8 @@ cdef class Generator:
         memset(&cfg, 0, sizeof(cfg))
         cfg.kind = GEN_KINDS[kind]
         cfg.fds, cfg.nfds = self.fds, len(self.sockets)
+        if ring is not None:
+            cfg.fds, cfg.nfds, cfg.ring = NULL, 1, &ring.cfg
         cfg.requests, cfg.offsets = <const uint8_t *>self.blob, self.offsets
         cfg.nrequests = len(requests)
         cfg.rate, cfg.outstanding, cfg.pipeline = rate, outstanding, pipeline

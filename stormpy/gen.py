@@ -49,6 +49,11 @@ def add_arguments(p) -> None:
     p.add_argument("--pipeline", type=argtypes.positive, metavar="N",
                    help="http: requests in flight on one connection, at most 64 (default: "
                    "what --outstanding needs over --connections, or 64 at a --rate)")
+    p.add_argument("--backend", choices=("socket", "packet", "xdp"), default="socket",
+                   help="dns, echo: the kernel's UDP sockets (default), or whole frames on an "
+                   "interface's AF_PACKET or AF_XDP rings (root; docs/GEN.md)")
+    p.add_argument("--iface", metavar="IFACE",
+                   help="with --backend packet or xdp: the interface (default: the route's)")
     p.add_argument("--batch", type=argtypes.positive, default=32, metavar="N",
                    help="requests per sendmmsg, replies per recvmmsg (default 32, at most 256)")
     p.add_argument("--json", action="store_true", help="print the report as one JSON object")
@@ -157,13 +162,27 @@ def run(args) -> int:
     host, port = parse_listen(args.target, option=f"gen {args.kind}")
     requests = _requests(args, host, port)
     load = _load(args)
-    sockets = _open_sockets(args, host, port, load.pop("sockets"))
+    count = load.pop("sockets")
+    if args.iface and args.backend == "socket":
+        raise StormpyError("--iface is for --backend packet or xdp")
+    if args.backend == "socket":
+        sockets, ring, held = _open_sockets(args, host, port, count), None, None
+    else:
+        if args.kind == "http":
+            raise StormpyError("gen http runs over the kernel's TCP: --backend socket only")
+        if count > 1:
+            raise StormpyError(f"--backend {args.backend} sends from one port: --sockets 1")
+        from stormpy.gen_rings import open_ring
+        sockets, (ring, held) = [], open_ring(args.backend, args.iface, host, port)
     try:
-        gen = _core.Generator(args.kind, sockets, requests, **load)
+        gen = _core.Generator(args.kind, sockets, requests, ring=ring, **load)
         report = _drive(gen, args)
     finally:
-        for s in sockets:
-            s.close()
+        for s in sockets + [held]:
+            if s is not None:
+                s.close()
+        if ring is not None:
+            ring.close()
     print(json.dumps(report) if args.json else format_report(report))
     return 0
 
@@ -221,7 +240,7 @@ def build_report(args, c: dict, latency: dict) -> dict:
         answers = {}
     behind = args.rate is not None and send_rate < 0.95 * args.rate
     return dict(
-        kind=args.kind, target=args.target, loop="open" if args.rate else "closed",
+        kind=args.kind, target=args.target, backend=args.backend, loop="open" if args.rate else "closed",
         rate=args.rate, outstanding=None if args.rate else args.outstanding or 16,
         seconds=round(sending, 6), sent=c["sent"], received=c["received"], lost=c["lost"],
         lost_pct=100.0 * c["lost"] / c["sent"] if c["sent"] else 0.0,
@@ -243,7 +262,8 @@ def format_report(r: dict) -> str:
     load = f"open loop at {r['rate']}/s" if r["loop"] == "open" else \
         f"closed loop, {r['outstanding']} outstanding"
     lat = r["latency_ns"]
-    lines = [f"gen {r['kind']} {r['target']}: {load}, {r['seconds']:.3f} s of sending",
+    lines = [f"gen {r['kind']} {r['target']} over {r['backend']}: {load}, {r['seconds']:.3f} s "
+             f"of sending",
              f"  sent      {r['sent']:>10}  {r['send_rate']:12.1f}/s",
              f"  received  {r['received']:>10}  {r['reply_rate']:12.1f}/s",
              f"  lost      {r['lost']:>10}  {r['lost_pct']:11.2f} %  (no reply within the timeout)",

@@ -15,14 +15,16 @@
 
 struct sp_gen *sp_gen_new(const struct sp_gen_config *cfg)
 {
-    if (!cfg->nfds || cfg->nfds > SP_GEN_MAX_SOCKETS || !cfg->nrequests || !cfg->batch ||
+    if (!cfg->nfds || cfg->nfds > SP_GEN_MAX_SOCKETS || (cfg->ring && (cfg->nfds != 1 ||
+        cfg->kind == SP_GEN_HTTP)) || (!cfg->ring && !cfg->fds) || !cfg->nrequests || !cfg->batch ||
         cfg->batch > SP_GEN_MAX_BATCH || (!cfg->rate && !cfg->outstanding) || !cfg->timeout_ns)
         return NULL;
     struct sp_gen *g = calloc(1, sizeof(*g));
     if (!g)
         return NULL;
     g->cfg = *cfg;
-    g->kind = cfg->kind == SP_GEN_HTTP ? &sp_gen_http_kind : &sp_gen_udp_kind;
+    g->kind = cfg->ring ? &sp_gen_ring_kind :
+              cfg->kind == SP_GEN_HTTP ? &sp_gen_http_kind : &sp_gen_udp_kind;
     g->latency = sp_latency_new();
     g->pfds = calloc(cfg->nfds, sizeof(*g->pfds));
     if (!g->latency || !g->pfds || !g->kind->init(g)) {
@@ -101,8 +103,7 @@ static uint64_t wait_ns(const struct sp_gen *g, bool more, uint64_t now)
     return wait;
 }
 
-/* Waits for replies (up to wait ns) and hands each ready socket to the kind. */
-static int receive(struct sp_gen *g, struct sp_gen_counters *c, uint64_t wait)
+int gen_poll(struct sp_gen *g, struct sp_gen_counters *c, uint64_t wait)
 {
     struct timespec ts = { .tv_sec = (time_t)(wait / 1000000000u),
                            .tv_nsec = (long)(wait % 1000000000u) };
@@ -124,7 +125,7 @@ int sp_gen_run(struct sp_gen *g, struct sp_gen_counters *c)
     /* poll()'s default slack of 50 us would be our own latency, in every reply */
     prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
     for (uint32_t i = 0; i < cfg->nfds; i++)
-        g->pfds[i] = (struct pollfd){ .fd = cfg->fds[i], .events = POLLIN };
+        g->pfds[i] = (struct pollfd){ .fd = cfg->ring ? -1 : cfg->fds[i], .events = POLLIN };
     g->alive = cfg->nfds;
     g->start_ns = sp_now_ns();
     __atomic_store_n(&c->started_ns, g->start_ns, __ATOMIC_RELAXED);
@@ -143,7 +144,7 @@ int sp_gen_run(struct sp_gen *g, struct sp_gen_counters *c)
         uint32_t went = n ? g->kind->send(g, c, n, now) : 0;
         /* something sent: more may be due, and replies are read without waiting; a
          * socket that took nothing (its buffer full) is tried again shortly */
-        err = receive(g, c, went ? 0 : n ? RETRY_NS : wait_ns(g, more, sp_now_ns()));
+        err = g->kind->wait(g, c, went ? 0 : n ? RETRY_NS : wait_ns(g, more, sp_now_ns()));
         if (err)
             break;
     }

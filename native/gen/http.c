@@ -240,4 +240,4 @@ static void http_expire(struct sp_gen *g, struct sp_gen_counters *c, uint64_t no
 }
 
 const struct gen_kind sp_gen_http_kind = { http_init, http_send, http_ready, http_expire,
-                                           http_free };
+                                           http_free, gen_poll };

@@ -21,6 +21,9 @@ struct gen_kind {
     /* Counts as lost what has waited timeout_ns (everything in flight when `all`). */
     void (*expire)(struct sp_gen *g, struct sp_gen_counters *c, uint64_t now, bool all);
     void (*free)(struct sp_gen *g);
+    /* Waits up to wait_ns for replies and reads them; 0 or an errno that ends the run.
+     * Kinds on sockets use gen_poll; ring.c reads its backend. */
+    int (*wait)(struct sp_gen *g, struct sp_gen_counters *c, uint64_t wait_ns);
 };
 
 struct sp_gen {
@@ -37,7 +40,10 @@ struct sp_gen {
     uint32_t next_request;       /* cfg.requests are sent in turn */
 };
 
-extern const struct gen_kind sp_gen_udp_kind, sp_gen_http_kind;
+extern const struct gen_kind sp_gen_udp_kind, sp_gen_http_kind, sp_gen_ring_kind;
+
+/* poll() on every fd, then ready() for each one that is. */
+int gen_poll(struct sp_gen *g, struct sp_gen_counters *c, uint64_t wait_ns);
 
 /* A counter other threads may read while run() writes it (single writer). */
 static inline void gen_add(uint64_t *counter, uint64_t n)

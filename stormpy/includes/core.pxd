@@ -579,10 +579,20 @@ cdef extern from "stormpy/gen/gen.h" nogil:
         SP_GEN_MAX_SOCKETS
         SP_GEN_MAX_REQUEST
         SP_GEN_MAX_BATCH
+    struct sp_gen_ring:
+        sp_io *io
+        uint8_t family
+        uint8_t src[16]
+        uint8_t dst[16]
+        uint8_t src_mac[6]
+        uint8_t dst_mac[6]
+        uint16_t sport, dport
+        uint8_t ttl
     struct sp_gen_config:
         int kind
         int *fds
         uint32_t nfds
+        const sp_gen_ring *ring
         const uint8_t *requests
         const uint32_t *offsets
         uint32_t nrequests

@@ -32,6 +32,21 @@
 
 enum sp_gen_kind { SP_GEN_DNS, SP_GEN_ECHO, SP_GEN_HTTP };
 
+struct sp_io;
+
+/* DNS and echo may go over a frame backend (AF_PACKET, AF_XDP: stormpy/io.h) instead
+ * of sockets: the requests' Ethernet, IPv4/IPv6 and UDP headers are written here, from
+ * one source port, and replies are the frames from the server's port to it. */
+struct sp_gen_ring {
+    struct sp_io *io;            /* opened with a poll of 1 ms; the caller closes it */
+    uint8_t family;              /* 4 or 6 */
+    uint8_t src[16], dst[16];    /* this host's address, the server's */
+    uint8_t src_mac[6], dst_mac[6];   /* the interface's, the next hop's */
+    uint16_t sport, dport;       /* the caller holds a UDP socket on sport, unread, so
+                                  * the kernel answers no reply with ICMP */
+    uint8_t ttl;
+};
+
 #define SP_GEN_MAX_SOCKETS 256
 #define SP_GEN_MAX_REQUEST 1472      /* a DNS query, an echo datagram or a GET head */
 #define SP_GEN_MAX_BATCH 256
@@ -40,6 +55,7 @@ struct sp_gen_config {
     int kind;
     int *fds;                    /* UDP sockets or TCP connections, nfds of them */
     uint32_t nfds;
+    const struct sp_gen_ring *ring;   /* instead of fds (nfds 1, fds NULL); NULL: none */
     const uint8_t *requests;     /* the requests sent in turn, back to back: request i */
     const uint32_t *offsets;     /* is requests[offsets[i]] up to offsets[i + 1] */
     uint32_t nrequests;
