@@ -7,6 +7,7 @@ import json
 import math
 import os
 import random
+import shutil
 import signal
 import socket
 import subprocess
@@ -286,3 +287,15 @@ def test_an_unreachable_address_is_one_line(query_file):
     finally:
         subprocess.run(["ip", "netns", "del", ns])
     assert_one_line_error(r, "cannot reach 198.18.0.1:53", "unreachable")
+
+
+def test_bench_gen_measures_the_generator_beside_dnsperf():
+    if (os.cpu_count() or 1) < 2:
+        pytest.skip("bench gen pins the server and the client to two CPUs")
+    r = stormpy("bench", "gen", "--seconds", "0.5", "--rounds", "1", "--outstanding", "16",
+                "--json", timeout=120)
+    assert r.returncode == 0, r.stderr
+    results = json.loads(r.stdout)
+    assert set(results) == ({"stormpy gen", "dnsperf"} if shutil.which("dnsperf") else {"stormpy gen"})
+    for runs in results.values():
+        assert runs[0]["replies_s"] > 0 and runs[0]["lost_pct"] < 1 and runs[0]["client_cpu_s"] > 0

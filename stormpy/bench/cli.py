@@ -194,6 +194,15 @@ def build_parser(p: argparse.ArgumentParser = None) -> argparse.ArgumentParser:
                     help="wrk -c (default 8)")
     hl.add_argument("--json", action="store_true", help="print one JSON object")
     hl.set_defaults(run="http-loss")
+
+    g = sub.add_parser("gen", help="stormpy gen's own rate and CPU per query beside dnsperf's",
+                       description="stormpy gen and dnsperf in turn against the same stormpy "
+                       "serve-dns on 127.0.0.1 (one worker on --server-cpu, the client on "
+                       "--client-cpu), closed loop with --outstanding queries: replies/s, the "
+                       "client's CPU per query and how busy each core was.")
+    from stormpy.bench.gen import add_arguments as add_gen_arguments
+    add_gen_arguments(g)
+    g.set_defaults(run="gen")
     return p
 
 
@@ -297,7 +306,7 @@ def run(args) -> int:
     which = getattr(args, "run", None)
     if which is None:
         print("stormpy bench: choose one of fastpath, sweep, responders, compile, peers, sockets, "
-              "http, http-loss (stormpy bench -h)", file=sys.stderr)
+              "http, http-loss, gen (stormpy bench -h)", file=sys.stderr)
         return 2
     try:
         if which == "fastpath":
@@ -320,6 +329,9 @@ def run(args) -> int:
         if which == "http":
             from stormpy.bench.http import run_http
             return run_http(args)
+        if which == "gen":
+            from stormpy.bench.gen import run_gen_bench
+            return run_gen_bench(args)
         if which == "http-loss":
             from stormpy.bench.http_loss import run_http_loss
             return run_http_loss(args)
