@@ -1,7 +1,8 @@
 /* The load generator (native/gen/) under ASan/UBSan against servers in threads on
  * socket pairs: echo and DNS replies matched and counted, every other one dropped
  * and counted lost, DNS rcodes counted; HTTP responses cut into single bytes,
- * pipelined, with and without bodies, and a chunked one the reader refuses. */
+ * pipelined, with and without bodies, and a chunked one the reader refuses; DNS as
+ * frames on the memory backend, checksums checked. */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <string.h>
@@ -11,6 +12,10 @@
 
 #include "check.h"
 #include "stormpy/gen/gen.h"
+#include "stormpy/io.h"
+#include "stormpy/proto/csum.h"
+#include "stormpy/proto/eth.h"
+#include "stormpy/proto/udpip.h"
 
 #define MS 1000000ull
 
@@ -182,9 +187,73 @@ static void http(void)
     CHECK(c.lost >= 1 && c.sent < 100);
 }
 
+/* DNS as frames on the memory backend: the queries it writes pass the checksums the
+ * ring backends check, and the replies it is handed (one a duplicate) are matched. */
+static void rings(void)
+{
+    static const uint8_t client_mac[6] = { 2, 0, 0, 0, 0, 1 }, server_mac[6] = { 2, 0, 0, 0, 0, 2 };
+    struct sp_udpip from_client = { .family = 4, .src = { 198, 18, 0, 2 },
+                                    .dst = { 198, 18, 0, 1 }, .sport = 40000, .dport = 53 };
+    static uint8_t blob[65 * 80];
+    size_t len = 0;
+    for (int k = 0; k < 65; k++) {             /* reply 11 comes twice */
+        int id = k <= 11 ? k : k - 1;
+        uint8_t *rec = blob + len, *f = rec + 2;
+        uint8_t payload[12] = { 0, (uint8_t)id, 0x80, id & 1 ? 3 : 0 };
+        memcpy(f, client_mac, 6);
+        memcpy(f + 6, server_mac, 6);
+        sp_put16(f + 12, SP_ETHERTYPE_IPV4);
+        size_t h = sp_udpip_write_reply(f + SP_ETH_HEADER_LEN, &from_client, sizeof(payload),
+                                        sp_csum_partial(payload, sizeof(payload), 0), 64);
+        memcpy(f + SP_ETH_HEADER_LEN + h, payload, sizeof(payload));
+        size_t flen = SP_ETH_HEADER_LEN + h + sizeof(payload);
+        sp_put16(rec, (uint16_t)flen);
+        len += 2 + flen;
+    }
+    struct sp_io *io = sp_mem_io_open(blob, len, 1, 1 << 16);
+    struct sp_gen_ring ring = { .io = io, .family = 4, .src = { 198, 18, 0, 2 },
+                                .dst = { 198, 18, 0, 1 }, .sport = 40000, .dport = 53, .ttl = 64 };
+    memcpy(ring.src_mac, client_mac, 6);
+    memcpy(ring.dst_mac, server_mac, 6);
+    uint8_t query[17] = { 0, 0, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1 };
+    uint32_t qoff[] = { 0, sizeof(query) };
+    struct sp_gen_config cfg = { .kind = SP_GEN_DNS, .nfds = 1, .ring = &ring,
+                                 .requests = query, .offsets = qoff, .nrequests = 1,
+                                 .outstanding = 32, .count = 64, .timeout_ns = 200 * MS,
+                                 .batch = 32 };
+    struct sp_gen_counters c;
+    memset(&c, 0, sizeof(c));
+    struct sp_gen *g = sp_gen_new(&cfg);
+    CHECK(g != NULL && io != NULL);
+    if (!g || !io)
+        return;
+    CHECK_EQ(sp_gen_run(g, &c), 0);
+    CHECK_EQ(c.sent, 64);
+    CHECK_EQ(c.received, 64);
+    CHECK_EQ(c.codes[0], 32);
+    CHECK_EQ(c.codes[3], 32);
+    CHECK_EQ(c.unmatched, 1);
+    size_t got = 0, at = 0;
+    const uint8_t *sent = sp_mem_io_captured(io, &got);
+    for (int k = 0; at + 2 <= got; k++) {
+        size_t flen = (size_t)sent[at] << 8 | sent[at + 1];
+        const uint8_t *f = sent + at + 2;
+        struct sp_udpip u;
+        CHECK(memcmp(f, server_mac, 6) == 0 && memcmp(f + 6, client_mac, 6) == 0);
+        CHECK(sp_udpip_parse(f + SP_ETH_HEADER_LEN, flen - SP_ETH_HEADER_LEN, &u));
+        CHECK(sp_udpip_checksums_ok(f + SP_ETH_HEADER_LEN, &u));
+        CHECK(u.sport == 40000 && u.dport == 53 && u.payload_len == sizeof(query));
+        CHECK_EQ(f[SP_ETH_HEADER_LEN + u.payload_off + 1], k);    /* the ID */
+        at += 2 + flen;
+    }
+    sp_gen_free(g);
+    io->ops->close(io);
+}
+
 int main(void)
 {
     datagrams();
     http();
+    rings();
     return check_report("test_gen");
 }
