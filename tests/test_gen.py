@@ -30,6 +30,7 @@ ZONE = ("example.com.", os.path.join(REPO_ROOT, "tests", "zones", "example.com.z
 QUERIES = [("www.example.com.", "A"), ("example.com.", "MX"), ("nope.example.com.", "A"),
            ("example.com.", "TXT"), ("example.org.", "A")]      # answered, NXDOMAIN, REFUSED
 RCODE_NAMES = {0: "NOERROR", 3: "NXDOMAIN", 5: "REFUSED"}
+SO_RCVBUFFORCE = 33          # Linux's; Python's socket module does not name it
 
 
 @pytest.fixture
@@ -70,6 +71,10 @@ class EchoServer:
 
     def __init__(self, drop_every=0, delay=0.0):
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        try:          # its count is the truth: a thread held up must not lose datagrams
+            self.sock.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, 8 << 20)
+        except OSError:
+            self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
         self.sock.bind(("127.0.0.1", 0))
         self.sock.settimeout(0.001 if delay else 0.05)
         self.addr = self.sock.getsockname()
@@ -164,14 +169,16 @@ def test_loss_counted_when_the_server_stops_mid_run(query_file):
                "--json"]
         proc = subprocess.Popen(cmd, cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 text=True)
-        time.sleep(1.2)
+        time.sleep(1.5)
         server.stop()
         out, err = proc.communicate(timeout=30)
     finally:
         server.cleanup()
     assert proc.returncode == 0, err
     r = json.loads(out)
-    assert 1500 <= r["received"] <= 4500 and r["lost"] >= 1000, r
+    # sending lasts 3 s from whenever gen started, so at least 1.5 s of it (3,000
+    # queries) went to a server that had stopped
+    assert r["received"] > 0 and r["lost"] >= 2500, r
     assert_consistent(r)
 
 
@@ -210,7 +217,7 @@ def test_a_delay_shows_in_the_percentiles_as_timed_here():
     assert (r["sent"], r["received"]) == (200, 200)
     assert lat["min"] >= delay * 1e9
     here = sorted(timed)[len(timed) // 2]
-    assert abs(lat["p50"] - here) < 3e6, (lat["p50"], here)
+    assert abs(lat["p50"] - here) < 4e6, (lat["p50"], here)
     assert lat["p50"] < delay * 1e9 + 5e6
     assert_consistent(r)
 
