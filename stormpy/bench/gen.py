@@ -15,6 +15,7 @@ import sys
 import tempfile
 import time
 
+from stormpy.argtypes import positive, seconds
 from stormpy.bench.cli import DEFAULT_STORMPY_CMD
 from stormpy.bench.dnsperf import run_dnsperf
 from stormpy.bench.errors import BenchError
@@ -26,13 +27,13 @@ from stormpy.bench.workload import write_server_workload
 
 
 def add_arguments(p) -> None:
-    p.add_argument("--seconds", type=float, default=5.0, metavar="S",
+    p.add_argument("--seconds", type=seconds, default=5.0, metavar="S",
                    help="each measurement (default 5)")
-    p.add_argument("--rounds", type=int, default=3, metavar="N",
-                   help="rounds, each client once per round (default 3)")
-    p.add_argument("--outstanding", type=int, default=200, metavar="N",
+    p.add_argument("--rounds", type=positive, default=3, metavar="N",
+                   help="rounds, each client once per round (default 3, at most 20)")
+    p.add_argument("--outstanding", type=positive, default=200, metavar="N",
                    help="queries in flight, for both clients (default 200)")
-    p.add_argument("--sockets", type=int, default=4, metavar="N",
+    p.add_argument("--sockets", type=positive, default=4, metavar="N",
                    help="gen --sockets (default 4)")
     p.add_argument("--server-cpu", default="0", metavar="CPU", help="default 0")
     p.add_argument("--client-cpu", default="1", metavar="CPU", help="default 1")
@@ -76,8 +77,8 @@ def _run_dnsperf(args, wl, server) -> dict:
 
 
 def run_gen_bench(args) -> int:
-    if not 0 < args.seconds <= 600 or not 1 <= args.rounds <= 20 or args.outstanding < 1:
-        raise BenchError("--seconds must be in (0, 600], --rounds in 1..20, --outstanding >= 1")
+    if args.seconds > 600 or args.rounds > 20:
+        raise BenchError("--seconds must be at most 600 and --rounds at most 20")
     if shutil.which("taskset") is None:
         raise BenchError("taskset not found; install util-linux")
     have_dnsperf = shutil.which(args.dnsperf) is not None
