@@ -306,3 +306,14 @@ def test_bench_gen_measures_the_generator_beside_dnsperf():
     assert set(results) == ({"stormpy gen", "dnsperf"} if shutil.which("dnsperf") else {"stormpy gen"})
     for runs in results.values():
         assert runs[0]["replies_s"] > 0 and runs[0]["lost_pct"] < 1 and runs[0]["client_cpu_s"] > 0
+
+
+def test_bench_peers_reads_the_generators_report():
+    from stormpy.bench.peers import parse_gen
+
+    with EchoServer() as echo:
+        res = stormpy("gen", "echo", echo.target, "--count", "300", "--json")
+    assert res.returncode == 0, res.stderr
+    got, report = parse_gen(res.stdout), json.loads(res.stdout)
+    assert (got["sent"], got["replies"]) == (300, 300) == (report["sent"], report["received"])
+    assert got["replies_per_s"] == report["reply_rate"] > 0

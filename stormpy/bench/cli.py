@@ -120,6 +120,11 @@ def build_parser(p: argparse.ArgumentParser = None) -> argparse.ArgumentParser:
     pe.add_argument("--qps", type=positive, default=2_000_000, metavar="N",
                     help="offered load, kxdpgun -Q (default 2000000: more than any server here answers)")
     pe.add_argument("--kxdpgun-batch", type=positive, default=32, metavar="N", help="kxdpgun -b (default 32)")
+    pe.add_argument("--generator", choices=("kxdpgun", "stormpy-gen"), default="kxdpgun",
+                    help="the load: kxdpgun at --qps, or stormpy gen on AF_XDP in closed loop "
+                    "(--gen-outstanding in flight, --kxdpgun-batch a batch)")
+    pe.add_argument("--gen-outstanding", type=positive, default=256, metavar="N",
+                    help="stormpy gen --outstanding (default 256)")
     pe.add_argument("--names", type=positive, default=1000, metavar="N", help="names in the zone (default 1000)")
     pe.add_argument("--queries", type=positive, default=100_000, metavar="N",
                     help="lines in the query file (default 100000)")
