@@ -131,6 +131,17 @@ def build_parser() -> argparse.ArgumentParser:
     from stormpy.tap import add_arguments as add_tap_arguments
     add_tap_arguments(tp)
 
+    gn = sub.add_parser("gen", help="load generator and latency meter: DNS, UDP echo or HTTP, "
+                        "open or closed loop",
+                        description="Send DNS queries, UDP echo datagrams or HTTP GETs to a "
+                        "server at a fixed rate (--rate, open loop) or with N in flight "
+                        "(--outstanding, closed loop), match every reply to its request, and "
+                        "report sent, received, lost, rates and latency percentiles. At a "
+                        "--rate, latency counts from when each request was due, so a sender or "
+                        "server that falls behind shows in it (coordinated omission corrected).")
+    from stormpy.gen import add_arguments as add_gen_arguments
+    add_gen_arguments(gn)
+
     sub.add_parser("backends", help="list the I/O backends: compiled in, usable here, and why not",
                    description="List every I/O backend, whether this build has it, and whether it "
                    "can run on this machine (or why not).")
@@ -256,6 +267,11 @@ def _tap(args) -> int:
     return run(args)
 
 
+def _gen(args) -> int:
+    from stormpy.gen import run
+    return run(args)
+
+
 def _bench(args) -> int:
     from stormpy.bench.cli import run
     return run(args)
@@ -269,7 +285,7 @@ def main(argv=None) -> int:
         return 2
     try:
         return {"serve-dns": _serve_dns, "serve-http": _serve_http, "impair": _impair,
-                "tap": _tap,
+                "tap": _tap, "gen": _gen,
                 "check-zone": _check_zone, "serve": _config_command, "check-config": _config_command,
                 "backends": _backends, "stats": _ctl, "ctl": _ctl, "replay": _replay,
                 "bench": _bench}[args.command](args)

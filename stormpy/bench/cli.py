@@ -120,6 +120,11 @@ def build_parser(p: argparse.ArgumentParser = None) -> argparse.ArgumentParser:
     pe.add_argument("--qps", type=positive, default=2_000_000, metavar="N",
                     help="offered load, kxdpgun -Q (default 2000000: more than any server here answers)")
     pe.add_argument("--kxdpgun-batch", type=positive, default=32, metavar="N", help="kxdpgun -b (default 32)")
+    pe.add_argument("--generator", choices=("kxdpgun", "stormpy-gen"), default="kxdpgun",
+                    help="the load: kxdpgun at --qps, or stormpy gen on AF_XDP in closed loop "
+                    "(--gen-outstanding in flight, --kxdpgun-batch a batch)")
+    pe.add_argument("--gen-outstanding", type=positive, default=256, metavar="N",
+                    help="stormpy gen --outstanding (default 256)")
     pe.add_argument("--names", type=positive, default=1000, metavar="N", help="names in the zone (default 1000)")
     pe.add_argument("--queries", type=positive, default=100_000, metavar="N",
                     help="lines in the query file (default 100000)")
@@ -194,6 +199,15 @@ def build_parser(p: argparse.ArgumentParser = None) -> argparse.ArgumentParser:
                     help="wrk -c (default 8)")
     hl.add_argument("--json", action="store_true", help="print one JSON object")
     hl.set_defaults(run="http-loss")
+
+    g = sub.add_parser("gen", help="stormpy gen's own rate and CPU per query beside dnsperf's",
+                       description="stormpy gen and dnsperf in turn against the same stormpy "
+                       "serve-dns on 127.0.0.1 (one worker on --server-cpu, the client on "
+                       "--client-cpu), closed loop with --outstanding queries: replies/s, the "
+                       "client's CPU per query and how busy each core was.")
+    from stormpy.bench.gen import add_arguments as add_gen_arguments
+    add_gen_arguments(g)
+    g.set_defaults(run="gen")
     return p
 
 
@@ -297,7 +311,7 @@ def run(args) -> int:
     which = getattr(args, "run", None)
     if which is None:
         print("stormpy bench: choose one of fastpath, sweep, responders, compile, peers, sockets, "
-              "http, http-loss (stormpy bench -h)", file=sys.stderr)
+              "http, http-loss, gen (stormpy bench -h)", file=sys.stderr)
         return 2
     try:
         if which == "fastpath":
@@ -320,6 +334,9 @@ def run(args) -> int:
         if which == "http":
             from stormpy.bench.http import run_http
             return run_http(args)
+        if which == "gen":
+            from stormpy.bench.gen import run_gen_bench
+            return run_gen_bench(args)
         if which == "http-loss":
             from stormpy.bench.http_loss import run_http_loss
             return run_http_loss(args)

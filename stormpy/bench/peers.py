@@ -65,7 +65,7 @@ def why_not(args):
     reason = why_no_netns()
     if reason:
         return f"peers {reason}"
-    if find_tool("kxdpgun") is None:
+    if args.generator == "kxdpgun" and find_tool("kxdpgun") is None:
         return "kxdpgun not found: apt-get install knot-dnsutils"
     if shutil.which("taskset") is None:
         return "taskset not found: apt-get install util-linux"
@@ -160,18 +160,38 @@ def kxdpgun_argv(args, qfile: str, seconds: float) -> list:
             "-p", "53", SERVER_V4]
 
 
+def gen_argv(args, qfile: str, seconds: float) -> list:
+    """`stormpy gen` on AF_XDP in closed loop: as many replies as the server gives."""
+    return ["taskset", "-c", str(args.client_cpu), sys.executable, "-m", "stormpy", "gen", "dns",
+            f"{SERVER_V4}:53", "--queries", qfile, "--backend", "xdp", "--outstanding",
+            str(args.gen_outstanding), "--batch", str(args.kxdpgun_batch), "--seconds",
+            f"{seconds:g}", "--json"]
+
+
+def parse_gen(text: str) -> dict:
+    try:
+        r = json.loads(text.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        raise BenchError("could not read stormpy gen's report: "
+                         + " | ".join(text.strip().splitlines()[-3:])) from None
+    return {"sent": r["sent"], "replies": r["received"], "offered_qps": r["send_rate"],
+            "replies_per_s": r["reply_rate"], "rcodes": r.get("rcodes", {})}
+
+
 def run_kxdpgun(pair: VethPair, args, qfile: str, seconds: float) -> tuple[dict, float, float]:
-    """One bounded kxdpgun run; (parsed output, server core busy %, client core busy %)."""
-    argv = pair.argv(pair.client, *kxdpgun_argv(args, qfile, seconds))
+    """One bounded run of the load generator (kxdpgun, or stormpy gen with --generator);
+    (parsed output, server core busy %, client core busy %)."""
+    gen = args.generator == "stormpy-gen"
+    argv = pair.argv(pair.client, *(gen_argv if gen else kxdpgun_argv)(args, qfile, seconds))
     st0 = cpu_times()
-    status, out = run_to_end(argv, seconds + 30, "kxdpgun")
+    status, out = run_to_end(argv, seconds + 30, args.generator)
     st1 = cpu_times()
     if status != 0:
-        raise BenchError(f"kxdpgun failed (status {status}): "
+        raise BenchError(f"{args.generator} failed (status {status}): "
                          + " | ".join(out.strip().splitlines()[-2:]))
     server_busy, _ = busy_pct(st0, st1, [args.server_cpu])
     client_busy, _ = busy_pct(st0, st1, [args.client_cpu])
-    return parse_kxdpgun(out, seconds), server_busy, client_busy
+    return (parse_gen(out) if gen else parse_kxdpgun(out, seconds)), server_busy, client_busy
 
 
 def measure(pair: VethPair, name: str, wl, args, workdir: str, rnd: int) -> Result:
@@ -300,8 +320,11 @@ def report(args, results: dict, failed: dict, notes: list) -> int:
               r["rounds"], r["check"]] for r in rows]
     rh, rt = ratios(rows)
     if not args.json:
-        print(f"kxdpgun -Q {args.qps} -b {args.kxdpgun_batch} -t {args.seconds:g}, best of "
-              f"{args.rounds} rounds; server on CPU {args.server_cpu}, kxdpgun on CPU {args.client_cpu}\n")
+        load = (f"stormpy gen --backend xdp --outstanding {args.gen_outstanding} --batch "
+                f"{args.kxdpgun_batch} --seconds {args.seconds:g}" if args.generator == "stormpy-gen"
+                else f"kxdpgun -Q {args.qps} -b {args.kxdpgun_batch} -t {args.seconds:g}")
+        print(f"{load}, best of {args.rounds} rounds; server on CPU {args.server_cpu}, "
+              f"the load generator (the kxdpgun column) on CPU {args.client_cpu}\n")
         print(markdown_table(SUMMARY, table))
         if rt and len(rh) > 1:
             print("\nstormpy's ratio to each peer (replies/s, best against best):\n")

@@ -582,3 +582,55 @@ cdef extern from "stormpy/io/xdp_socket.h" nogil:
     sp_io *sp_xdp_io_open(sp_xdp_prog *prog, uint32_t queue_id, const sp_xdp_config *cfg,
                           char *err, size_t errlen)
 
+
+cdef extern from "stormpy/gen/latency.h" nogil:
+    struct sp_latency:
+        uint64_t total, min, max
+        double sum
+    sp_latency *sp_latency_new()
+    void sp_latency_free(sp_latency *h)
+    void sp_latency_record(sp_latency *h, uint64_t v)
+    uint64_t sp_latency_percentile(const sp_latency *h, double pct)
+
+cdef extern from "stormpy/gen/gen.h" nogil:
+    enum:
+        SP_GEN_DNS
+        SP_GEN_ECHO
+        SP_GEN_HTTP
+        SP_GEN_MAX_SOCKETS
+        SP_GEN_MAX_REQUEST
+        SP_GEN_MAX_BATCH
+    struct sp_gen_ring:
+        sp_io *io
+        uint8_t family
+        uint8_t src[16]
+        uint8_t dst[16]
+        uint8_t src_mac[6]
+        uint8_t dst_mac[6]
+        uint16_t sport, dport
+        uint8_t ttl
+    struct sp_gen_config:
+        int kind
+        int *fds
+        uint32_t nfds
+        const sp_gen_ring *ring
+        const uint8_t *requests
+        const uint32_t *offsets
+        uint32_t nrequests
+        uint64_t rate
+        uint32_t outstanding, pipeline
+        uint64_t count, duration_ns, timeout_ns
+        uint32_t batch
+    struct sp_gen_counters:
+        uint64_t sent, received, lost, late, unmatched
+        uint64_t would_block, send_errors, refused, window_full, closed, bad_replies
+        uint64_t codes[8]
+        uint64_t started_ns, send_end_ns, ended_ns, max_lag_ns
+    struct sp_gen:
+        pass
+    sp_gen *sp_gen_new(const sp_gen_config *cfg)
+    void sp_gen_free(sp_gen *g)
+    int sp_gen_run(sp_gen *g, sp_gen_counters *c)
+    void sp_gen_stop(sp_gen *g)
+    void sp_gen_snapshot(const sp_gen_counters *c, sp_gen_counters *out)
+    const sp_latency *sp_gen_latency(const sp_gen *g)
