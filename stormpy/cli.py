@@ -142,6 +142,14 @@ def build_parser() -> argparse.ArgumentParser:
     from stormpy.gen import add_arguments as add_gen_arguments
     add_gen_arguments(gn)
 
+    lb = sub.add_parser("lab", help="the labs: run a seed's experiment in namespaces, get a "
+                        "plot and a report", description="Labs for a course on specialized "
+                        "network stacks (docs/labs/): each builds network namespaces joined by a "
+                        "veth pair, measures with `stormpy gen`, and writes a CSV, a plot and a "
+                        "report answering its handout's questions.")
+    from stormpy.lab.cli import add_arguments as add_lab_arguments
+    add_lab_arguments(lb)
+
     sub.add_parser("backends", help="list the I/O backends: compiled in, usable here, and why not",
                    description="List every I/O backend, whether this build has it, and whether it "
                    "can run on this machine (or why not).")
@@ -272,6 +280,11 @@ def _gen(args) -> int:
     return run(args)
 
 
+def _lab(args) -> int:
+    from stormpy.lab.cli import run
+    return run(args)
+
+
 def _bench(args) -> int:
     from stormpy.bench.cli import run
     return run(args)
@@ -285,7 +298,7 @@ def main(argv=None) -> int:
         return 2
     try:
         return {"serve-dns": _serve_dns, "serve-http": _serve_http, "impair": _impair,
-                "tap": _tap, "gen": _gen,
+                "tap": _tap, "gen": _gen, "lab": _lab,
                 "check-zone": _check_zone, "serve": _config_command, "check-config": _config_command,
                 "backends": _backends, "stats": _ctl, "ctl": _ctl, "replay": _replay,
                 "bench": _bench}[args.command](args)
