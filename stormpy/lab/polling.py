@@ -134,6 +134,7 @@ def plot(path: str, rows: list) -> None:
     for i, (col, name) in enumerate(((3, "p50"), (5, "p99"), (6, "p99.9"))):
         left.bar([x + (i - 1) * width for x in xs], [r[col] for r in rows], width, label=name)
     left.set_ylabel(f"latency, us (open loop at {RATE:,} q/s)")
+    left.set_yscale("log")      # p50 in tens of us beside a p99.9 in milliseconds
     left.legend()
     right.bar(xs, [r[9] for r in rows], color="#c0392b")
     right.set_ylabel("server CPU, % of one core")

@@ -1,0 +1,175 @@
+"""`stormpy lab`: the list, one-line errors, and each lab's --quick run as root in its own
+namespaces, its outputs read back as a student would: the CSV by Python's csv module,
+the PNG by matplotlib, the report against the handout's own questions; nothing left
+behind (namespaces, servers, sysctls), also after Ctrl-C."""
+import csv
+import math
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from stormpy.bench.processes import process_tree
+from support.netns import why_no_netns
+from support.process import REPO_ROOT
+from test_cli import assert_one_line_error, stormpy
+
+NO_NETNS = why_no_netns()
+needs_netns = pytest.mark.skipif(NO_NETNS is not None, reason=f"{NO_NETNS}")
+BUSY_SYSCTLS = ("/proc/sys/net/core/busy_read", "/proc/sys/net/core/busy_poll")
+HANDOUTS = {"batching": "01-batching.md", "polling": "03-polling.md"}
+
+
+def lab_namespaces() -> set:
+    out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    return {line.split()[0] for line in out.splitlines() if line.startswith("spl-")}
+
+
+def read_sysctls() -> dict:
+    out = {}
+    for path in BUSY_SYSCTLS:
+        with open(path) as fh:
+            out[path] = fh.read().strip()
+    return out
+
+
+def handout_questions(name: str) -> list:
+    """The numbered questions under '## Questions' in the lab's handout."""
+    with open(os.path.join(REPO_ROOT, "docs", "labs", HANDOUTS[name])) as fh:
+        text = fh.read()
+    section = text.split("\n## Questions\n", 1)[1].split("\n## ", 1)[0]
+    return re.findall(r"^\d+\. (.+)$", section, re.M)
+
+
+def check_outputs(out, name: str, columns: list) -> list:
+    """The three files, read back; the CSV's rows as dicts."""
+    with open(out / "results.csv", newline="") as fh:
+        reader = csv.DictReader(fh)
+        assert reader.fieldnames == columns
+        rows = list(reader)
+    assert rows
+    for row in rows:
+        for key in columns:
+            if key.endswith(("_us", "_qps", "_per_s", "_pct", "_per_query")):
+                value = float(row[key])
+                assert math.isfinite(value) and value >= 0, (key, row)
+        assert float(row["rate_qps"]) > 0
+        assert 0 < float(row["p50_us"]) <= float(row["p90_us"]) <= float(row["p99_us"]) \
+            <= float(row["max_us"]), row
+
+    png = (out / f"{name}.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 20_000
+    assert b"Matplotlib" in png[:4096]          # the Software text chunk matplotlib writes
+    import matplotlib.image
+    height, width = matplotlib.image.imread(str(out / f"{name}.png")).shape[:2]
+    assert width > 600 and height > 300
+
+    report = (out / "report.md").read_text()
+    questions = handout_questions(name)
+    assert len(questions) >= 4
+    blocks = report.split("\n## Questions\n", 1)[1]
+    for n, question in enumerate(questions, 1):
+        got = re.search("^" + re.escape(f"{n}. {question}") + r"\n\n   \*Measured:\* (.+)$", blocks,
+                        re.M)
+        assert got and re.search(r"\d", got.group(1)), (question, got)
+    assert not re.search(r"\{|\}|\bnan\b|\binf\b|None", report), report
+    return rows
+
+
+def test_lab_list():
+    r = stormpy("lab", "list")
+    assert r.returncode == 0, r.stderr
+    for name, number in (("batching", 1), ("polling", 3)):
+        line = next(l for l in r.stdout.splitlines() if l.startswith(name))
+        assert f"{number}. " in line
+    assert r.stdout.count("needs: root") == 2
+    for handout in HANDOUTS.values():
+        assert os.path.exists(os.path.join(REPO_ROOT, "docs", "labs", handout))
+
+
+def test_unknown_lab_is_one_line():
+    assert_one_line_error(stormpy("lab", "run", "nope"), "no lab 'nope'", "batching, polling")
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="tests the message a user without root gets")
+def test_lab_without_root_is_one_line():
+    assert_one_line_error(stormpy("lab", "run", "batching", "--quick"), "needs root")
+
+
+@needs_netns
+def test_batching_quick(tmp_path):
+    before = lab_namespaces()
+    start = time.monotonic()
+    r = stormpy("lab", "run", "batching", "--quick", "--out", str(tmp_path), timeout=180)
+    assert r.returncode == 0, r.stderr
+    took = time.monotonic() - start
+    rows = check_outputs(tmp_path, "batching",
+                         ["backend", "batch", "replies_per_s", "closed_lost_pct", "server_cpu_pct", "rate_qps",
+                          "p50_us", "p90_us", "p99_us", "p99_9_us", "max_us", "open_lost_pct"])
+    xdp_skipped = "AF_XDP half is skipped" in r.stderr
+    backends = ["socket"] + ([] if xdp_skipped else ["xdp"])
+    assert [(row["backend"], int(row["batch"])) for row in rows] == \
+        [(b, n) for b in backends for n in (1, 32, 256)]
+    for row in rows:
+        assert float(row["replies_per_s"]) > 1000, row
+        assert float(row["closed_lost_pct"]) < 5 and float(row["open_lost_pct"]) < 5, row
+    assert lab_namespaces() <= before
+    print(f"lab batching --quick took {took:.0f} s")
+
+
+@needs_netns
+def test_polling_quick_restores_sysctls(tmp_path):
+    before, sysctls = lab_namespaces(), read_sysctls()
+    r = stormpy("lab", "run", "polling", "--quick", "--out", str(tmp_path), timeout=180)
+    assert r.returncode == 0, r.stderr
+    rows = check_outputs(tmp_path, "polling",
+                         ["variant", "backend", "rate_qps", "p50_us", "p90_us", "p99_us",
+                          "p99_9_us", "max_us", "lost_pct", "server_cpu_pct",
+                          "server_cpu_us_per_query"])
+    by = {row["variant"]: row for row in rows}
+    assert {"socket blocking", "socket SO_BUSY_POLL", "socket busy sysctls"} <= set(by)
+    if "xdp busy" in by:
+        # a ring that spins takes a core (what other work leaves of it) even at this light
+        # load; one that sleeps in poll() a few percent
+        spinning, sleeping = (float(by[v]["server_cpu_pct"]) for v in ("xdp busy", "xdp blocking"))
+        assert spinning > max(25.0, 2 * sleeping), (spinning, sleeping)
+    for row in rows:
+        assert float(row["lost_pct"]) < 5, row
+    assert read_sysctls() == sysctls
+    assert lab_namespaces() <= before
+
+
+@needs_netns
+def test_ctrl_c_tears_down_and_restores(tmp_path):
+    """Ctrl-C while the busy sysctls are set: status 130, the sysctls put back, the
+    namespaces and the server gone."""
+    before, sysctls = lab_namespaces(), read_sysctls()
+    proc = subprocess.Popen([sys.executable, "-m", "stormpy", "lab", "run", "polling", "--out",
+                             str(tmp_path)], cwd=REPO_ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and proc.poll() is None:   # bounded
+            if read_sysctls() != sysctls:
+                break
+            time.sleep(0.05)
+        assert proc.poll() is None, proc.communicate()
+        assert read_sysctls() != sysctls, "the sysctl variant never started"
+        time.sleep(0.5)
+        children = process_tree(proc.pid)[1:]      # the server and its workers among them
+        assert children
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and "interrupted" in err
+    assert read_sysctls() == sysctls
+    assert lab_namespaces() <= before
+    assert not [pid for pid in children if os.path.exists(f"/proc/{pid}")]
