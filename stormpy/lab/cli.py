@@ -12,7 +12,7 @@ from stormpy.bench.processes import Interrupted, stopping_children_on_signals
 from stormpy.bench.report import say
 from stormpy.bench.workload import write_server_workload
 from stormpy.lab import LABS, lab_module
-from stormpy.lab.common import LabError
+from stormpy.lab.common import LabError, pyplot
 
 
 def add_arguments(p) -> None:
@@ -44,6 +44,7 @@ def run_lab(args) -> int:
     reason = why_no_netns()
     if reason:
         raise LabError(f"lab {args.name} {reason}")
+    pyplot()        # no matplotlib: say so now, not after the measurements
     out = os.path.abspath(args.out or f"lab-{args.name}")
     try:
         os.makedirs(out, exist_ok=True)
@@ -52,7 +53,6 @@ def run_lab(args) -> int:
     try:
         with stopping_children_on_signals(), \
                 tempfile.TemporaryDirectory(prefix=f"stormpy-lab-{args.name}-") as work:
-            os.chmod(work, 0o755)
             wl = write_server_workload(work, 1000, 10000, 20261123)
             with VethPair(prefix="spl") as pair:
                 lab.run(pair, wl, work, out, args.quick)
