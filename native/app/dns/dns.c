@@ -3,6 +3,7 @@
 
 #include <string.h>
 
+#include "stormpy/proto/csum.h"
 #include "stormpy/proto/wire.h"
 
 #define QR 0x80
@@ -84,6 +85,75 @@ static size_t parse_qname(const uint8_t *msg, size_t len, size_t pos, struct sp_
     return end;
 }
 
+/* The question name at pos when it has no compression pointer (as every client sends
+ * it): its labels' offsets and its length in q. Returns the offset just past the
+ * name, 0 when malformed, or 1 (never a name's end) at a pointer: parse_qname()'s. */
+static size_t walk_labels(const uint8_t *msg, size_t len, size_t pos, struct sp_dns_query *q)
+{
+    size_t start = pos;
+    uint8_t labels = 0;
+    for (;;) {
+        if (pos >= len)
+            return 0;
+        uint8_t c = msg[pos];
+        if (c == 0)
+            break;
+        if (c & 0xc0)          /* a pointer, or an obsolete extended label type */
+            return (c & 0xc0) == 0xc0 ? 1 : 0;
+        if (labels >= SP_DNS_LABELS_MAX)
+            return 0;
+        q->label_off[labels++] = (uint8_t)(pos - start);
+        pos += 1 + (size_t)c;
+        if (pos - start + 1 > SP_DNS_NAME_MAX)
+            return 0;
+    }
+    q->name_len = (uint8_t)(pos + 1 - start);
+    q->nlabels = labels;
+    return pos + 1;
+}
+
+/* The n (< 8) bytes at p, whose last byte is before end, as sp_keep_bytes() keeps a
+ * loaded word's: loaded from the 8 bytes that end with them when the 8 from p would
+ * pass end (a question is never shorter than 5 bytes and starts 12 into the message). */
+static inline uint64_t load_last(const uint8_t *p, size_t n, const uint8_t *end)
+{
+    uint64_t v;
+    if (p + 8 <= end) {
+        memcpy(&v, p, 8);
+        return sp_keep_bytes(v, n);
+    }
+    memcpy(&v, p + n - 8, 8);
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    return v >> (64 - 8 * n);
+#else
+    return v << (64 - 8 * n);
+#endif
+}
+
+/* The question at p (q->question_len bytes before end, its name walked): copied as
+ * sent, its name lower-cased and hashed for the table, and the whole summed for the
+ * reply's checksum, in one pass of 8 bytes at a time. */
+static void take_question(const uint8_t *p, const uint8_t *end, struct sp_dns_query *q)
+{
+    size_t qlen = q->question_len, name_len = q->name_len;
+    uint64_t h = sp_key_hash_start(name_len), acc = 0, v;
+    for (size_t i = 0; i < qlen; i += 8) {
+        if (qlen - i >= 8)
+            memcpy(&v, p + i, 8);
+        else
+            v = load_last(p + i, qlen - i, end);
+        memcpy(q->question + i, &v, 8);
+        acc += v;
+        acc += acc < v;
+        uint64_t lower = lower8(v);
+        memcpy(q->name_lower + i, &lower, 8);
+        if (i < name_len)
+            h = sp_key_hash_word(h, name_len - i < 8 ? sp_keep_bytes(lower, name_len - i) : lower);
+    }
+    q->name_hash = h;
+    q->question_sum = sp_csum_acc_done(acc);
+}
+
 /* Skips an owner name in a resource record without decompressing it. */
 static size_t skip_name(const uint8_t *msg, size_t len, size_t pos)
 {
@@ -161,17 +231,29 @@ enum sp_dns_verdict sp_dns_parse(const uint8_t *msg, size_t len, struct sp_dns_q
         parse_records(msg, len, SP_DNS_HEADER_LEN, (unsigned)ancount + nscount, arcount, q);
         return SP_DNS_FORMERR;     /* with an OPT when a valid one came */
     }
-    size_t pos = parse_qname(msg, len, SP_DNS_HEADER_LEN, q);
-    if (!pos || pos + 4 > len)
-        return SP_DNS_FORMERR;
-    memcpy(q->question + q->name_len, msg + pos, 4);
+    size_t pos = walk_labels(msg, len, SP_DNS_HEADER_LEN, q);
+    if (pos == 1) {            /* compressed: decompressed, then hashed and summed */
+        pos = parse_qname(msg, len, SP_DNS_HEADER_LEN, q);
+        if (!pos || pos + 4 > len)
+            return SP_DNS_FORMERR;
+        memcpy(q->question + q->name_len, msg + pos, 4);
+        q->question_len = (uint16_t)(q->name_len + 4);
+        q->name_hash = sp_key_hash_padded(q->name_lower, q->name_len);
+        q->question_sum = sp_csum_partial(q->question, q->question_len, 0);
+    } else {
+        if (!pos || pos + 4 > len)
+            return SP_DNS_FORMERR;
+        q->question_len = (uint16_t)(q->name_len + 4);
+        take_question(msg + SP_DNS_HEADER_LEN, msg + len, q);
+    }
     q->qtype = sp_get16(msg + pos);
     q->qclass = sp_get16(msg + pos + 2);
-    q->question_len = (uint16_t)(q->name_len + 4);
     q->has_question = true;
     pos += 4;
 
-    enum sp_dns_verdict v = parse_records(msg, len, pos, (unsigned)ancount + nscount, arcount, q);
+    enum sp_dns_verdict v = (ancount | nscount | arcount) == 0
+        ? (pos == len ? SP_DNS_LOOKUP : SP_DNS_FORMERR)
+        : parse_records(msg, len, pos, (unsigned)ancount + nscount, arcount, q);
     if (v != SP_DNS_LOOKUP)
         return v;
     if (q->edns && q->edns_version != 0)
@@ -198,10 +280,12 @@ const struct sp_response *sp_dns_lookup(const struct sp_table *t, const struct s
 {
     const struct sp_response *r;
     uint16_t qclass = q->qclass == CLASS_ANY ? CLASS_IN : q->qclass;
-    r = sp_table_find(t, sp_dns_tag(SP_DNS_EXACT, qclass, q->qtype), q->name_lower, q->name_len);
+    r = sp_table_find_hashed(t, sp_dns_tag(SP_DNS_EXACT, qclass, q->qtype), q->name_hash,
+                             q->name_lower, q->name_len);
     if (r)
         return r;
-    r = sp_table_find(t, sp_dns_tag(SP_DNS_OTHER, qclass, 0), q->name_lower, q->name_len);
+    r = sp_table_find_hashed(t, sp_dns_tag(SP_DNS_OTHER, qclass, 0), q->name_hash,
+                             q->name_lower, q->name_len);
     if (r)
         return r;
     /* Closest encloser first: every ancestor, ending with the root label. */
@@ -209,12 +293,17 @@ const struct sp_response *sp_dns_lookup(const struct sp_table *t, const struct s
         size_t off = i < q->nlabels ? q->label_off[i] : (size_t)q->name_len - 1;
         const uint8_t *suffix = q->name_lower + off;
         size_t n = q->name_len - off;
-        r = sp_table_find(t, sp_dns_tag(SP_DNS_BELOW, qclass, q->qtype), suffix, n);
-        if (r)
-            return r;
-        r = sp_table_find(t, sp_dns_tag(SP_DNS_BELOW_OTHER, qclass, 0), suffix, n);
-        if (r)
-            return r;
+        uint64_t h = sp_key_hash_padded(suffix, n);
+        r = sp_table_find_hashed(t, sp_dns_tag(SP_DNS_BELOW_OTHER, qclass, 0), h, suffix, n);
+        if (!r)
+            continue;
+        if (r->user & SP_DNS_USER_WILDCARD) {
+            const struct sp_response *w =
+                sp_table_find_hashed(t, sp_dns_tag(SP_DNS_BELOW, qclass, q->qtype), h, suffix, n);
+            if (w)
+                return w;
+        }
+        return r;
     }
     return NULL;
 }
@@ -320,19 +409,94 @@ size_t sp_dns_full_len(const struct sp_response *r, const struct sp_dns_query *q
     return n <= limit ? n : 0;
 }
 
-size_t sp_dns_answer(const struct sp_table *t, const struct sp_dns_config *cfg,
-                     const uint8_t *msg, size_t len, bool tcp, uint8_t *out, size_t cap,
-                     struct sp_dns_query *q, struct sp_dns_counters *c)
+/* The sum of an answer written out of the table's order: summed over. */
+static inline size_t summed(const uint8_t *out, size_t n, uint32_t *sum)
 {
-    enum sp_dns_verdict v = sp_dns_parse(msg, len, q);
-    const struct sp_response *r = v == SP_DNS_LOOKUP ? sp_dns_lookup(t, q) : NULL;
-    return sp_dns_answer_parsed(t, cfg, msg, len, tcp, out, cap, q, v, r, c);
+    if (sum)
+        *sum = sp_csum_partial(out, n, 0);
+    return n;
 }
 
-size_t sp_dns_answer_parsed(const struct sp_table *t, const struct sp_dns_config *cfg,
+/* The answer's sum from the table's stored sums and the question's (dns.h). */
+static inline uint32_t table_sum(const struct sp_table *t, const struct sp_response *r,
+                                 const struct sp_request *req, const struct sp_dns_query *q)
+{
+    if (r->insert_field == SP_DNS_FIELD_QUESTION)
+        return sp_response_sum_with(t, r, req, q->question_sum);
+    return sp_response_sum(t, r, req);
+}
+
+/* An answer from the table's response r: whole, without its additional section, or
+ * truncated; with an OPT record when the query had one. */
+static inline size_t answer_from_table(const struct sp_table *t, const struct sp_dns_config *cfg,
+                                       const uint8_t *msg, size_t len, bool tcp, uint8_t *out,
+                                       size_t cap, struct sp_dns_query *q,
+                                       enum sp_dns_verdict verdict, const struct sp_response *r,
+                                       struct sp_dns_counters *c, uint32_t *sum)
+{
+    size_t limit = tcp ? 65535 : sp_dns_udp_limit(q, cfg);
+    if (limit > cap)
+        limit = cap;
+    size_t opt = q->edns ? SP_DNS_OPT_LEN : 0;
+    if (verdict == SP_DNS_SLIP)
+        return count_answer(c, r, summed(out, write_truncated(t, r, msg, q, cfg, out, limit), sum));
+    size_t stored = r->len;
+    if (stored + q->question_len + opt > limit) {
+        /* Optional additional records go first; then the whole answer, with TC. */
+        stored = SP_DNS_USER_DROPPABLE(r->user);
+        if (!stored || stored + q->question_len + opt > limit) {
+            c->truncated++;
+            return count_answer(c, r, summed(out, write_truncated(t, r, msg, q, cfg, out, limit), sum));
+        }
+    }
+
+    struct sp_request req = {
+        .field = {msg, q->question},
+        .field_len = {(uint16_t)len, q->question_len},
+    };
+    size_t n = sp_response_render_prefix(t, r, &req, stored, out, limit - opt);
+    if (!n)
+        return count_answer(c, r, 0);
+    if (stored != r->len) {
+        sp_put16(out + 10, 0);
+        if (opt)
+            n += write_opt(out + n, q, cfg, 0);
+        sp_put16(out + 10, opt ? 1 : 0);
+        return count_answer(c, r, summed(out, n, sum));
+    }
+    if (opt) {
+        uint16_t arcount = sp_get16(out + 10);
+        sp_put16(out + 10, (uint16_t)(arcount + 1));
+        write_opt(out + n, q, cfg, 0);
+        if (sum && arcount != 0xffff) {   /* ARCOUNT one more (an even offset), the OPT at n */
+            uint32_t opt_sum = sp_csum_partial(out + n, opt, 0);
+            *sum = sp_csum_add(sp_csum_add(table_sum(t, r, &req, q), 1),
+                               n & 1 ? sp_csum_swap(opt_sum) : opt_sum);
+        } else {
+            summed(out, n + opt, sum);
+        }
+        return count_answer(c, r, n + opt);
+    }
+    if (sum)
+        *sum = table_sum(t, r, &req, q);
+    return count_answer(c, r, n);
+}
+
+/* An answer made on the spot (write_error), counted under rcode. */
+static inline size_t error_answer(const uint8_t *msg, const struct sp_dns_query *q,
+                                  const struct sp_dns_config *cfg, uint16_t rcode, uint16_t why,
+                                  uint8_t *out, size_t cap, struct sp_dns_counters *c,
+                                  uint32_t *sum)
+{
+    return count_rcode(c, rcode, summed(out, write_error(msg, q, cfg, why, out, cap), sum));
+}
+
+/* sp_dns_answer_parsed(), and the answer's checksum when sum is not NULL. */
+static inline size_t answer(const struct sp_table *t, const struct sp_dns_config *cfg,
                             const uint8_t *msg, size_t len, bool tcp, uint8_t *out, size_t cap,
                             struct sp_dns_query *q, enum sp_dns_verdict verdict,
-                            const struct sp_response *r, struct sp_dns_counters *c)
+                            const struct sp_response *r, struct sp_dns_counters *c,
+                            uint32_t *sum)
 {
     c->queries++;
     switch (verdict) {
@@ -343,55 +507,52 @@ size_t sp_dns_answer_parsed(const struct sp_table *t, const struct sp_dns_config
         c->dropped++;
         return 0;
     case SP_DNS_FORMERR:
-        return count_rcode(c, SP_RCODE_FORMERR, write_error(msg, q, cfg, SP_RCODE_FORMERR, out, cap));
+        return error_answer(msg, q, cfg, SP_RCODE_FORMERR, SP_RCODE_FORMERR, out, cap, c, sum);
     case SP_DNS_NOTIMP:
-        return count_rcode(c, SP_RCODE_NOTIMP, write_error(msg, q, cfg, SP_RCODE_NOTIMP, out, cap));
+        return error_answer(msg, q, cfg, SP_RCODE_NOTIMP, SP_RCODE_NOTIMP, out, cap, c, sum);
     case SP_DNS_NOTAUTH:
-        return count_rcode(c, SP_RCODE_NOTAUTH, write_error(msg, q, cfg, SP_RCODE_NOTAUTH, out, cap));
+        return error_answer(msg, q, cfg, SP_RCODE_NOTAUTH, SP_RCODE_NOTAUTH, out, cap, c, sum);
     case SP_DNS_TRANSFER: {
         /* No zone transfers: AXFR is not a UDP operation at all; the rest are
          * transfers nobody is allowed to make. */
         uint16_t rcode = q->qtype == TYPE_AXFR && !tcp ? SP_RCODE_NOTIMP : SP_RCODE_NOTAUTH;
-        return count_rcode(c, rcode, write_error(msg, q, cfg, rcode, out, cap));
+        return error_answer(msg, q, cfg, rcode, rcode, out, cap, c, sum);
     }
     case SP_DNS_BADVERS:
-        return count_rcode(c, SP_RCODE_BADVERS, write_error(msg, q, cfg, SP_RCODE_BADVERS, out, cap));
+        return error_answer(msg, q, cfg, SP_RCODE_BADVERS, SP_RCODE_BADVERS, out, cap, c, sum);
     case SP_DNS_REFUSED:
-        return count_rcode(c, SP_RCODE_REFUSED, write_error(msg, q, cfg, SP_RCODE_REFUSED, out, cap));
+        return error_answer(msg, q, cfg, SP_RCODE_REFUSED, SP_RCODE_REFUSED, out, cap, c, sum);
     }
 
     if (!r) {
         uint16_t why = q->qclass == CLASS_CH ? SP_RCODE_REFUSED : RCODE_REFUSED_NO_ZONE;
-        return count_rcode(c, SP_RCODE_REFUSED, write_error(msg, q, cfg, why, out, cap));
+        return error_answer(msg, q, cfg, SP_RCODE_REFUSED, why, out, cap, c, sum);
     }
+    return answer_from_table(t, cfg, msg, len, tcp, out, cap, q, verdict, r, c, sum);
+}
 
-    size_t limit = tcp ? 65535 : sp_dns_udp_limit(q, cfg);
-    if (limit > cap)
-        limit = cap;
-    size_t opt = q->edns ? SP_DNS_OPT_LEN : 0;
-    if (verdict == SP_DNS_SLIP)
-        return count_answer(c, r, write_truncated(t, r, msg, q, cfg, out, limit));
-    size_t stored = r->len;
-    if (stored + q->question_len + opt > limit) {
-        /* Optional additional records go first; then the whole answer, with TC. */
-        stored = SP_DNS_USER_DROPPABLE(r->user);
-        if (!stored || stored + q->question_len + opt > limit) {
-            c->truncated++;
-            return count_answer(c, r, write_truncated(t, r, msg, q, cfg, out, limit));
-        }
-    }
+size_t sp_dns_answer_parsed(const struct sp_table *t, const struct sp_dns_config *cfg,
+                            const uint8_t *msg, size_t len, bool tcp, uint8_t *out, size_t cap,
+                            struct sp_dns_query *q, enum sp_dns_verdict verdict,
+                            const struct sp_response *r, struct sp_dns_counters *c)
+{
+    return answer(t, cfg, msg, len, tcp, out, cap, q, verdict, r, c, NULL);
+}
 
-    struct sp_request req = {
-        .field = {msg, q->question},
-        .field_len = {(uint16_t)len, q->question_len},
-    };
-    size_t n = sp_response_render_prefix(t, r, &req, stored, out, limit - opt);
-    if (n && stored != r->len)
-        sp_put16(out + 10, 0);
-    if (n && opt) {
-        write_opt(out + n, q, cfg, 0);
-        sp_put16(out + 10, (uint16_t)(sp_get16(out + 10) + 1));
-        n += opt;
-    }
-    return count_answer(c, r, n);
+size_t sp_dns_answer_summed(const struct sp_table *t, const struct sp_dns_config *cfg,
+                            const uint8_t *msg, size_t len, bool tcp, uint8_t *out, size_t cap,
+                            struct sp_dns_query *q, enum sp_dns_verdict verdict,
+                            const struct sp_response *r, struct sp_dns_counters *c,
+                            uint32_t *sum)
+{
+    return answer(t, cfg, msg, len, tcp, out, cap, q, verdict, r, c, sum);
+}
+
+size_t sp_dns_answer(const struct sp_table *t, const struct sp_dns_config *cfg,
+                     const uint8_t *msg, size_t len, bool tcp, uint8_t *out, size_t cap,
+                     struct sp_dns_query *q, struct sp_dns_counters *c)
+{
+    enum sp_dns_verdict v = sp_dns_parse(msg, len, q);
+    const struct sp_response *r = v == SP_DNS_LOOKUP ? sp_dns_lookup(t, q) : NULL;
+    return answer(t, cfg, msg, len, tcp, out, cap, q, v, r, c, NULL);
 }
