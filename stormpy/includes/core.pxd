@@ -84,7 +84,6 @@ cdef extern from "stormpy/app/dns/dns.h" nogil:
         uint16_t qtype
         uint16_t qclass
         uint8_t name_len
-        uint8_t nlabels
         uint16_t question_len
         uint8_t name_lower[264]
         uint8_t question[264]

@@ -69,7 +69,7 @@ static size_t parse_qname(const uint8_t *msg, size_t len, size_t pos, struct sp_
             return 0;
         if (pos + 1 + c > len || out + 1 + c + 1 > SP_DNS_NAME_MAX || labels >= SP_DNS_LABELS_MAX)
             return 0;
-        q->label_off[labels++] = (uint8_t)out;
+        labels++;
         memcpy(q->question + out, msg + pos, 1 + (size_t)c);
         out += 1 + (size_t)c;
         pos += 1 + (size_t)c;
@@ -81,17 +81,16 @@ static size_t parse_qname(const uint8_t *msg, size_t len, size_t pos, struct sp_
         memcpy(q->name_lower + i, &v, 8);
     }
     q->name_len = (uint8_t)out;
-    q->nlabels = labels;
     return end;
 }
 
-/* The question name at pos when it has no compression pointer (as every client sends
- * it): its labels' offsets and its length in q. Returns the offset just past the
- * name, 0 when malformed, or 1 (never a name's end) at a pointer: parse_qname()'s. */
-static size_t walk_labels(const uint8_t *msg, size_t len, size_t pos, struct sp_dns_query *q)
+/* The end of the question name at pos when it has no compression pointer (as every
+ * client sends it): the offset just past it, 0 when malformed, or 1 (never a name's
+ * end) at a pointer, which is parse_qname()'s. The limit of 127 labels needs no count:
+ * 128 would be longer than 255 bytes. */
+static inline size_t walk_labels(const uint8_t *msg, size_t len, size_t pos)
 {
     size_t start = pos;
-    uint8_t labels = 0;
     for (;;) {
         if (pos >= len)
             return 0;
@@ -100,16 +99,9 @@ static size_t walk_labels(const uint8_t *msg, size_t len, size_t pos, struct sp_
             break;
         if (c & 0xc0)          /* a pointer, or an obsolete extended label type */
             return (c & 0xc0) == 0xc0 ? 1 : 0;
-        if (labels >= SP_DNS_LABELS_MAX)
-            return 0;
-        q->label_off[labels++] = (uint8_t)(pos - start);
         pos += 1 + (size_t)c;
-        if (pos - start + 1 > SP_DNS_NAME_MAX)
-            return 0;
     }
-    q->name_len = (uint8_t)(pos + 1 - start);
-    q->nlabels = labels;
-    return pos + 1;
+    return pos + 1 - start > SP_DNS_NAME_MAX ? 0 : pos + 1;
 }
 
 /* The n (< 8) bytes at p, whose last byte is before end, as sp_keep_bytes() keeps a
@@ -130,25 +122,32 @@ static inline uint64_t load_last(const uint8_t *p, size_t n, const uint8_t *end)
 #endif
 }
 
-/* The question at p (q->question_len bytes before end, its name walked): copied as
- * sent, its name lower-cased and hashed for the table, and the whole summed for the
- * reply's checksum, in one pass of 8 bytes at a time. */
-static void take_question(const uint8_t *p, const uint8_t *end, struct sp_dns_query *q)
+/* The question at p (q->question_len bytes before end): copied as sent, its name
+ * lower-cased and hashed for the table, and the whole summed for the reply's checksum,
+ * in one pass of 8 bytes at a time. */
+static inline void take_question(const uint8_t *p, const uint8_t *end, struct sp_dns_query *q)
 {
-    size_t qlen = q->question_len, name_len = q->name_len;
-    uint64_t h = sp_key_hash_start(name_len), acc = 0, v;
-    for (size_t i = 0; i < qlen; i += 8) {
-        if (qlen - i >= 8)
-            memcpy(&v, p + i, 8);
-        else
-            v = load_last(p + i, qlen - i, end);
+    size_t name_len = q->name_len, qlen = q->question_len, i = 0;
+    uint64_t h = sp_key_hash_start(name_len), acc = 0, v, lower;
+    for (; i + 8 <= name_len; i += 8) {          /* the name's whole words */
+        memcpy(&v, p + i, 8);
         memcpy(q->question + i, &v, 8);
         acc += v;
         acc += acc < v;
-        uint64_t lower = lower8(v);
+        lower = lower8(v);
         memcpy(q->name_lower + i, &lower, 8);
-        if (i < name_len)
-            h = sp_key_hash_word(h, name_len - i < 8 ? sp_keep_bytes(lower, name_len - i) : lower);
+        h = sp_key_hash_word(h, lower);
+    }
+    for (; i < qlen; i += 8) {                   /* its last bytes, type and class */
+        v = qlen - i >= 8 ? (memcpy(&v, p + i, 8), v) : load_last(p + i, qlen - i, end);
+        memcpy(q->question + i, &v, 8);
+        acc += v;
+        acc += acc < v;
+        if (i < name_len) {
+            lower = lower8(v);
+            memcpy(q->name_lower + i, &lower, 8);
+            h = sp_key_hash_word(h, sp_keep_bytes(lower, name_len - i));
+        }
     }
     q->name_hash = h;
     q->question_sum = sp_csum_acc_done(acc);
@@ -231,7 +230,7 @@ enum sp_dns_verdict sp_dns_parse(const uint8_t *msg, size_t len, struct sp_dns_q
         parse_records(msg, len, SP_DNS_HEADER_LEN, (unsigned)ancount + nscount, arcount, q);
         return SP_DNS_FORMERR;     /* with an OPT when a valid one came */
     }
-    size_t pos = walk_labels(msg, len, SP_DNS_HEADER_LEN, q);
+    size_t pos = walk_labels(msg, len, SP_DNS_HEADER_LEN);
     if (pos == 1) {            /* compressed: decompressed, then hashed and summed */
         pos = parse_qname(msg, len, SP_DNS_HEADER_LEN, q);
         if (!pos || pos + 4 > len)
@@ -243,6 +242,7 @@ enum sp_dns_verdict sp_dns_parse(const uint8_t *msg, size_t len, struct sp_dns_q
     } else {
         if (!pos || pos + 4 > len)
             return SP_DNS_FORMERR;
+        q->name_len = (uint8_t)(pos - SP_DNS_HEADER_LEN);
         q->question_len = (uint16_t)(q->name_len + 4);
         take_question(msg + SP_DNS_HEADER_LEN, msg + len, q);
     }
@@ -289,8 +289,8 @@ const struct sp_response *sp_dns_lookup(const struct sp_table *t, const struct s
     if (r)
         return r;
     /* Closest encloser first: every ancestor, ending with the root label. */
-    for (unsigned i = 1; i <= q->nlabels; i++) {
-        size_t off = i < q->nlabels ? q->label_off[i] : (size_t)q->name_len - 1;
+    for (size_t off = 0; q->name_lower[off] != 0;) {
+        off += 1 + (size_t)q->name_lower[off];
         const uint8_t *suffix = q->name_lower + off;
         size_t n = q->name_len - off;
         uint64_t h = sp_key_hash_padded(suffix, n);
@@ -428,11 +428,11 @@ static inline uint32_t table_sum(const struct sp_table *t, const struct sp_respo
 
 /* An answer from the table's response r: whole, without its additional section, or
  * truncated; with an OPT record when the query had one. */
-static inline size_t answer_from_table(const struct sp_table *t, const struct sp_dns_config *cfg,
-                                       const uint8_t *msg, size_t len, bool tcp, uint8_t *out,
-                                       size_t cap, struct sp_dns_query *q,
-                                       enum sp_dns_verdict verdict, const struct sp_response *r,
-                                       struct sp_dns_counters *c, uint32_t *sum)
+static inline __attribute__((always_inline)) size_t
+answer_from_table(const struct sp_table *t, const struct sp_dns_config *cfg, const uint8_t *msg,
+                  size_t len, bool tcp, uint8_t *out, size_t cap, struct sp_dns_query *q,
+                  enum sp_dns_verdict verdict, const struct sp_response *r,
+                  struct sp_dns_counters *c, uint32_t *sum)
 {
     size_t limit = tcp ? 65535 : sp_dns_udp_limit(q, cfg);
     if (limit > cap)
@@ -492,11 +492,10 @@ static inline size_t error_answer(const uint8_t *msg, const struct sp_dns_query 
 }
 
 /* sp_dns_answer_parsed(), and the answer's checksum when sum is not NULL. */
-static inline size_t answer(const struct sp_table *t, const struct sp_dns_config *cfg,
-                            const uint8_t *msg, size_t len, bool tcp, uint8_t *out, size_t cap,
-                            struct sp_dns_query *q, enum sp_dns_verdict verdict,
-                            const struct sp_response *r, struct sp_dns_counters *c,
-                            uint32_t *sum)
+static inline __attribute__((always_inline)) size_t
+answer(const struct sp_table *t, const struct sp_dns_config *cfg, const uint8_t *msg, size_t len,
+       bool tcp, uint8_t *out, size_t cap, struct sp_dns_query *q, enum sp_dns_verdict verdict,
+       const struct sp_response *r, struct sp_dns_counters *c, uint32_t *sum)
 {
     c->queries++;
     switch (verdict) {

@@ -110,11 +110,9 @@ struct sp_dns_query {
     uint16_t qtype;
     uint16_t qclass;
     uint8_t name_len;        /* wire length including the root label */
-    uint8_t nlabels;         /* labels before the root */
     uint16_t question_len;   /* name_len + 4 */
     uint32_t question_sum;   /* partial checksum of the question, as at an even offset */
     uint64_t name_hash;      /* the table's hash of name_lower (sp_key_hash_*) */
-    uint8_t label_off[SP_DNS_LABELS_MAX + 1];
     /* Both padded to whole 8-byte words past the longest name and question: they are
      * written, hashed and compared a word at a time. */
     uint8_t name_lower[SP_DNS_NAME_MAX + 1 + 8];
