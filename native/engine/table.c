@@ -502,23 +502,24 @@ static uint32_t patches_sum(const struct sp_table *t, const struct sp_response *
 uint32_t sp_response_sum_with(const struct sp_table *t, const struct sp_response *r,
                               const struct sp_request *req, uint32_t insert_sum)
 {
+    /* a handful of reduced (16-bit) sums added up in 32 bits, reduced once at the end */
     size_t ins_len = 0;
-    uint32_t sum = r->sum_head;
+    uint32_t sum = sp_csum_reduce(r->sum_head);
     uint8_t f = r->insert_field;
     if (f != SP_NO_INSERT) {
         ins_len = req->field_len[f];
-        sum = sp_csum_add(sum, r->insert_at & 1 ? sp_csum_swap(insert_sum) : insert_sum);
+        sum += r->insert_at & 1 ? sp_csum_swap(insert_sum) : sp_csum_reduce(insert_sum);
     }
-    sum = sp_csum_add(sum, (r->insert_at + ins_len) & 1 ? sp_csum_swap(r->sum_tail)
-                                                         : sp_csum_reduce(r->sum_tail));
+    sum += (r->insert_at + ins_len) & 1 ? sp_csum_swap(r->sum_tail) : sp_csum_reduce(r->sum_tail);
     if (!r->echo_head || req->field_len[0] < 4)
         return sp_csum_reduce(patches_sum(t, r, req, ins_len, sum));
-    /* the echoed head: its first 4 bytes, before any insert, as two words */
+    /* the echoed head: its first 4 bytes, before any insert, as two words replaced
+     * (one's-complement subtraction adds the complement) */
     const uint8_t *b = t->arena + r->bytes_off, *m = req->field[0];
-    uint8_t out[4] = {b[0], b[1], b[2], b[3]};
-    echo_head(r, m, out);
-    sum = sp_csum_sub(sum, (uint32_t)sp_get16(b) + sp_get16(b + 2));
-    return sp_csum_reduce(sp_csum_add(sum, (uint32_t)sp_get16(out) + sp_get16(out + 2)));
+    uint8_t head[4] = {b[0], b[1], b[2], b[3]};
+    echo_head(r, m, head);
+    sum += (0xffffu - sp_get16(b)) + (0xffffu - sp_get16(b + 2));
+    return sp_csum_reduce(sum + sp_get16(head) + sp_get16(head + 2));
 }
 
 uint32_t sp_response_sum(const struct sp_table *t, const struct sp_response *r,

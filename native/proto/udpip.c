@@ -32,11 +32,13 @@ bool sp_udpip_parse(const uint8_t *ip, size_t len, struct sp_udpip *u)
 }
 
 /* The pseudo-header's addresses, summed as the machine loads them (sp_csum_acc). The
- * sum is the same with source and destination swapped, so a reply reuses it. */
+ * sum is the same with source and destination swapped, so a reply reuses it. Constant
+ * lengths, so that each sum is a few additions. */
 static inline uint64_t addresses_acc(const struct sp_udpip *u)
 {
-    return sp_csum_acc(u->dst, u->family == 4 ? 4 : 16,
-                       sp_csum_acc(u->src, u->family == 4 ? 4 : 16, 0));
+    if (u->family == 4)
+        return sp_csum_acc(u->dst, 4, sp_csum_acc(u->src, 4, 0));
+    return sp_csum_acc(u->dst, 16, sp_csum_acc(u->src, 16, 0));
 }
 
 /* A 16-bit value in network order as the machine loads it. */
@@ -49,8 +51,13 @@ bool sp_udpip_checksums_ok(const uint8_t *ip, const struct sp_udpip *u)
 {
     size_t l4 = u->payload_off - SP_UDP_HEADER_LEN;
     /* a right header sums to 0xffff, in either byte order */
-    if (u->family == 4 && sp_csum_acc_done(sp_csum_acc(ip, (size_t)(ip[0] & 0x0f) * 4, 0)) != 0xffff)
-        return false;
+    if (u->family == 4) {
+        size_t ihl = (size_t)(ip[0] & 0x0f) * 4;
+        uint64_t acc = ihl == SP_IPV4_HEADER_LEN ? sp_csum_acc(ip, SP_IPV4_HEADER_LEN, 0)
+                                                 : sp_csum_acc(ip, ihl, 0);   /* options */
+        if (sp_csum_acc_done(acc) != 0xffff)
+            return false;
+    }
     uint16_t field = sp_get16(ip + l4 + 6);
     if (field == 0)
         return u->family == 4;
