@@ -122,32 +122,41 @@ static inline uint64_t load_last(const uint8_t *p, size_t n, const uint8_t *end)
 #endif
 }
 
+/* Adds a word to a checksum accumulator (sp_csum_acc), the carry wrapped around. */
+static inline uint64_t acc_word(uint64_t acc, uint64_t v)
+{
+    acc += v;
+    return acc + (acc < v);
+}
+
 /* The question at p (q->question_len bytes before end): copied as sent, its name
  * lower-cased and hashed for the table, and the whole summed for the reply's checksum,
  * in one pass of 8 bytes at a time. */
 static inline void take_question(const uint8_t *p, const uint8_t *end, struct sp_dns_query *q)
 {
-    size_t name_len = q->name_len, qlen = q->question_len, i = 0;
+    size_t name_len = q->name_len, i = 0;
     uint64_t h = sp_key_hash_start(name_len), acc = 0, v, lower;
     for (; i + 8 <= name_len; i += 8) {          /* the name's whole words */
         memcpy(&v, p + i, 8);
         memcpy(q->question + i, &v, 8);
-        acc += v;
-        acc += acc < v;
+        acc = acc_word(acc, v);
         lower = lower8(v);
         memcpy(q->name_lower + i, &lower, 8);
         h = sp_key_hash_word(h, lower);
     }
-    for (; i < qlen; i += 8) {                   /* its last bytes, type and class */
-        v = qlen - i >= 8 ? (memcpy(&v, p + i, 8), v) : load_last(p + i, qlen - i, end);
-        memcpy(q->question + i, &v, 8);
-        acc += v;
-        acc += acc < v;
-        if (i < name_len) {
-            lower = lower8(v);
-            memcpy(q->name_lower + i, &lower, 8);
-            h = sp_key_hash_word(h, sp_keep_bytes(lower, name_len - i));
-        }
+    /* the rest: r (0 to 7) bytes of the name, then type and class, in one or two words */
+    size_t r = name_len - i, rest = r + 4;
+    v = rest >= 8 ? (memcpy(&v, p + i, 8), v) : load_last(p + i, rest, end);
+    memcpy(q->question + i, &v, 8);
+    acc = acc_word(acc, v);
+    lower = lower8(v);
+    memcpy(q->name_lower + i, &lower, 8);
+    if (r)
+        h = sp_key_hash_word(h, sp_keep_bytes(lower, r));
+    if (rest > 8) {
+        v = load_last(p + i + 8, rest - 8, end);
+        memcpy(q->question + i + 8, &v, 8);
+        acc = acc_word(acc, v);
     }
     q->name_hash = h;
     q->question_sum = sp_csum_acc_done(acc);
@@ -426,6 +435,41 @@ static inline uint32_t table_sum(const struct sp_table *t, const struct sp_respo
     return sp_response_sum(t, r, req);
 }
 
+/* r rendered whole for q, when r has the DNS patch list (its head echoed, the question
+ * spliced in at 12: the compiler's): the renderer specialised to that list, with
+ * fixed-size copies and no patch loop. 0 when it does not fit or r is another shape
+ * (sp_response_render_prefix() then). */
+static inline size_t render_dns(const struct sp_table *t, const struct sp_response *r,
+                                const uint8_t *msg, const struct sp_dns_query *q, uint8_t *out,
+                                size_t cap)
+{
+    size_t qlen = q->question_len, tail = r->len - SP_DNS_HEADER_LEN;
+    if (!r->echo_head || r->insert_at != SP_DNS_HEADER_LEN ||
+        r->insert_field != SP_DNS_FIELD_QUESTION || r->len + qlen > cap)
+        return 0;
+    const uint8_t *b = sp_response_bytes(t, r);
+    uint64_t w;
+    uint32_t w4;
+    memcpy(&w, b, 8);
+    memcpy(out, &w, 8);
+    memcpy(&w4, b + 8, 4);
+    memcpy(out + 8, &w4, 4);
+    out[0] = msg[0];
+    out[1] = msg[1];
+    out[2] = (uint8_t)((out[2] & ~r->echo_mask[0]) | (msg[2] & r->echo_mask[0]));
+    out[3] = (uint8_t)((out[3] & ~r->echo_mask[1]) | (msg[3] & r->echo_mask[1]));
+    if (tail >= 8) {   /* the question in whole words: the tail overwrites what passes it */
+        for (size_t i = 0; i < qlen; i += 8) {
+            memcpy(&w, q->question + i, 8);
+            memcpy(out + SP_DNS_HEADER_LEN + i, &w, 8);
+        }
+    } else {
+        sp_copy_short(out + SP_DNS_HEADER_LEN, q->question, qlen);
+    }
+    sp_copy_short(out + SP_DNS_HEADER_LEN + qlen, b + SP_DNS_HEADER_LEN, tail);
+    return r->len + qlen;
+}
+
 /* An answer from the table's response r: whole, without its additional section, or
  * truncated; with an OPT record when the query had one. */
 static inline __attribute__((always_inline)) size_t
@@ -454,7 +498,9 @@ answer_from_table(const struct sp_table *t, const struct sp_dns_config *cfg, con
         .field = {msg, q->question},
         .field_len = {(uint16_t)len, q->question_len},
     };
-    size_t n = sp_response_render_prefix(t, r, &req, stored, out, limit - opt);
+    size_t n = stored == r->len ? render_dns(t, r, msg, q, out, limit - opt) : 0;
+    if (!n)
+        n = sp_response_render_prefix(t, r, &req, stored, out, limit - opt);
     if (!n)
         return count_answer(c, r, 0);
     if (stored != r->len) {
