@@ -5,7 +5,6 @@
 #include <string.h>
 
 #include "stormpy/proto/csum.h"
-#include "stormpy/proto/wire.h"
 
 /* Zero bytes after the arena's last key: keys are compared a whole word at a time. */
 #define ARENA_PAD 8u
@@ -164,7 +163,7 @@ static bool patches_valid(const struct sp_patch *p, uint16_t n, uint32_t len, in
 static bool is_echo_head(const struct sp_patch *p, uint16_t n, int insert, uint32_t len,
                          uint8_t mask[2])
 {
-    unsigned seen = 0;
+    unsigned seen = 0;   /* bit 0: the COPY; bits 2 and 3: the COPY_BITS of those bytes */
     if (n != 3 + (insert >= 0) || len < 4 || (insert >= 0 && p[insert].dst < 4))
         return false;
     for (uint16_t i = 0; i < n; i++) {
@@ -172,14 +171,12 @@ static bool is_echo_head(const struct sp_patch *p, uint16_t n, int insert, uint3
             continue;
         if (p[i].field != 0 || p[i].src != p[i].dst)
             return false;
-        if (p[i].op == SP_PATCH_COPY && p[i].dst == 0 && p[i].len == 2) {
+        if (p[i].op == SP_PATCH_COPY && p[i].dst == 0 && p[i].len == 2)
             seen |= 1;
-        } else if (p[i].op == SP_PATCH_COPY_BITS && (p[i].dst == 2 || p[i].dst == 3)) {
-            seen |= 1u << p[i].dst;
-            mask[p[i].dst - 2] = p[i].mask;
-        } else {
+        else if (p[i].op == SP_PATCH_COPY_BITS && (p[i].dst == 2 || p[i].dst == 3))
+            seen |= 1u << p[i].dst, mask[p[i].dst - 2] = p[i].mask;
+        else
             return false;
-        }
     }
     return seen == 0xd;
 }
@@ -328,57 +325,39 @@ void sp_table_free(struct sp_table *t)
     free(t);
 }
 
-const struct sp_response *sp_table_find(const struct sp_table *t, uint64_t tag,
-                                        const uint8_t *key, size_t key_len)
+/* The probe sequence for a key whose whole hash is h. padded: the key is readable in
+ * whole words (sp_table_find_hashed()), so it is compared a word at a time; inlined
+ * with padded a constant. */
+static inline __attribute__((always_inline)) const struct sp_response *
+probe(const struct sp_table *t, uint64_t h, uint64_t tag, const uint8_t *key, size_t key_len,
+      bool padded)
 {
-    uint64_t h = hash_key(tag, key, key_len);
     uint32_t h32 = (uint32_t)(h >> 32);
     for (uint64_t s = h & t->mask;; s = (s + 1) & t->mask) {
         const struct slot *sl = &t->slots[s];
         if (!sl->entry_plus1)
             return NULL;
-        if (sl->hash == h32) {
-            const struct entry *e = &t->entries[sl->entry_plus1 - 1];
-            if (entry_matches(t, e, tag, key, key_len))
-                return &t->responses[e->response];
-        }
+        if (sl->hash != h32)
+            continue;
+        const struct entry *e = &t->entries[sl->entry_plus1 - 1];
+        if (padded ? e->tag == tag && e->key_len == key_len &&
+                         sp_words_equal(t->arena + e->key_off, key, key_len)
+                   : entry_matches(t, e, tag, key, key_len))
+            return &t->responses[e->response];
     }
 }
 
-/* Whether n bytes are the same, both sides readable in whole words. */
-static inline bool words_equal(const uint8_t *a, const uint8_t *b, size_t n)
+const struct sp_response *sp_table_find(const struct sp_table *t, uint64_t tag,
+                                        const uint8_t *key, size_t key_len)
 {
-    uint64_t x, y;
-    for (; n >= 8; a += 8, b += 8, n -= 8) {
-        memcpy(&x, a, 8);
-        memcpy(&y, b, 8);
-        if (x != y)
-            return false;
-    }
-    if (!n)
-        return true;
-    memcpy(&x, a, 8);
-    memcpy(&y, b, 8);
-    return sp_keep_bytes(x ^ y, n) == 0;
+    return probe(t, hash_key(tag, key, key_len), tag, key, key_len, false);
 }
 
 const struct sp_response *sp_table_find_hashed(const struct sp_table *t, uint64_t tag,
                                                uint64_t key_hash, const uint8_t *key,
                                                size_t key_len)
 {
-    uint64_t h = hash_tagged(key_hash, tag);
-    uint32_t h32 = (uint32_t)(h >> 32);
-    for (uint64_t s = h & t->mask;; s = (s + 1) & t->mask) {
-        const struct slot *sl = &t->slots[s];
-        if (!sl->entry_plus1)
-            return NULL;
-        if (sl->hash == h32) {
-            const struct entry *e = &t->entries[sl->entry_plus1 - 1];
-            if (e->tag == tag && e->key_len == key_len &&
-                words_equal(t->arena + e->key_off, key, key_len))
-                return &t->responses[e->response];
-        }
-    }
+    return probe(t, hash_tagged(key_hash, tag), tag, key, key_len, true);
 }
 
 static inline size_t shifted(const struct sp_response *r, uint16_t dst, size_t ins_len)
@@ -526,8 +505,8 @@ uint32_t sp_response_sum(const struct sp_table *t, const struct sp_response *r,
                          const struct sp_request *req)
 {
     uint8_t f = r->insert_field;
-    uint32_t insert_sum = f != SP_NO_INSERT ? sp_csum_partial(req->field[f], req->field_len[f], 0) : 0;
-    return sp_response_sum_with(t, r, req, insert_sum);
+    return sp_response_sum_with(t, r, req, f == SP_NO_INSERT ? 0 :
+                                sp_csum_partial(req->field[f], req->field_len[f], 0));
 }
 
 const uint8_t *sp_response_bytes(const struct sp_table *t, const struct sp_response *r)

@@ -31,6 +31,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "stormpy/proto/wire.h"
+
 #define SP_FIELDS 4
 #define SP_KEY_MAX 1024
 #define SP_RESPONSE_MAX 65535
@@ -146,16 +148,6 @@ static inline uint64_t sp_key_hash_word(uint64_t h, uint64_t word)
 {
     h = (h ^ word) * SP_KEY_HASH_MUL;
     return h ^ (h >> 29);
-}
-
-/* The first n (< 8) bytes of a word as loaded, the others zero. */
-static inline uint64_t sp_keep_bytes(uint64_t word, size_t n)
-{
-#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-    return word & ((1ULL << (8 * n)) - 1);
-#else
-    return n ? word & ~((1ULL << (64 - 8 * n)) - 1) : 0;
-#endif
 }
 
 /* The hash of a key in a buffer readable in whole words (up to key_len rounded up to

@@ -3,6 +3,7 @@
 #ifndef STORMPY_PROTO_WIRE_H
 #define STORMPY_PROTO_WIRE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -16,6 +17,33 @@ static inline void sp_put16(uint8_t *p, uint16_t v)
 {
     p[0] = (uint8_t)(v >> 8);
     p[1] = (uint8_t)v;
+}
+
+/* The first n (< 8) bytes of a word as loaded, the others zero. */
+static inline uint64_t sp_keep_bytes(uint64_t word, size_t n)
+{
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    return word & ((1ULL << (8 * n)) - 1);
+#else
+    return n ? word & ~((1ULL << (64 - 8 * n)) - 1) : 0;
+#endif
+}
+
+/* Whether n bytes are the same, both sides readable in whole 8-byte words. */
+static inline bool sp_words_equal(const uint8_t *a, const uint8_t *b, size_t n)
+{
+    uint64_t x, y;
+    for (; n >= 8; a += 8, b += 8, n -= 8) {
+        memcpy(&x, a, 8);
+        memcpy(&y, b, 8);
+        if (x != y)
+            return false;
+    }
+    if (!n)
+        return true;
+    memcpy(&x, a, 8);
+    memcpy(&y, b, 8);
+    return sp_keep_bytes(x ^ y, n) == 0;
 }
 
 /* Copies n bytes without a call to libc, whose dispatch costs more than the copy for

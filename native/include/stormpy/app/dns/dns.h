@@ -91,6 +91,14 @@ enum sp_dns_verdict {
 #define SP_DNS_ZONE_SLOTS 64
 #define SP_DNS_USER_ZONE(u) ((size_t)((u) >> 8) & (SP_DNS_ZONE_SLOTS - 1))
 
+/* Wire values the parser (parse.c) and the answers (dns.c) share. */
+#define SP_DNS_QR 0x80
+#define SP_DNS_TYPE_OPT 41
+#define SP_DNS_TYPE_AXFR 252
+#define SP_DNS_CLASS_IN 1
+#define SP_DNS_CLASS_CH 3
+#define SP_DNS_CLASS_ANY 255
+
 #define SP_RCODE_NOERROR 0
 #define SP_RCODE_FORMERR 1
 #define SP_RCODE_SERVFAIL 2
