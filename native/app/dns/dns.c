@@ -161,13 +161,31 @@ static inline size_t summed(const uint8_t *out, size_t n, uint32_t *sum)
     return n;
 }
 
-/* The answer's sum from the table's stored sums and the question's (dns.h). */
-static inline uint32_t table_sum(const struct sp_table *t, const struct sp_response *r,
-                                 const struct sp_request *req, const struct sp_dns_query *q)
+/* Whether r has the DNS patch list, as the compiler makes it: the head echoed, the
+ * question spliced in at 12. */
+static inline bool dns_shaped(const struct sp_response *r)
 {
-    if (r->insert_field == SP_DNS_FIELD_QUESTION)
-        return sp_response_sum_with(t, r, req, q->question_sum);
-    return sp_response_sum(t, r, req);
+    return r->echo_head && r->insert_at == SP_DNS_HEADER_LEN &&
+           r->insert_field == SP_DNS_FIELD_QUESTION;
+}
+
+/* The sum of r's answer in out, from the table's stored sums and the question's (dns.h).
+ * For the DNS patch list: the stored head's sum with its first 4 bytes replaced by the
+ * answer's (one's-complement subtraction adds the complement), the question's, and the
+ * tail's, byte-swapped behind a question of odd length. */
+static inline uint32_t table_sum(const struct sp_table *t, const struct sp_response *r,
+                                 const struct sp_request *req, const struct sp_dns_query *q,
+                                 const uint8_t *out)
+{
+    if (!dns_shaped(r))
+        return r->insert_field == SP_DNS_FIELD_QUESTION
+            ? sp_response_sum_with(t, r, req, q->question_sum) : sp_response_sum(t, r, req);
+    const uint8_t *b = sp_response_bytes(t, r);
+    uint32_t sum = sp_csum_reduce(r->sum_head) + (0xffffu - sp_get16(b)) +
+                   (0xffffu - sp_get16(b + 2)) + sp_get16(out) + sp_get16(out + 2) +
+                   sp_csum_reduce(q->question_sum);
+    sum += q->question_len & 1 ? sp_csum_swap(r->sum_tail) : sp_csum_reduce(r->sum_tail);
+    return sp_csum_reduce(sum);
 }
 
 /* r rendered whole for q, when r has the DNS patch list (its head echoed, the question
@@ -179,8 +197,7 @@ static inline size_t render_dns(const struct sp_table *t, const struct sp_respon
                                 size_t cap)
 {
     size_t qlen = q->question_len, tail = r->len - SP_DNS_HEADER_LEN;
-    if (!r->echo_head || r->insert_at != SP_DNS_HEADER_LEN ||
-        r->insert_field != SP_DNS_FIELD_QUESTION || r->len + qlen > cap)
+    if (!dns_shaped(r) || r->len + qlen > cap)
         return 0;
     const uint8_t *b = sp_response_bytes(t, r);
     uint64_t w;
@@ -251,7 +268,7 @@ answer_from_table(const struct sp_table *t, const struct sp_dns_config *cfg, con
         write_opt(out + n, q, cfg, 0);
         if (sum && arcount != 0xffff) {   /* ARCOUNT one more (an even offset), the OPT at n */
             uint32_t opt_sum = sp_csum_partial(out + n, opt, 0);
-            *sum = sp_csum_add(sp_csum_add(table_sum(t, r, &req, q), 1),
+            *sum = sp_csum_add(sp_csum_add(table_sum(t, r, &req, q, out), 1),
                                n & 1 ? sp_csum_swap(opt_sum) : opt_sum);
         } else {
             summed(out, n + opt, sum);
@@ -259,7 +276,7 @@ answer_from_table(const struct sp_table *t, const struct sp_dns_config *cfg, con
         return count_answer(c, r, n + opt);
     }
     if (sum)
-        *sum = table_sum(t, r, &req, q);
+        *sum = table_sum(t, r, &req, q, out);
     return count_answer(c, r, n);
 }
 
