@@ -4,7 +4,7 @@ the DNS payload must equal what the socket path answers for the same query."""
 import random
 
 import pytest
-from scapy.layers.dns import DNS, DNSQR
+from scapy.layers.dns import DNS, DNSQR, DNSRROPT
 from scapy.layers.inet import ICMP, IP, TCP, UDP
 from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import ARP, Dot1Q, Ether
@@ -228,3 +228,36 @@ def test_tx_flush_interval_batches_kicks(tables):
     assert every["kicks"] == every["batches"] == 64
     assert flushed["tx"] == every["tx"] == 256
     assert flushed["kicks"] == 2      # the first batch, then once when RX ran dry
+
+
+def raw_query(family, payload, sport):
+    l3 = (IP(src="198.18.0.2", dst="198.18.0.1") if family == 4
+          else IPv6(src="2001:2::2", dst="2001:2::1"))
+    return bytes(Ether(src=CLIENT_MAC, dst=SERVER_MAC) / l3 / UDP(sport=sport, dport=53) / payload)
+
+
+@pytest.mark.parametrize("family", [4, 6])
+def test_every_kind_of_answer_has_right_checksums(tables, family):
+    """The reply's UDP checksum is composed from the table's stored sums and the
+    question's (summed while parsed), not summed over the reply: scapy recomputes it for
+    answers with odd and even question lengths, with EDNS (OPT appended), without their
+    additional section or truncated, from a wildcard, and for answers made on the spot."""
+    ref, same = tables
+    payloads = []
+    for name, qtype in [("WwW.example.com", "A"), ("a.example.com", "A"), ("ab.example.com", "A"),
+                        ("nothere.example.com", "AAAA"), ("x.y.apps.example.com", "A"),
+                        ("big.example.com", "TXT"), ("huge.example.com", "TXT"),
+                        ("example.com", "MX"), ("example.org", "A")]:
+        payloads.append(bytes(DNS(id=7, rd=1, qd=DNSQR(qname=name, qtype=qtype))))
+        for size, do in [(4096, 0), (600, 1)]:
+            opt = DNSRROPT(rclass=size, z=0x8000 if do else 0)
+            payloads.append(bytes(DNS(id=9, rd=1, qd=DNSQR(qname=name, qtype=qtype), ar=opt)))
+    payloads.append(b"\x00\x08\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00\x03www\xc0\x0b\x00\x01\x00\x01")
+    payloads.append(b"\x00\x08\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00\x03www")   # FORMERR
+    payloads.append(b"\x00\x08\x11\x00\x00\x01\x00\x00\x00\x00\x00\x00\x00\x00\x01\x00\x01")  # NOTIMP
+    frames = [raw_query(family, p, 41000 + i) for i, p in enumerate(payloads)]
+    replies, counters = _core.run_memory_worker(ref, frames)
+    assert len(replies) == len(frames)
+    for req, rep in zip(frames, replies):
+        assert checksums_valid(rep), Ether(rep).summary()
+        assert bytes(Ether(rep)[UDP].payload) == same.dns_answer(bytes(Ether(req)[UDP].payload))

@@ -6,7 +6,8 @@
 
 #include "stormpy/proto/csum.h"
 
-#define NO_INSERT 0xff
+/* Zero bytes after the arena's last key: keys are compared a whole word at a time. */
+#define ARENA_PAD 8u
 
 struct entry {
     uint64_t tag;
@@ -28,7 +29,6 @@ struct sp_table {
     struct sp_patch *patches;
     struct entry *entries;
     struct slot *slots;
-    uint8_t *insert_field;      /* per response: field spliced in, or NO_INSERT */
     uint64_t mask;
     uint64_t nentries, nresponses, npatches, arena_len;
     uint64_t program_off, program_len;   /* in the arena; len 0: none */
@@ -57,24 +57,28 @@ static bool grow(void **p, uint64_t *cap, uint64_t need, size_t elem)
     return true;
 }
 
+/* The tag mixed into a key's hash (table.h: the bytes are hashed apart from it). */
+static inline uint64_t hash_tagged(uint64_t key_hash, uint64_t tag)
+{
+    uint64_t h = (key_hash ^ tag) * 0xd6e8feb86659fd93ULL;
+    h ^= h >> 32;
+    h *= SP_KEY_HASH_MUL;
+    return h ^ (h >> 32);
+}
+
 static inline uint64_t hash_key(uint64_t tag, const uint8_t *k, size_t n)
 {
-    const uint64_t m = 0x9e3779b97f4a7c15ULL;
-    uint64_t h = (tag ^ (n << 56)) * m;
-    uint64_t v;
-    while (n >= 8) {
+    uint64_t h = sp_key_hash_start(n), v;
+    for (; n >= 8; k += 8, n -= 8) {
         memcpy(&v, k, 8);
-        h = (h ^ v) * m;
-        h ^= h >> 29;
-        k += 8;
-        n -= 8;
+        h = sp_key_hash_word(h, v);
     }
-    v = 0;
-    memcpy(&v, k, n);
-    h = (h ^ v) * m;
-    h ^= h >> 32;
-    h *= 0xd6e8feb86659fd93ULL;
-    return h ^ (h >> 32);
+    if (n) {
+        v = 0;
+        memcpy(&v, k, n);
+        h = sp_key_hash_word(h, v);
+    }
+    return hash_tagged(h, tag);
 }
 
 struct sp_table_builder *sp_table_builder_new(void)
@@ -89,7 +93,6 @@ static void table_release(struct sp_table *t)
     free(t->patches);
     free(t->entries);
     free(t->slots);
-    free(t->insert_field);
 }
 
 void sp_table_builder_free(struct sp_table_builder *b)
@@ -156,6 +159,28 @@ static bool patches_valid(const struct sp_patch *p, uint16_t n, uint32_t len, in
     return true;
 }
 
+/* Whether the patches are the echoed head (table.h), and its masks. */
+static bool is_echo_head(const struct sp_patch *p, uint16_t n, int insert, uint32_t len,
+                         uint8_t mask[2])
+{
+    unsigned seen = 0;   /* bit 0: the COPY; bits 2 and 3: the COPY_BITS of those bytes */
+    if (n != 3 + (insert >= 0) || len < 4 || (insert >= 0 && p[insert].dst < 4))
+        return false;
+    for (uint16_t i = 0; i < n; i++) {
+        if (p[i].op == SP_PATCH_INSERT)
+            continue;
+        if (p[i].field != 0 || p[i].src != p[i].dst)
+            return false;
+        if (p[i].op == SP_PATCH_COPY && p[i].dst == 0 && p[i].len == 2)
+            seen |= 1;
+        else if (p[i].op == SP_PATCH_COPY_BITS && (p[i].dst == 2 || p[i].dst == 3))
+            seen |= 1u << p[i].dst, mask[p[i].dst - 2] = p[i].mask;
+        else
+            return false;
+    }
+    return seen == 0xd;
+}
+
 int64_t sp_table_add_response(struct sp_table_builder *b, const uint8_t *bytes, uint32_t len,
                               const struct sp_patch *patches, uint16_t npatch, uint32_t user)
 {
@@ -166,11 +191,6 @@ int64_t sp_table_add_response(struct sp_table_builder *b, const uint8_t *bytes, 
     struct sp_table *t = &b->t;
     if (!grow((void **)&t->responses, &b->cap_responses, t->nresponses + 1, sizeof(*t->responses)))
         return -1;
-    uint64_t cap_ins = b->cap_responses;
-    uint8_t *ins = realloc(t->insert_field, cap_ins);
-    if (!ins)
-        return -1;
-    t->insert_field = ins;
 
     struct sp_response *r = &t->responses[t->nresponses];
     memset(r, 0, sizeof(*r));
@@ -194,7 +214,8 @@ int64_t sp_table_add_response(struct sp_table_builder *b, const uint8_t *bytes, 
     r->user = user;
     /* a blob past 16-bit offsets keeps its whole sum in sum_tail */
     r->insert_at = (uint16_t)(insert >= 0 ? patches[insert].dst : len > UINT16_MAX ? 0 : len);
-    t->insert_field[t->nresponses] = insert >= 0 ? patches[insert].field : NO_INSERT;
+    r->insert_field = insert >= 0 ? patches[insert].field : SP_NO_INSERT;
+    r->echo_head = is_echo_head(patches, npatch, insert, len, r->echo_mask);
     r->sum_head = sp_csum_partial(bytes, r->insert_at, 0);
     r->sum_tail = sp_csum_partial(bytes + r->insert_at, len - r->insert_at, 0);
     return (int64_t)t->nresponses++;
@@ -253,6 +274,12 @@ static inline bool entry_matches(const struct sp_table *t, const struct entry *e
 struct sp_table *sp_table_builder_finish(struct sp_table_builder *b)
 {
     struct sp_table *t = &b->t;
+    static const uint8_t pad[ARENA_PAD];
+    uint32_t pad_off;
+    if (!append_arena(b, pad, ARENA_PAD, &pad_off)) {
+        sp_table_builder_free(b);
+        return NULL;
+    }
     uint64_t nslots = 16;
     while (nslots < t->nentries * 2)   /* load factor at most 1/2 */
         nslots *= 2;
@@ -298,26 +325,53 @@ void sp_table_free(struct sp_table *t)
     free(t);
 }
 
-const struct sp_response *sp_table_find(const struct sp_table *t, uint64_t tag,
-                                        const uint8_t *key, size_t key_len)
+/* The probe sequence for a key whose whole hash is h. padded: the key is readable in
+ * whole words (sp_table_find_hashed()), so it is compared a word at a time; inlined
+ * with padded a constant. */
+static inline __attribute__((always_inline)) const struct sp_response *
+probe(const struct sp_table *t, uint64_t h, uint64_t tag, const uint8_t *key, size_t key_len,
+      bool padded)
 {
-    uint64_t h = hash_key(tag, key, key_len);
     uint32_t h32 = (uint32_t)(h >> 32);
     for (uint64_t s = h & t->mask;; s = (s + 1) & t->mask) {
         const struct slot *sl = &t->slots[s];
         if (!sl->entry_plus1)
             return NULL;
-        if (sl->hash == h32) {
-            const struct entry *e = &t->entries[sl->entry_plus1 - 1];
-            if (entry_matches(t, e, tag, key, key_len))
-                return &t->responses[e->response];
-        }
+        if (sl->hash != h32)
+            continue;
+        const struct entry *e = &t->entries[sl->entry_plus1 - 1];
+        if (padded ? e->tag == tag && e->key_len == key_len &&
+                         sp_words_equal(t->arena + e->key_off, key, key_len)
+                   : entry_matches(t, e, tag, key, key_len))
+            return &t->responses[e->response];
     }
+}
+
+const struct sp_response *sp_table_find(const struct sp_table *t, uint64_t tag,
+                                        const uint8_t *key, size_t key_len)
+{
+    return probe(t, hash_key(tag, key, key_len), tag, key, key_len, false);
+}
+
+const struct sp_response *sp_table_find_hashed(const struct sp_table *t, uint64_t tag,
+                                               uint64_t key_hash, const uint8_t *key,
+                                               size_t key_len)
+{
+    return probe(t, hash_tagged(key_hash, tag), tag, key, key_len, true);
 }
 
 static inline size_t shifted(const struct sp_response *r, uint16_t dst, size_t ins_len)
 {
     return dst >= r->insert_at ? dst + ins_len : dst;
+}
+
+/* The echoed head's patches, on a rendered response (field 0 holds at least 4 bytes). */
+static inline void echo_head(const struct sp_response *r, const uint8_t *m, uint8_t *out)
+{
+    out[0] = m[0];
+    out[1] = m[1];
+    out[2] = (uint8_t)((out[2] & ~r->echo_mask[0]) | (m[2] & r->echo_mask[0]));
+    out[3] = (uint8_t)((out[3] & ~r->echo_mask[1]) | (m[3] & r->echo_mask[1]));
 }
 
 size_t sp_response_render_prefix(const struct sp_table *t, const struct sp_response *r,
@@ -327,10 +381,10 @@ size_t sp_response_render_prefix(const struct sp_table *t, const struct sp_respo
     const uint8_t *b = t->arena + r->bytes_off;
     size_t ins_len = 0;
     const uint8_t *ins = NULL;
-    uint8_t f = t->insert_field[r - t->responses];
+    uint8_t f = r->insert_field;
     if (stored_len > r->len)
         stored_len = r->len;
-    if (f != NO_INSERT && r->insert_at <= stored_len) {
+    if (f != SP_NO_INSERT && r->insert_at <= stored_len) {
         ins = req->field[f];
         ins_len = req->field_len[f];
     }
@@ -338,11 +392,17 @@ size_t sp_response_render_prefix(const struct sp_table *t, const struct sp_respo
     size_t total = stored_len + ins_len;
     if (total > cap)
         return 0;
-    memcpy(out, b, head);
+    sp_copy_short(out, b, head);
     if (ins_len)
-        memcpy(out + head, ins, ins_len);
-    memcpy(out + head + ins_len, b + head, stored_len - head);
+        sp_copy_short(out + head, ins, ins_len);
+    sp_copy_short(out + head + ins_len, b + head, stored_len - head);
 
+    if (r->echo_head && stored_len >= 4) {   /* the usual patch list, without the loop */
+        if (req->field_len[0] < 4)
+            return 0;
+        echo_head(r, req->field[0], out);
+        return total;
+    }
     const struct sp_patch *p = t->patches + r->patch_off;
     for (uint16_t i = 0; i < r->npatch; i++) {
         const uint8_t *src = req->field[p[i].field];
@@ -354,7 +414,7 @@ size_t sp_response_render_prefix(const struct sp_table *t, const struct sp_respo
                 break;
             if ((size_t)p[i].src + p[i].len > src_len)
                 return 0;
-            memcpy(out + at, src + p[i].src, p[i].len);
+            sp_copy_short(out + at, src + p[i].src, p[i].len);
             break;
         case SP_PATCH_COPY_BITS:
             if (p[i].dst >= stored_len)
@@ -373,8 +433,8 @@ size_t sp_response_render_prefix(const struct sp_table *t, const struct sp_respo
 size_t sp_response_len(const struct sp_table *t, const struct sp_response *r,
                        const struct sp_request *req)
 {
-    uint8_t f = t->insert_field[r - t->responses];
-    return r->len + (f != NO_INSERT ? req->field_len[f] : 0u);
+    (void)t;
+    return r->len + (r->insert_field != SP_NO_INSERT ? req->field_len[r->insert_field] : 0u);
 }
 
 size_t sp_response_render(const struct sp_table *t, const struct sp_response *r,
@@ -390,19 +450,11 @@ static inline uint32_t sum_at(const uint8_t *p, size_t len, size_t at)
     return (at & 1) ? sp_csum_swap(s) : s;
 }
 
-uint32_t sp_response_sum(const struct sp_table *t, const struct sp_response *r,
-                         const struct sp_request *req)
+/* The patches' change to the sum, one patch at a time. */
+static uint32_t patches_sum(const struct sp_table *t, const struct sp_response *r,
+                            const struct sp_request *req, size_t ins_len, uint32_t sum)
 {
     const uint8_t *b = t->arena + r->bytes_off;
-    size_t ins_len = 0;
-    uint32_t sum = r->sum_head;
-    uint8_t f = t->insert_field[r - t->responses];
-    if (f != NO_INSERT) {
-        ins_len = req->field_len[f];
-        sum = sp_csum_add(sum, sum_at(req->field[f], ins_len, r->insert_at));
-    }
-    sum = sp_csum_add(sum, (r->insert_at + ins_len) & 1 ? sp_csum_swap(r->sum_tail)
-                                                         : sp_csum_reduce(r->sum_tail));
     const struct sp_patch *p = t->patches + r->patch_off;
     for (uint16_t i = 0; i < r->npatch; i++) {
         const uint8_t *src = req->field[p[i].field];
@@ -423,7 +475,38 @@ uint32_t sp_response_sum(const struct sp_table *t, const struct sp_response *r,
             sum = sp_csum_add(sum, sum_at(&new, 1, at));
         }
     }
-    return sp_csum_reduce(sum);
+    return sum;
+}
+
+uint32_t sp_response_sum_with(const struct sp_table *t, const struct sp_response *r,
+                              const struct sp_request *req, uint32_t insert_sum)
+{
+    /* a handful of reduced (16-bit) sums added up in 32 bits, reduced once at the end */
+    size_t ins_len = 0;
+    uint32_t sum = sp_csum_reduce(r->sum_head);
+    uint8_t f = r->insert_field;
+    if (f != SP_NO_INSERT) {
+        ins_len = req->field_len[f];
+        sum += r->insert_at & 1 ? sp_csum_swap(insert_sum) : sp_csum_reduce(insert_sum);
+    }
+    sum += (r->insert_at + ins_len) & 1 ? sp_csum_swap(r->sum_tail) : sp_csum_reduce(r->sum_tail);
+    if (!r->echo_head || req->field_len[0] < 4)
+        return sp_csum_reduce(patches_sum(t, r, req, ins_len, sum));
+    /* the echoed head: its first 4 bytes, before any insert, as two words replaced
+     * (one's-complement subtraction adds the complement) */
+    const uint8_t *b = t->arena + r->bytes_off, *m = req->field[0];
+    uint8_t head[4] = {b[0], b[1], b[2], b[3]};
+    echo_head(r, m, head);
+    sum += (0xffffu - sp_get16(b)) + (0xffffu - sp_get16(b + 2));
+    return sp_csum_reduce(sum + sp_get16(head) + sp_get16(head + 2));
+}
+
+uint32_t sp_response_sum(const struct sp_table *t, const struct sp_response *r,
+                         const struct sp_request *req)
+{
+    uint8_t f = r->insert_field;
+    return sp_response_sum_with(t, r, req, f == SP_NO_INSERT ? 0 :
+                                sp_csum_partial(req->field[f], req->field_len[f], 0));
 }
 
 const uint8_t *sp_response_bytes(const struct sp_table *t, const struct sp_response *r)
@@ -449,7 +532,7 @@ size_t sp_table_flat_size(const struct sp_table *t)
            flat_round(t->nresponses * sizeof(struct sp_response)) +
            flat_round(t->npatches * sizeof(struct sp_patch)) +
            flat_round(t->nentries * sizeof(struct entry)) +
-           flat_round((t->mask + 1) * sizeof(struct slot)) + flat_round(t->nresponses);
+           flat_round((t->mask + 1) * sizeof(struct slot));
 }
 
 /* Places n bytes of src at *at and advances it; an empty array gets a valid pointer. */
@@ -471,7 +554,6 @@ struct sp_table *sp_table_flatten(const struct sp_table *t, void *mem)
     out->patches = flat_put(&at, t->patches, t->npatches * sizeof(struct sp_patch));
     out->entries = flat_put(&at, t->entries, t->nentries * sizeof(struct entry));
     out->slots = flat_put(&at, t->slots, (t->mask + 1) * sizeof(struct slot));
-    out->insert_field = flat_put(&at, t->insert_field, t->nresponses);
     out->flat = true;
     return out;
 }
@@ -497,8 +579,6 @@ struct sp_table *sp_table_flat_rebase(void *mem, size_t len)
     t->entries = (struct entry *)at;
     at += flat_round(t->nentries * sizeof(struct entry));
     t->slots = (struct slot *)at;
-    at += flat_round((t->mask + 1) * sizeof(struct slot));
-    t->insert_field = at;
     return t;
 }
 
@@ -514,7 +594,7 @@ void sp_table_get_info(const struct sp_table *t, struct sp_table_info *info)
     info->patches = t->npatches;
     info->arena_bytes = t->arena_len;
     info->slots = t->mask + 1;
-    info->memory_bytes = t->arena_len + t->nresponses * (sizeof(struct sp_response) + 1) +
+    info->memory_bytes = t->arena_len + t->nresponses * sizeof(struct sp_response) +
                          t->npatches * sizeof(struct sp_patch) +
                          t->nentries * sizeof(struct entry) + (t->mask + 1) * sizeof(struct slot);
 }

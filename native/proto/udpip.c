@@ -31,32 +31,49 @@ bool sp_udpip_parse(const uint8_t *ip, size_t len, struct sp_udpip *u)
            parse_udp(ip, h.l4, h.end, u);
 }
 
+/* The pseudo-header's addresses, summed as the machine loads them (sp_csum_acc). The
+ * sum is the same with source and destination swapped, so a reply reuses it. Constant
+ * lengths, so that each sum is a few additions. */
+static inline uint64_t addresses_acc(const struct sp_udpip *u)
+{
+    if (u->family == 4)
+        return sp_csum_acc(u->dst, 4, sp_csum_acc(u->src, 4, 0));
+    return sp_csum_acc(u->dst, 16, sp_csum_acc(u->src, 16, 0));
+}
+
+/* A 16-bit value in network order as the machine loads it. */
+static inline uint64_t word_acc(uint32_t v)
+{
+    return sp_csum_native(sp_csum_reduce(v));
+}
+
 bool sp_udpip_checksums_ok(const uint8_t *ip, const struct sp_udpip *u)
 {
-    size_t alen = u->family == 4 ? 4 : 16;
     size_t l4 = u->payload_off - SP_UDP_HEADER_LEN;
-    if (u->family == 4 && sp_csum_fold(sp_csum_partial(ip, (size_t)(ip[0] & 0x0f) * 4, 0)) != 0)
-        return false;
+    /* a right header sums to 0xffff, in either byte order */
+    if (u->family == 4) {
+        size_t ihl = (size_t)(ip[0] & 0x0f) * 4;
+        uint64_t acc = ihl == SP_IPV4_HEADER_LEN ? sp_csum_acc(ip, SP_IPV4_HEADER_LEN, 0)
+                                                 : sp_csum_acc(ip, ihl, 0);   /* options */
+        if (sp_csum_acc_done(acc) != 0xffff)
+            return false;
+    }
     uint16_t field = sp_get16(ip + l4 + 6);
     if (field == 0)
         return u->family == 4;
     size_t udp_len = SP_UDP_HEADER_LEN + u->payload_len;
-    uint32_t sum = sp_csum_partial(u->src, alen, 0);
-    sum = sp_csum_partial(u->dst, alen, sum);
-    sum += PROTO_UDP + (uint32_t)udp_len;
+    uint64_t acc = addresses_acc(u) + word_acc(PROTO_UDP + (uint32_t)udp_len);
+    if (sp_csum_acc_done(sp_csum_acc(ip + l4, udp_len, acc)) == 0xffff)
+        return true;
     /* A sender on this host (a veth peer, a container) hands over CHECKSUM_PARTIAL
      * frames: the field holds only the pseudo-header sum, for a device that never
      * runs. The kernel trusts those; so do we. */
-    if (field == sp_csum_reduce(sum))
-        return true;
-    sum = sp_csum_partial(ip + l4, udp_len, sum);
-    return sp_csum_fold(sum) == 0;
+    return field == sp_csum_acc_done(acc);
 }
 
 size_t sp_udpip_write_reply(uint8_t *out, const struct sp_udpip *req, size_t payload_len,
                             uint32_t payload_sum, uint8_t ttl)
 {
-    size_t alen = req->family == 4 ? 4 : 16;
     size_t ip_len = req->family == 4 ? SP_IPV4_HEADER_LEN : SP_IPV6_HEADER_LEN;
     uint16_t udp_len = (uint16_t)(SP_UDP_HEADER_LEN + payload_len);
     uint8_t *udp = out + ip_len;
@@ -68,13 +85,10 @@ size_t sp_udpip_write_reply(uint8_t *out, const struct sp_udpip *req, size_t pay
     sp_put16(udp + 6, 0);
 
     /* Pseudo-header + UDP header + payload; swapping addresses and ports does not
-     * change their sum, only the lengths are new. */
-    uint32_t sum = sp_csum_partial(req->src, alen, 0);
-    sum = sp_csum_partial(req->dst, alen, sum);
-    sum += PROTO_UDP + udp_len;
-    sum = sp_csum_partial(udp, SP_UDP_HEADER_LEN, sum);
-    sum = sp_csum_add(sum, payload_sum);
-    uint16_t check = sp_csum_fold(sum);
+     * change their sum, only the lengths are new (once in each header). */
+    uint64_t acc = addresses_acc(req) + word_acc(PROTO_UDP + 2u * udp_len) +
+                   word_acc((uint32_t)req->sport + req->dport) + word_acc(payload_sum);
+    uint16_t check = (uint16_t)~sp_csum_acc_done(acc);
     sp_put16(udp + 6, check ? check : 0xffff);
     return ip_len + SP_UDP_HEADER_LEN;
 }

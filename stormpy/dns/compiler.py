@@ -234,7 +234,8 @@ class CompileStats:
 
 class _Emitter:
     """Collects (tag, key) -> response bytes, storing identical responses once per zone
-    counter slot (`zone`, set before each zone's responses are added)."""
+    counter slot (`zone`, set before each zone's responses are added). `wildcard` marks
+    a BELOW_OTHER response whose name has BELOW keys (dns.h: SP_DNS_USER_WILDCARD)."""
 
     def __init__(self):
         self.keys: dict[tuple[int, bytes], int] = {}
@@ -242,8 +243,9 @@ class _Emitter:
         self.used: set[int] = set()      # the responses the zone being emitted refers to
         self.zone = 0
 
-    def add(self, kind: int, rdclass: int, rdtype: int, name: dns.name.Name, wire: tuple[bytes, int]):
-        index = self.responses.setdefault(wire + (self.zone,), len(self.responses))
+    def add(self, kind: int, rdclass: int, rdtype: int, name: dns.name.Name, wire: tuple[bytes, int],
+            wildcard: bool = False):
+        index = self.responses.setdefault(wire + (self.zone, wildcard), len(self.responses))
         self.used.add(index)
         self.keys[(tag(kind, rdclass, rdtype), name.canonicalize().to_wire())] = index
 
@@ -307,7 +309,7 @@ def _emit_zone(ix: ZoneIndex, deeper: list, out: _Emitter) -> None:
             out.add(_core.DNS_BELOW_OTHER, IN, 0, name, nxdomain_cache)
             continue
         other = encode_variable(sample, ix.resolve(sample, OTHER_TYPE))
-        out.add(_core.DNS_BELOW_OTHER, IN, 0, name, other)
+        out.add(_core.DNS_BELOW_OTHER, IN, 0, name, other, wildcard=True)
         types = set(wild) | {ANY}
         if CNAME in wild:
             types |= ix.types | {DS}
@@ -364,8 +366,9 @@ def compile_zones(zones: list[Zone], chaos_version: str | None = None,
     _emit_chaos(out, chaos_version, chaos_identity)
 
     builder = _core.TableBuilder()
-    for (wire, droppable, zone) in out.responses:
-        builder.add_response(wire, DNS_PATCHES, _rcode_of(wire) | zone << 8 | droppable << 16)
+    for (wire, droppable, zone, wildcard) in out.responses:
+        builder.add_response(wire, DNS_PATCHES, _rcode_of(wire) | zone << 8 | droppable << 16 |
+                             (_core.DNS_USER_WILDCARD if wildcard else 0))
     for (t, key), index in out.keys.items():
         builder.add_key(t, key, index)
     if extend is not None:

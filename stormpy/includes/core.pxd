@@ -73,6 +73,7 @@ cdef extern from "stormpy/app/dns/dns.h" nogil:
         SP_DNS_BELOW
         SP_DNS_BELOW_OTHER
         SP_DNS_ZONE_SLOTS
+        SP_DNS_USER_WILDCARD
     struct sp_dns_query:
         uint8_t opcode
         bint has_question
@@ -83,9 +84,8 @@ cdef extern from "stormpy/app/dns/dns.h" nogil:
         uint16_t qtype
         uint16_t qclass
         uint8_t name_len
-        uint8_t nlabels
         uint16_t question_len
-        uint8_t name_lower[256]
+        uint8_t name_lower[264]
         uint8_t question[264]
     struct sp_dns_config:
         uint16_t max_udp

@@ -1,8 +1,6 @@
 /* One DNS query on the frame path. See answer.h. */
 #include "stormpy/app/dns/answer.h"
 
-#include "stormpy/proto/csum.h"
-
 size_t sp_dns_frame_reply(const struct sp_table *t, struct sp_dns_worker *d,
                           const struct sp_frame_config *cfg, const uint8_t *rx,
                           const struct sp_frame_query *fq, enum sp_dns_verdict verdict,
@@ -11,13 +9,13 @@ size_t sp_dns_frame_reply(const struct sp_table *t, struct sp_dns_worker *d,
     size_t dns_cap = sp_frame_payload_cap(cfg, fq, cap);
     if (!dns_cap)
         return 0;
-    uint8_t *payload = tx + fq->headers;
-    size_t n = sp_dns_answer_parsed(t, &d->cfg, rx + fq->l2 + fq->u.payload_off,
-                                    fq->u.payload_len, false, payload, dns_cap, &d->query,
-                                    verdict, r, &d->counters);
+    uint32_t sum;
+    size_t n = sp_dns_answer_summed(t, &d->cfg, rx + fq->l2 + fq->u.payload_off,
+                                    fq->u.payload_len, false, tx + fq->headers, dns_cap, &d->query,
+                                    verdict, r, &d->counters, &sum);
     if (!n)
         return 0;
-    sp_frame_write_headers(cfg, rx, fq, tx, n, sp_csum_partial(payload, n, 0));
+    sp_frame_write_headers(cfg, rx, fq, tx, n, sum);
     return fq->headers + n;
 }
 

@@ -29,6 +29,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
+
+#include "stormpy/proto/wire.h"
 
 #define SP_FIELDS 4
 #define SP_KEY_MAX 1024
@@ -67,7 +70,17 @@ struct sp_response {
     uint32_t sum_head;    /* partial checksum of bytes[0, insert_at) */
     uint32_t sum_tail;    /* partial checksum of bytes[insert_at, len) */
     uint32_t user;        /* opaque to the table; DNS keeps the rcode here */
+    uint8_t insert_field; /* the field spliced in at insert_at, or SP_NO_INSERT */
+    /* 1 when the patches are the echoed head (below): rendered without the patch loop */
+    uint8_t echo_head;
+    uint8_t echo_mask[2]; /* the echoed head's masks for bytes 2 and 3 */
 };
+
+#define SP_NO_INSERT 0xff
+
+/* The echoed head: a request/response protocol's transaction ID and flag bits (DNS's
+ * patch list, and many others'). Exactly COPY field 0 [0, 2) to 0, COPY_BITS byte 2
+ * and byte 3 of field 0 to the same bytes, and at most one INSERT at 4 or beyond. */
 
 struct sp_table;          /* opaque, immutable once built */
 struct sp_table_builder;  /* opaque */
@@ -119,6 +132,42 @@ const struct sp_response *sp_table_response(const struct sp_table *t, uint32_t i
 const struct sp_response *sp_table_find(const struct sp_table *t, uint64_t tag,
                                         const uint8_t *key, size_t key_len);
 
+/* The hash of a key's bytes, made 8 bytes at a time, so that a parser that walks a
+ * key anyway (DNS's question name) hashes it on the way: sp_key_hash_start(), then
+ * sp_key_hash_word() for each 8 bytes as the machine loads them, the last word with
+ * only its remaining bytes kept (sp_keep_bytes()). The tag is mixed in per lookup,
+ * so one name's hash serves every tag it is looked up under. */
+#define SP_KEY_HASH_MUL 0x9e3779b97f4a7c15ULL
+
+static inline uint64_t sp_key_hash_start(size_t len)
+{
+    return ((uint64_t)len << 56) * SP_KEY_HASH_MUL;
+}
+
+static inline uint64_t sp_key_hash_word(uint64_t h, uint64_t word)
+{
+    h = (h ^ word) * SP_KEY_HASH_MUL;
+    return h ^ (h >> 29);
+}
+
+/* The hash of a key in a buffer readable in whole words (up to key_len rounded up to
+ * 8 bytes), without a call. */
+static inline uint64_t sp_key_hash_padded(const uint8_t *key, size_t key_len)
+{
+    uint64_t h = sp_key_hash_start(key_len), w;
+    for (size_t i = 0; i < key_len; i += 8) {
+        memcpy(&w, key + i, 8);
+        h = sp_key_hash_word(h, key_len - i < 8 ? sp_keep_bytes(w, key_len - i) : w);
+    }
+    return h;
+}
+
+/* sp_table_find() for a key whose hash is known (sp_key_hash_*), in a buffer readable
+ * in whole words as for sp_key_hash_padded(): compared 8 bytes at a time. */
+const struct sp_response *sp_table_find_hashed(const struct sp_table *t, uint64_t tag,
+                                               uint64_t key_hash, const uint8_t *key,
+                                               size_t key_len);
+
 /* Render a response for one request into out. Returns the length written, or 0
  * when it does not fit in cap or a patch reads past a request field. */
 size_t sp_response_render(const struct sp_table *t, const struct sp_response *r,
@@ -139,6 +188,11 @@ size_t sp_response_render_prefix(const struct sp_table *t, const struct sp_respo
  * sums and the patched bytes only (RFC 1624), never from the whole payload. */
 uint32_t sp_response_sum(const struct sp_table *t, const struct sp_response *r,
                          const struct sp_request *req);
+
+/* sp_response_sum() when the inserted field's partial sum is known (a parser summed
+ * it on the way): only the patched bytes are read. */
+uint32_t sp_response_sum_with(const struct sp_table *t, const struct sp_response *r,
+                              const struct sp_request *req, uint32_t insert_sum);
 
 /* Stored bytes of a response (for tests and tools). */
 const uint8_t *sp_response_bytes(const struct sp_table *t, const struct sp_response *r);

@@ -14,6 +14,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 /* Partial sum of len bytes, as if they started at an even offset. */
 uint32_t sp_csum_partial(const void *data, size_t len, uint32_t sum);
@@ -38,6 +39,60 @@ static inline uint32_t sp_csum_reduce(uint32_t sum)
 {
     sum = (sum & 0xffff) + (sum >> 16);
     return (sum & 0xffff) + (sum >> 16);
+}
+
+/* A reduced sum (16 bits) between network order and the order this machine loads
+ * 16-bit words in: a byte swap on little-endian machines, nothing on big-endian ones. */
+static inline uint32_t sp_csum_native(uint32_t s16)
+{
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    return ((s16 & 0xff) << 8) | (s16 >> 8);
+#else
+    return s16;
+#endif
+}
+
+/* One's-complement addition is the same in either byte order (RFC 1071 section 2
+ * (B)): sp_csum_acc() adds the words as the machine loads them, 8 bytes at a time with
+ * the carry wrapped around, and sp_csum_acc_done() puts the sum in network order once
+ * at the end. Inline, for the few short sums of every frame (an IPv4 header, a UDP
+ * datagram), where a call would cost as much as the sum. acc starts at 0, or at
+ * sp_csum_native() of a reduced partial sum. */
+static inline uint64_t sp_csum_acc(const void *data, size_t len, uint64_t acc)
+{
+    const uint8_t *p = data;
+    uint64_t v;
+    for (; len >= 8; p += 8, len -= 8) {
+        memcpy(&v, p, 8);
+        acc += v;
+        acc += acc < v;
+    }
+    uint64_t rest = 0;
+    if (len >= 4) {
+        uint32_t w;
+        memcpy(&w, p, 4);
+        rest = w;
+        p += 4;
+        len -= 4;
+    }
+    if (len >= 2) {
+        uint16_t w;
+        memcpy(&w, p, 2);
+        rest += w;
+        p += 2;
+        len -= 2;
+    }
+    if (len)   /* the high byte of a word in network order */
+        rest += sp_csum_native((uint32_t)p[0] << 8);
+    acc += rest;
+    return acc + (acc < rest);
+}
+
+/* The reduced partial sum (network order) of what sp_csum_acc() added up. */
+static inline uint32_t sp_csum_acc_done(uint64_t acc)
+{
+    acc = (acc & 0xffffffff) + (acc >> 32);
+    return sp_csum_native(sp_csum_reduce((uint32_t)acc + (uint32_t)(acc >> 32)));
 }
 
 /* Add two partial sums without losing carries. */

@@ -84,7 +84,7 @@ static inline size_t sp_ip_write_reply(uint8_t *out, uint8_t family, const uint8
         sp_put16(out + 10, 0);
         memcpy(out + 12, from, 4);
         memcpy(out + 16, to, 4);
-        sp_put16(out + 10, sp_csum_fold(sp_csum_partial(out, SP_IPV4_HEADER_LEN, 0)));
+        sp_put16(out + 10, (uint16_t)~sp_csum_acc_done(sp_csum_acc(out, SP_IPV4_HEADER_LEN, 0)));
         return SP_IPV4_HEADER_LEN;
     }
     sp_put16(out, 0x6000);

@@ -18,9 +18,11 @@
  *   OTHER(name)               any other type at an existing name (NODATA, CNAME
  *                             chain, referral below a zone cut);
  *   then for each ancestor A of name, closest first:
- *   BELOW(A, qtype)           a wildcard *.A answering qtype;
- *   BELOW_OTHER(A)            NXDOMAIN, wildcard NODATA or a referral at A.
- * No key at all means the name is outside every served zone: REFUSED.
+ *   BELOW_OTHER(A)            NXDOMAIN, wildcard NODATA or a referral at A;
+ *   BELOW(A, qtype)           a wildcard *.A answering qtype, looked up only when
+ *                             BELOW_OTHER(A)'s word says SP_DNS_USER_WILDCARD.
+ * So an ancestor costs one probe, and a wildcard's two. No key at all means the name
+ * is outside every served zone: REFUSED.
  *
  * Stored DNS responses are the 12-byte header followed by everything after the
  * question; the question is spliced in at offset 12 (SP_PATCH_INSERT). Responses
@@ -79,6 +81,8 @@ enum sp_dns_verdict {
  * may not, as for referral glue). */
 #define SP_DNS_USER_RCODE(u) ((uint16_t)((u) & 0xff))
 #define SP_DNS_USER_DROPPABLE(u) ((size_t)((u) >> 16))
+/* On a BELOW_OTHER response: BELOW keys exist at its name (a wildcard is there). */
+#define SP_DNS_USER_WILDCARD (1u << 14)
 
 /* Answers are counted per zone in a fixed array in each worker's counters (no shared
  * write, no lookup per packet): slots 1..63 are the first 63 zones the server loaded,
@@ -86,6 +90,14 @@ enum sp_dns_verdict {
  * CHAOS). The mask keeps any table's word inside the array. */
 #define SP_DNS_ZONE_SLOTS 64
 #define SP_DNS_USER_ZONE(u) ((size_t)((u) >> 8) & (SP_DNS_ZONE_SLOTS - 1))
+
+/* Wire values the parser (parse.c) and the answers (dns.c) share. */
+#define SP_DNS_QR 0x80
+#define SP_DNS_TYPE_OPT 41
+#define SP_DNS_TYPE_AXFR 252
+#define SP_DNS_CLASS_IN 1
+#define SP_DNS_CLASS_CH 3
+#define SP_DNS_CLASS_ANY 255
 
 #define SP_RCODE_NOERROR 0
 #define SP_RCODE_FORMERR 1
@@ -106,11 +118,13 @@ struct sp_dns_query {
     uint16_t qtype;
     uint16_t qclass;
     uint8_t name_len;        /* wire length including the root label */
-    uint8_t nlabels;         /* labels before the root */
     uint16_t question_len;   /* name_len + 4 */
-    uint8_t label_off[SP_DNS_LABELS_MAX + 1];
-    uint8_t name_lower[SP_DNS_NAME_MAX + 1];      /* 256: a multiple of 8 */
-    uint8_t question[SP_DNS_NAME_MAX + 1 + 8];    /* name, type, class; 8-byte padded */
+    uint32_t question_sum;   /* partial checksum of the question, as at an even offset */
+    uint64_t name_hash;      /* the table's hash of name_lower (sp_key_hash_*) */
+    /* Both padded to whole 8-byte words past the longest name and question: they are
+     * written, hashed and compared a word at a time. */
+    uint8_t name_lower[SP_DNS_NAME_MAX + 1 + 8];
+    uint8_t question[SP_DNS_NAME_MAX + 1 + 8];    /* name, type, class */
 };
 
 struct sp_dns_config {
@@ -149,6 +163,15 @@ size_t sp_dns_answer_parsed(const struct sp_table *t, const struct sp_dns_config
                             const uint8_t *msg, size_t len, bool tcp, uint8_t *out, size_t cap,
                             struct sp_dns_query *q, enum sp_dns_verdict verdict,
                             const struct sp_response *r, struct sp_dns_counters *c);
+
+/* sp_dns_answer_parsed() that also gives the answer's partial checksum in *sum
+ * (as at an even offset): composed from the table's stored sums and the question's,
+ * summed while it was parsed, so the frame path never sums the reply. */
+size_t sp_dns_answer_summed(const struct sp_table *t, const struct sp_dns_config *cfg,
+                            const uint8_t *msg, size_t len, bool tcp, uint8_t *out, size_t cap,
+                            struct sp_dns_query *q, enum sp_dns_verdict verdict,
+                            const struct sp_response *r, struct sp_dns_counters *c,
+                            uint32_t *sum);
 
 /* The length of r's whole answer to q over UDP (question echoed, OPT when asked)
  * when it fits both cap and the client's limit, unshortened; 0 when sp_dns_answer()

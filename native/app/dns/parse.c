@@ -1,0 +1,269 @@
+/* DNS query parsing: the header, the question (copied, lower-cased, hashed and summed
+ * in one pass), the records after it. See dns.h. */
+#include "stormpy/app/dns/dns.h"
+
+#include <string.h>
+
+#include "stormpy/proto/csum.h"
+#include "stormpy/proto/wire.h"
+
+#define TYPE_IXFR 251
+#define OPCODE_NOTIFY 4
+#define OPCODE_UPDATE 5
+
+/* ASCII lower case of 8 bytes at once: bytes 'A'..'Z' gain 0x20, all others stay.
+ * Label length bytes (at most 63) are never in 'A'..'Z'. */
+static inline uint64_t lower8(uint64_t v)
+{
+    const uint64_t ones = 0x0101010101010101ULL, high = 0x8080808080808080ULL;
+    uint64_t low7 = v & ~high;
+    uint64_t at_least_a = low7 + ones * (0x80 - 'A');
+    uint64_t past_z = low7 + ones * (0x80 - 'Z' - 1);
+    uint64_t upper = at_least_a & ~past_z & ~v & high;
+    return v | (upper >> 2);
+}
+
+/* Reads the question name at pos into q, decompressing. Each pointer must point
+ * before the previous one's target, so a pointer chain always ends. Returns the
+ * offset just past the name in the message, or 0 when malformed. */
+static size_t parse_qname(const uint8_t *msg, size_t len, size_t pos, struct sp_dns_query *q)
+{
+    size_t end = 0, limit = pos, out = 0;
+    uint8_t labels = 0;
+    for (;;) {
+        if (pos >= len)
+            return 0;
+        uint8_t c = msg[pos];
+        if (c == 0) {
+            if (out + 1 > SP_DNS_NAME_MAX)
+                return 0;
+            q->question[out++] = 0;
+            if (!end)
+                end = pos + 1;
+            break;
+        }
+        if ((c & 0xc0) == 0xc0) {
+            if (pos + 1 >= len)
+                return 0;
+            size_t target = (size_t)(c & 0x3f) << 8 | msg[pos + 1];
+            if (target >= limit)
+                return 0;
+            if (!end)
+                end = pos + 2;
+            limit = target;
+            pos = target;
+            continue;
+        }
+        if (c & 0xc0)          /* extended label types are obsolete */
+            return 0;
+        if (pos + 1 + c > len || out + 1 + c + 1 > SP_DNS_NAME_MAX || labels >= SP_DNS_LABELS_MAX)
+            return 0;
+        labels++;
+        memcpy(q->question + out, msg + pos, 1 + (size_t)c);
+        out += 1 + (size_t)c;
+        pos += 1 + (size_t)c;
+    }
+    for (size_t i = 0; i < out; i += 8) {   /* both buffers are padded to 8 bytes */
+        uint64_t v;
+        memcpy(&v, q->question + i, 8);
+        v = lower8(v);
+        memcpy(q->name_lower + i, &v, 8);
+    }
+    q->name_len = (uint8_t)out;
+    return end;
+}
+
+/* The end of the question name at pos when it has no compression pointer (as every
+ * client sends it): the offset just past it, 0 when malformed, or 1 (never a name's
+ * end) at a pointer, which is parse_qname()'s. The limit of 127 labels needs no count:
+ * 128 would be longer than 255 bytes. */
+static inline size_t walk_labels(const uint8_t *msg, size_t len, size_t pos)
+{
+    size_t start = pos;
+    for (;;) {
+        if (pos >= len)
+            return 0;
+        uint8_t c = msg[pos];
+        if (c == 0)
+            break;
+        if (c & 0xc0)          /* a pointer, or an obsolete extended label type */
+            return (c & 0xc0) == 0xc0 ? 1 : 0;
+        pos += 1 + (size_t)c;
+    }
+    return pos + 1 - start > SP_DNS_NAME_MAX ? 0 : pos + 1;
+}
+
+/* The n (< 8) bytes at p, whose last byte is before end, as sp_keep_bytes() keeps a
+ * loaded word's: loaded from the 8 bytes that end with them when the 8 from p would
+ * pass end (a question is never shorter than 5 bytes and starts 12 into the message). */
+static inline uint64_t load_last(const uint8_t *p, size_t n, const uint8_t *end)
+{
+    uint64_t v;
+    if (p + 8 <= end) {
+        memcpy(&v, p, 8);
+        return sp_keep_bytes(v, n);
+    }
+    memcpy(&v, p + n - 8, 8);
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    return v >> (64 - 8 * n);
+#else
+    return v << (64 - 8 * n);
+#endif
+}
+
+/* Adds a word to a checksum accumulator (sp_csum_acc), the carry wrapped around. */
+static inline uint64_t acc_word(uint64_t acc, uint64_t v)
+{
+    acc += v;
+    return acc + (acc < v);
+}
+
+/* The question at p (q->question_len bytes before end): copied as sent, its name
+ * lower-cased and hashed for the table, and the whole summed for the reply's checksum,
+ * in one pass of 8 bytes at a time. */
+static inline void take_question(const uint8_t *p, const uint8_t *end, struct sp_dns_query *q)
+{
+    size_t name_len = q->name_len, i = 0;
+    uint64_t h = sp_key_hash_start(name_len), acc = 0, v, lower;
+    for (; i + 8 <= name_len; i += 8) {          /* the name's whole words */
+        memcpy(&v, p + i, 8);
+        memcpy(q->question + i, &v, 8);
+        acc = acc_word(acc, v);
+        lower = lower8(v);
+        memcpy(q->name_lower + i, &lower, 8);
+        h = sp_key_hash_word(h, lower);
+    }
+    /* the rest: r (0 to 7) bytes of the name, then type and class, in one or two words */
+    size_t r = name_len - i, rest = r + 4;
+    v = rest >= 8 ? (memcpy(&v, p + i, 8), v) : load_last(p + i, rest, end);
+    memcpy(q->question + i, &v, 8);
+    acc = acc_word(acc, v);
+    lower = lower8(v);
+    memcpy(q->name_lower + i, &lower, 8);
+    if (r)
+        h = sp_key_hash_word(h, sp_keep_bytes(lower, r));
+    if (rest > 8) {
+        v = load_last(p + i + 8, rest - 8, end);
+        memcpy(q->question + i + 8, &v, 8);
+        acc = acc_word(acc, v);
+    }
+    q->name_hash = h;
+    q->question_sum = sp_csum_acc_done(acc);
+}
+
+/* Skips an owner name in a resource record without decompressing it. */
+static size_t skip_name(const uint8_t *msg, size_t len, size_t pos)
+{
+    for (unsigned hops = 0; hops < SP_DNS_NAME_MAX; hops++) {
+        if (pos >= len)
+            return 0;
+        uint8_t c = msg[pos];
+        if (c == 0)
+            return pos + 1;
+        if ((c & 0xc0) == 0xc0)
+            return pos + 2 <= len ? pos + 2 : 0;
+        if (c & 0xc0)
+            return 0;
+        pos += 1 + (size_t)c;
+    }
+    return 0;
+}
+
+/* Walks the answer, authority and additional records that follow the question.
+ * Well-formed records in the first two are ignored; the additional section may
+ * hold at most one OPT, and nothing may follow the last record. */
+static enum sp_dns_verdict parse_records(const uint8_t *msg, size_t len, size_t pos,
+                                         unsigned skipped, unsigned additional,
+                                         struct sp_dns_query *q)
+{
+    for (unsigned i = 0; i < skipped + additional; i++) {
+        pos = skip_name(msg, len, pos);
+        if (!pos || pos + 10 > len)
+            return SP_DNS_FORMERR;
+        uint16_t type = sp_get16(msg + pos);
+        uint16_t rdlen = sp_get16(msg + pos + 8);
+        size_t rdata = pos + 10;
+        if (rdata + rdlen > len)
+            return SP_DNS_FORMERR;
+        if (type == SP_DNS_TYPE_OPT) {
+            if (i < skipped || q->edns) {
+                q->edns = false;
+                return SP_DNS_FORMERR;
+            }
+            q->edns_size = sp_get16(msg + pos + 2);
+            q->edns_version = msg[pos + 5];
+            q->edns_do = (msg[pos + 6] & 0x80) != 0;
+            for (size_t o = rdata; o < rdata + rdlen;) {   /* options: code, length, data */
+                if (o + 4 > rdata + rdlen || o + 4 + sp_get16(msg + o + 2) > rdata + rdlen) {
+                    q->edns = false;
+                    return SP_DNS_FORMERR;
+                }
+                o += 4 + (size_t)sp_get16(msg + o + 2);
+            }
+            q->edns = true;
+        }
+        pos = rdata + rdlen;
+    }
+    return pos == len ? SP_DNS_LOOKUP : SP_DNS_FORMERR;
+}
+
+enum sp_dns_verdict sp_dns_parse(const uint8_t *msg, size_t len, struct sp_dns_query *q)
+{
+    q->has_question = false;
+    q->edns = false;
+    q->edns_do = false;
+    q->edns_version = 0;
+    q->edns_size = 0;
+    if (len < SP_DNS_HEADER_LEN || (msg[2] & SP_DNS_QR))
+        return SP_DNS_DROP;
+    q->opcode = (msg[2] >> 3) & 0x0f;
+    uint16_t qdcount = sp_get16(msg + 4);
+    uint16_t ancount = sp_get16(msg + 6);
+    uint16_t nscount = sp_get16(msg + 8);
+    uint16_t arcount = sp_get16(msg + 10);
+
+    if (qdcount > 1)
+        return SP_DNS_DROP;        /* as Knot DNS: no answer to a question we cannot echo */
+    if (qdcount == 0) {
+        parse_records(msg, len, SP_DNS_HEADER_LEN, (unsigned)ancount + nscount, arcount, q);
+        return SP_DNS_FORMERR;     /* with an OPT when a valid one came */
+    }
+    size_t pos = walk_labels(msg, len, SP_DNS_HEADER_LEN);
+    if (pos == 1) {            /* compressed: decompressed, then hashed and summed */
+        pos = parse_qname(msg, len, SP_DNS_HEADER_LEN, q);
+        if (!pos || pos + 4 > len)
+            return SP_DNS_FORMERR;
+        memcpy(q->question + q->name_len, msg + pos, 4);
+        q->question_len = (uint16_t)(q->name_len + 4);
+        q->name_hash = sp_key_hash_padded(q->name_lower, q->name_len);
+        q->question_sum = sp_csum_partial(q->question, q->question_len, 0);
+    } else {
+        if (!pos || pos + 4 > len)
+            return SP_DNS_FORMERR;
+        q->name_len = (uint8_t)(pos - SP_DNS_HEADER_LEN);
+        q->question_len = (uint16_t)(q->name_len + 4);
+        take_question(msg + SP_DNS_HEADER_LEN, msg + len, q);
+    }
+    q->qtype = sp_get16(msg + pos);
+    q->qclass = sp_get16(msg + pos + 2);
+    q->has_question = true;
+    pos += 4;
+
+    enum sp_dns_verdict v = (ancount | nscount | arcount) == 0
+        ? (pos == len ? SP_DNS_LOOKUP : SP_DNS_FORMERR)
+        : parse_records(msg, len, pos, (unsigned)ancount + nscount, arcount, q);
+    if (v != SP_DNS_LOOKUP)
+        return v;
+    if (q->edns && q->edns_version != 0)
+        return SP_DNS_BADVERS;
+    if (q->opcode == OPCODE_NOTIFY || q->opcode == OPCODE_UPDATE)
+        return SP_DNS_NOTAUTH;    /* known operations this server permits to nobody */
+    if (q->opcode != 0 || q->qtype == 0)
+        return SP_DNS_NOTIMP;
+    if (q->qtype == TYPE_IXFR || q->qtype == SP_DNS_TYPE_AXFR)
+        return SP_DNS_TRANSFER;
+    if (q->qclass != SP_DNS_CLASS_IN && q->qclass != SP_DNS_CLASS_CH &&
+        q->qclass != SP_DNS_CLASS_ANY)
+        return SP_DNS_REFUSED;
+    return SP_DNS_LOOKUP;
+}
