@@ -58,8 +58,8 @@ def _shared_port(host: str, port: int, count: int, kind: int, proto: str, prepar
                 s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
             prepare(s, i == 0)
             s.bind((host, port))
-            if kind == socket.SOCK_STREAM:
-                s.listen(1024)
+            if kind == socket.SOCK_STREAM:   # a connection flood overflows a short queue
+                s.listen(socket.SOMAXCONN)
                 s.setblocking(False)
     except OSError as e:
         for s in socks:

@@ -262,7 +262,9 @@ def abuse_run(server, seconds, after, counts, stormpy_args=()):
                 time.sleep(1.0)
                 later.append(pss())
             by_process["after"] = processes_pss(proc.pid)
-            alive = proc.poll() is None and answers(net, tcp=False) and answers(net, tcp=True)
+            # asked as a resolver does: again when a try gets nothing
+            alive = proc.poll() is None and all(any(answers(net, tcp) for _ in range(3))
+                                                for tcp in (False, True))
         finally:
             stop_process(proc, grace=20)
             log.seek(0)

@@ -18,7 +18,7 @@
 #define IN_CAP (2 + SP_DNS_TCP_QUERY_MAX)
 #define OUT_INLINE 512                   /* an unsent rest this short needs no allocation */
 #define SCRATCH (2 * (2 + 65535))        /* a wake-up's answers to one connection */
-#define ACCEPTS_PER_WAKE 64
+#define ACCEPTS_PER_WAKE 256             /* a flood of connects must not fill the backlog */
 #define EVENTS 64
 
 enum timer_list { T_IDLE, T_IO, T_LISTS };
