@@ -90,7 +90,7 @@ def plot(path: str, servers: list, sizes: list, modes: list, outcome, veth: bool
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        return "matplotlib is not installed (pip install 'stormpy[bench]'), so no PNG"
+        return "matplotlib is missing (stormpy depends on it: pip install stormpy again), so no PNG"
     best = outcome.best()
     sizes = [s for s in sizes if s > 0]  # a log axis has no 0
     fig, ax = plt.subplots(figsize=(7, 4.5))

@@ -41,7 +41,7 @@ def bar_chart(path: str, labels: list, values: list, title: str, ylabel: str):
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        return "matplotlib is not installed (pip install 'stormpy[bench]'), so no PNG"
+        return "matplotlib is missing (stormpy depends on it: pip install stormpy again), so no PNG"
     fig, ax = plt.subplots(figsize=(max(6, 1.1 * len(labels)), 4.5))
     bars = ax.bar(range(len(labels)), values, color=["#c0392b" if l.startswith("stormpy") else "#7f8c8d"
                                                      for l in labels])

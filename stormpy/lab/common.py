@@ -136,7 +136,8 @@ def pyplot():
     try:
         import matplotlib
     except ImportError:
-        raise LabError("the labs plot with matplotlib: pip install 'stormpy[lab]'") from None
+        raise LabError("the labs plot with matplotlib, which is missing: install stormpy again "
+                       "(pip install stormpy), which depends on it") from None
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     return plt
