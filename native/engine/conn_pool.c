@@ -55,6 +55,22 @@ fail:
     return -1;
 }
 
+void *sp_conn_server_new(size_t size, int listen_fd, uint32_t max, size_t conn_size, char *err,
+                         size_t errlen)
+{
+    struct sp_conn_pool *p = calloc(1, size);
+    if (!p) {
+        snprintf(err, errlen, "out of memory for a stream server");
+        close(listen_fd);
+        return NULL;
+    }
+    if (sp_conn_pool_open(p, listen_fd, max ? max : 1024, conn_size, err, errlen) != 0) {
+        free(p);
+        return NULL;
+    }
+    return p;
+}
+
 void sp_conn_pool_close(struct sp_conn_pool *p)
 {
     if (!p->conns)

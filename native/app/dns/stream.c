@@ -42,7 +42,7 @@ struct source {
 };
 
 struct sp_dns_stream {
-    struct sp_conn_pool pool;
+    struct sp_conn_pool pool;            /* first: sp_conn_server_new() */
     uint32_t max_per_source;
     uint32_t idle_timeout_ms, io_timeout_ms;
     struct sp_timer_list timers[T_LISTS];
@@ -405,17 +405,10 @@ int sp_dns_stream_run(struct sp_dns_stream *s, struct sp_table_ref *ref, int ind
 struct sp_dns_stream *sp_dns_stream_open(const struct sp_dns_stream_config *cfg, char *err,
                                          size_t errlen)
 {
-    struct sp_dns_stream *s = calloc(1, sizeof(*s));
-    if (!s) {
-        snprintf(err, errlen, "out of memory for the TCP worker");
-        close(cfg->listen_fd);
+    struct sp_dns_stream *s = sp_conn_server_new(sizeof(*s), cfg->listen_fd, cfg->max_connections,
+                                                 sizeof(struct conn), err, errlen);
+    if (!s)
         return NULL;
-    }
-    uint32_t max = cfg->max_connections ? cfg->max_connections : 1024;
-    if (sp_conn_pool_open(&s->pool, cfg->listen_fd, max, sizeof(struct conn), err, errlen) != 0) {
-        free(s);
-        return NULL;
-    }
     uint32_t slots = 2;                  /* twice the connections: one is always free */
     while (slots < 2 * s->pool.count)
         slots <<= 1;

@@ -43,7 +43,7 @@ struct conn {
 };
 
 struct sp_http_stream {
-    struct sp_conn_pool pool;
+    struct sp_conn_pool pool;            /* first: sp_conn_server_new() */
     struct sp_timer_list timers[T_LISTS];
     struct sp_table_pins pins;          /* tables queued answers point into */
     uint64_t now_ms;
@@ -398,17 +398,11 @@ int sp_http_stream_run(struct sp_http_stream *s, struct sp_table_ref *ref, int i
 struct sp_http_stream *sp_http_stream_open(const struct sp_http_stream_config *cfg, char *err,
                                            size_t errlen)
 {
-    struct sp_http_stream *s = calloc(1, sizeof(*s));
-    if (!s) {
-        snprintf(err, errlen, "out of memory for the HTTP worker");
-        close(cfg->listen_fd);
+    struct sp_http_stream *s = sp_conn_server_new(sizeof(*s), cfg->listen_fd,
+                                                  cfg->max_connections, sizeof(struct conn),
+                                                  err, errlen);
+    if (!s)
         return NULL;
-    }
-    uint32_t max = cfg->max_connections ? cfg->max_connections : 1024;
-    if (sp_conn_pool_open(&s->pool, cfg->listen_fd, max, sizeof(struct conn), err, errlen) != 0) {
-        free(s);
-        return NULL;
-    }
     s->timers[T_IDLE].timeout_ms = cfg->idle_timeout_ms;
     s->timers[T_READING].timeout_ms = cfg->request_timeout_ms;
     s->timers[T_WRITING].timeout_ms = cfg->send_timeout_ms;

@@ -40,6 +40,12 @@ int sp_conn_pool_open(struct sp_conn_pool *p, int listen_fd, uint32_t max, size_
 /* Closes every connection, the listening socket and the epoll set. */
 void sp_conn_pool_close(struct sp_conn_pool *p);
 
+/* A stream server's state: `size` zeroed bytes whose first member is a struct
+ * sp_conn_pool, opened as above (max 0: 1024). NULL with a one-line reason in err and
+ * listen_fd closed. The server closes the pool and frees the state. */
+void *sp_conn_server_new(size_t size, int listen_fd, uint32_t max, size_t conn_size, char *err,
+                         size_t errlen);
+
 static inline struct sp_conn *sp_conn_at(const struct sp_conn_pool *p, uint32_t i)
 {
     return (struct sp_conn *)(p->conns + (size_t)i * p->size);
