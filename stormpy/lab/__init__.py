@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import importlib
 
-LABS = {"batching": "stormpy.lab.batching", "polling": "stormpy.lab.polling"}
+LABS = {"batching": "stormpy.lab.batching", "polling": "stormpy.lab.polling",
+        "precopy": "stormpy.lab.precopy", "own-stack": "stormpy.lab.own_stack"}
 
 
 def lab_module(name: str):

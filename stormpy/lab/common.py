@@ -45,6 +45,7 @@ def ring_args(backend: str) -> list:
 class Server:
     """stormpy serve-dns in the server namespace, pinned to SERVER_CPU, answering the
     workload's sample questions correctly before it is used; stopped on the way out."""
+    NAME = "serve-dns"
 
     def __init__(self, pair: VethPair, wl, extra: list, log_path: str):
         self.pair, self.wl, self.log_path = pair, wl, log_path
@@ -68,14 +69,19 @@ class Server:
         deadline, problems = time.monotonic() + START_TIMEOUT, ["not started"]
         while time.monotonic() < deadline:  # bounded by time
             if self.proc.poll() is not None:
-                raise LabError(f"serve-dns exited with status {self.proc.returncode}: "
+                raise LabError(f"{self.NAME} exited with status {self.proc.returncode}: "
                                f"{log_tail(self.log_path, 2) or '(no output)'}")
-            problems = check_from_client(self.pair, self.wl)
+            problems = self.problems()
             if not problems:
                 return
             time.sleep(0.2)
-        raise LabError(f"serve-dns did not answer correctly within {START_TIMEOUT:g} s: "
+        raise LabError(f"{self.NAME} did not answer correctly within {START_TIMEOUT:g} s: "
                        f"{'; '.join(problems)}")
+
+    def problems(self) -> list:
+        """What is still wrong with the server's answers (empty: ready); a lab's own
+        server (serve-http, a responder) checks its own."""
+        return check_from_client(self.pair, self.wl)
 
     def cpu_seconds(self) -> float:
         """utime+stime of every thread of the server's processes so far (/proc/PID/task)."""
@@ -89,9 +95,15 @@ class Server:
 
 def gen(pair: VethPair, wl, seconds: float, *load) -> dict:
     """`stormpy gen dns` from the client namespace on CLIENT_CPU: its JSON report."""
+    return gen_kind(pair, "dns", PORT, seconds, "--queries", wl.query_path, *load)
+
+
+def gen_kind(pair: VethPair, kind: str, port: int, seconds: float, *load) -> dict:
+    """`stormpy gen KIND` (dns, echo, http) at the server's PORT from the client
+    namespace on CLIENT_CPU: its JSON report."""
     argv = pair.argv(pair.client, "taskset", "-c", str(CLIENT_CPU), sys.executable, "-m",
-                     "stormpy", "gen", "dns", f"{SERVER_V4}:{PORT}", "--queries", wl.query_path,
-                     "--seconds", f"{seconds:g}", "--json", *load)
+                     "stormpy", "gen", kind, f"{SERVER_V4}:{port}", "--seconds", f"{seconds:g}",
+                     "--json", *load)
     try:
         status, out = run_to_end(argv, seconds + 30, "stormpy gen")
     except BenchError as e:
