@@ -13,8 +13,8 @@ from pathlib import Path
 from stormpy.bench.netns import IFACE, SERVER_V4
 from stormpy.bench.report import write_csv
 from stormpy.bench.site import bin_name, make_site, sha256_of
-from stormpy.lab.common import (SERVER_CPU, LabError, Server, gen, gen_kind, latency_us, note, pyplot,
-                                ring_args, skip_reason_xdp, write_report)
+from stormpy.lab.common import (SERVER_CPU, LabError, Server, gen, gen_kind, latency_us, note,
+                                pyplot, ring_args, skip_reason_xdp, write_report)
 from stormpy.lab.servers import CommandServer, client_received
 
 NUMBER = 2
@@ -88,10 +88,10 @@ def loaded(pair, server, run) -> tuple:
 def row(proto: str, mode: str, size: float, measured: tuple) -> list:
     report, cpu, wall, rx_bytes, _ = measured
     lat, received = latency_us(report), max(1, report["received"])
-    out = [proto, mode, round(size), round(report["reply_rate"]), round(rx_bytes * 8 / wall / 1e6, 1),
-           round(100 * cpu / wall, 1), round(1e6 * cpu / received, 2), round(lat["p50"], 1),
-           round(lat["p90"], 1), round(lat["p99"], 1), round(lat["max"], 1),
-           round(report["lost_pct"], 3)]
+    out = [proto, mode, round(size), round(report["reply_rate"]),
+           round(rx_bytes * 8 / wall / 1e6, 1), round(100 * cpu / wall, 1),
+           round(1e6 * cpu / received, 2), round(lat["p50"], 1), round(lat["p90"], 1),
+           round(lat["p99"], 1), round(lat["max"], 1), round(report["lost_pct"], 3)]
     note(f"{proto} {mode:10s} {size:8.0f} B: {out[3]:9,} replies/s, {out[4]:7.1f} Mbit/s, "
          f"server CPU {out[5]:3.0f}%, {out[6]:6.2f} us/reply")
     return out
@@ -139,7 +139,8 @@ def run(pair, wl, work: str, out: str, quick: bool) -> None:
     plot(os.path.join(out, "precopy.png"), rows)
     setup = (f"One worker on CPU 0 on the server veth's AF_XDP ring (copy mode: veth has no "
              f"zero-copy), `stormpy gen` on CPU 1 in the client namespace, closed loop, "
-             f"{seconds:g} s a point. DNS: serve-dns, best of {rounds} alternating round(s), {DNS_LOAD[1]} queries in flight, sent as "
+             f"{seconds:g} s a point. DNS: serve-dns, best of {rounds} alternating round(s), "
+             f"{DNS_LOAD[1]} queries in flight, sent as "
              f"whole frames from the client veth's AF_XDP ring (`stormpy gen --backend xdp`); "
              f"reply_bytes is the mean frame the client's veth received. "
              f"HTTP: serve-http's own TCP, {HTTP_OUTSTANDING} kept-alive connections with one "
@@ -163,6 +164,17 @@ def _ratio(rows: list, size: int, a: str = "precopy", b: str = "memcpy") -> str:
             f"in CPU per request")
 
 
+def _speedup(rows: list, size: int) -> float:
+    """precopy/memcpy in requests a second at one file size."""
+    return _get(rows, "http", "precopy", size)[3] / max(1, _get(rows, "http", "memcpy", size)[3])
+
+
+def _most(rows: list, mode: str) -> str:
+    mine = [r for r in rows if r[1] == mode]
+    return (f"{mode} {max(r[4] for r in mine):,.0f} Mbit/s at most (core "
+            f"{max(r[5] for r in mine):.0f}% busy at most)")
+
+
 def answers(rows: list) -> list:
     dm, dp = _get(rows, "dns", "memcpy"), _get(rows, "dns", "precopy")
     sizes = sorted({r[2] for r in rows if r[0] == "http"})
@@ -170,11 +182,9 @@ def answers(rows: list) -> list:
     http = "; ".join(f"{s:,} B: memcpy {_cost(_get(rows, 'http', 'memcpy', s))}, precopy "
                      f"{_cost(_get(rows, 'http', 'precopy', s))}; {_ratio(rows, s)}"
                      for s in (small, big))
-    trend = "; ".join(f"{s:,} B {_get(rows, 'http', 'precopy', s)[3] / max(1, _get(rows, 'http', 'memcpy', s)[3]):.2f}x"
-                      for s in sizes)
-    wire = "; ".join(f"{m} {max(r[4] for r in rows if r[1] == m and r[0] == 'http'):,.0f} Mbit/s at most "
-                     f"(core {max(r[5] for r in rows if r[1] == m and r[0] == 'http'):.0f}% busy at most)"
-                     for m in dict.fromkeys(r[1] for r in rows if r[0] == "http"))
+    trend = "; ".join(f"{s:,} B {_speedup(rows, s):.2f}x" for s in sizes)
+    http_rows = [r for r in rows if r[0] == "http"]
+    wire = "; ".join(_most(http_rows, m) for m in dict.fromkeys(r[1] for r in http_rows))
     if any(r[1] == "memcpy+gso" for r in rows):
         gso = (f"at {big:,} B memcpy+gso {_cost(_get(rows, 'http', 'memcpy+gso', big))}; "
                f"{_ratio(rows, big, 'memcpy+gso', 'memcpy')}")
@@ -194,8 +204,9 @@ def plot(path: str, rows: list) -> None:
     dns_rows = [r for r in rows if r[0] == "dns"]
     bars = dns.bar([r[1] for r in dns_rows], [r[3] for r in dns_rows], color=["#2471a3", "#85c1e9"])
     for bar, r in zip(bars, dns_rows):
-        dns.annotate(f"{r[6]:.2f} us CPU/reply", (bar.get_x() + bar.get_width() / 2, bar.get_height()),
-                     ha="center", va="bottom", fontsize=9)
+        dns.annotate(f"{r[6]:.2f} us CPU/reply",
+                     (bar.get_x() + bar.get_width() / 2, bar.get_height()), ha="center",
+                     va="bottom", fontsize=9)
     dns.set_ylabel("DNS replies/s (closed loop)")
     dns.set_title("DNS on the AF_XDP ring")
     for mode in dict.fromkeys(r[1] for r in rows if r[0] == "http"):
