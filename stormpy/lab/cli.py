@@ -30,7 +30,7 @@ def add_arguments(p) -> None:
 
 
 def list_labs() -> int:
-    rows = [(name, lab_module(name)) for name in LABS]
+    rows = sorted(((name, lab_module(name)) for name in LABS), key=lambda row: row[1].NUMBER)
     width = max(len(name) for name, _ in rows)
     for name, lab in rows:
         print(f"{name:{width}}  {lab.NUMBER:2d}. {lab.IDEA}\n{'':{width}}      needs: {lab.NEEDS}")

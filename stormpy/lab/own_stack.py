@@ -218,7 +218,8 @@ def plot(path: str, rows: list) -> None:
         lat.bar([x + (i - 1) * width for x in xs], [g[key] for g in got], width, label=name)
     lat.set_ylabel(f"latency, us (open loop at {RATE:,}/s)")
     lat.set_yscale("log")       # p50 in tens of us beside a p99.9 in milliseconds
-    lat.legend()
+    lat.set_ylim(top=8 * max(g["max_us"] for g in got))     # room for the legend
+    lat.legend(ncol=3, loc="upper center")
     for ax in (rate, lat):
         ax.set_xticks(list(xs))
         ax.set_xticklabels([f"{g['program']}\n{g['backend']}" for g in got])

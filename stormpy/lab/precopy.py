@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 from pathlib import Path
 
 from stormpy.bench.netns import IFACE, SERVER_V4
@@ -123,6 +124,9 @@ def run(pair, wl, work: str, out: str, quick: bool) -> None:
     why = skip_reason_xdp()
     if why:
         raise LabError(f"lab precopy compares two modes of the AF_XDP ring: {why}")
+    if shutil.which("curl") is None:
+        raise LabError("lab precopy checks every file with curl, which is not installed "
+                       "(apt-get install curl)")
     sizes, seconds = (QUICK_SIZES, QUICK_SECONDS) if quick else (SIZES, SECONDS)
     modes = QUICK_HTTP_MODES if quick else list(HTTP_MODES)
     site = Path(work) / "site"
