@@ -196,8 +196,8 @@ def test_precopy_quick(tmp_path):
     the bytes the kernel counted on the client's veth."""
     before = lab_namespaces()
     r = stormpy("lab", "run", "precopy", "--quick", "--out", str(tmp_path), timeout=180)
-    if "AF_XDP" in r.stderr and r.returncode != 0:
-        pytest.skip(r.stderr.strip())
+    if "compares two modes of the AF_XDP ring" in r.stderr:
+        pytest.skip(r.stderr.strip())       # no AF_XDP on this machine
     assert r.returncode == 0, r.stderr
     rows = check_outputs(tmp_path, "precopy",
                          ["proto", "mode", "reply_bytes", "replies_per_s", "wire_mbit_per_s",

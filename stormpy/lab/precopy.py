@@ -87,10 +87,10 @@ def loaded(pair, server, run) -> tuple:
 
 
 def row(proto: str, mode: str, size: float, measured: tuple) -> list:
-    report, cpu, wall, rx_bytes, _ = measured
+    report, cpu, sending, rx_bytes, _ = measured
     lat, received = latency_us(report), max(1, report["received"])
     out = [proto, mode, round(size), round(report["reply_rate"]),
-           round(rx_bytes * 8 / wall / 1e6, 1), round(100 * cpu / wall, 1),
+           round(rx_bytes * 8 / sending / 1e6, 1), round(100 * cpu / sending, 1),
            round(1e6 * cpu / received, 2), round(lat["p50"], 1), round(lat["p90"], 1),
            round(lat["p99"], 1), round(lat["max"], 1), round(report["lost_pct"], 3)]
     note(f"{proto} {mode:10s} {size:8.0f} B: {out[3]:9,} replies/s, {out[4]:7.1f} Mbit/s, "
