@@ -187,12 +187,13 @@ static bool send_answers(struct sp_dns_stream *s, struct conn *c, size_t len)
     return true;
 }
 
-/* A transfer the server process serves (handoff.h): an AXFR or IXFR that the fast
- * path just answered NOTAUTH. */
-static bool is_transfer(const struct sp_dns_query *q, const uint8_t *answer)
+/* What the server process answers (handoff.h): an AXFR, an IXFR or a NOTIFY (Knot
+ * sends it over TCP) that the fast path just answered NOTAUTH. */
+static bool handed_up(const struct sp_dns_query *q, const uint8_t *answer)
 {
     return q->has_question && (answer[3] & 0x0f) == SP_RCODE_NOTAUTH &&
-           (q->qtype == SP_DNS_TYPE_AXFR || q->qtype == SP_DNS_TYPE_IXFR);
+           (q->opcode == SP_DNS_OPCODE_NOTIFY || q->qtype == SP_DNS_TYPE_AXFR ||
+            q->qtype == SP_DNS_TYPE_IXFR);
 }
 
 /* The connection goes up with what it sent from `used` on; it is no longer ours. */
@@ -226,7 +227,7 @@ static bool answer_queries(struct sp_dns_stream *s, struct conn *c)
         }
         size_t n = sp_dns_answer(s->t, &s->dns_cfg, c->in + used + 2, len, true,
                                  s->scratch + out + 2, 65535, &s->query, s->dns);
-        if (s->dns_cfg.handoff_fd && n && is_transfer(&s->query, s->scratch + out + 2)) {
+        if (s->dns_cfg.handoff_fd && n && handed_up(&s->query, s->scratch + out + 2)) {
             if (out) {                   /* the answers before it leave first */
                 if (!send_answers(s, c, out))
                     return false;

@@ -96,6 +96,7 @@ enum sp_dns_verdict {
 #define SP_DNS_TYPE_OPT 41
 #define SP_DNS_TYPE_AXFR 252
 #define SP_DNS_TYPE_IXFR 251
+#define SP_DNS_OPCODE_NOTIFY 4
 #define SP_DNS_CLASS_IN 1
 #define SP_DNS_CLASS_CH 3
 #define SP_DNS_CLASS_ANY 255

@@ -7,8 +7,9 @@
  * the control plane can answer go up it, and the worker answers nothing itself:
  *   - a UDP NOTIFY (or UPDATE, or IXFR): the message with its sender, which the server
  *     answers from a socket on the same port (stormpy/dns/handoff.py);
- *   - a TCP connection whose query is an AXFR or IXFR: the connection itself
- *     (SCM_RIGHTS) with the bytes read from it so far; the worker forgets it.
+ *   - a TCP connection whose query is an AXFR, an IXFR or a NOTIFY (Knot sends
+ *     NOTIFY over TCP): the connection itself (SCM_RIGHTS) with the bytes read from
+ *     it so far; the worker forgets it.
  * Nothing is checked per query that is answered from the table: the test runs where
  * the table had no answer. When the socket is full, the message is dropped (the
  * primary retries a NOTIFY; a transfer client retries its connection).
