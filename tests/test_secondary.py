@@ -322,3 +322,44 @@ def test_transfer_refused_by_default_and_unsigned(pair, workdir):
     assert "NOTAUTH" in outputs[0][0], outputs[0]        # no --transfer-allow: as before
     assert "NOTAUTH" in outputs[1][0], outputs[1]        # allowed address, but unsigned
     assert "not signed with the TSIG key" in outputs[1][1]
+
+
+def test_corrupt_transfers_keep_the_old_data(pair, workdir):
+    """A fake primary cuts, garbles, ends early or sends another zone: each time the
+    secondary logs the failure and keeps serving serial 1; a good transfer then works."""
+    import dns.message
+    import dns.opcode
+    modefile = os.path.join(workdir, "mode")
+    with open(modefile, "w") as f:
+        f.write("good 1")
+    fake = subprocess.Popen(pair.argv(pair.client, sys.executable,
+                                      os.path.join(REPO, "tests", "ns_fake_primary.py"),
+                                      CLIENT_V4, "53", modefile),
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        assert fake.stdout.readline().strip() == "ready"
+        args = ["--secondary", ORIGIN, "--primary", CLIENT_V4, "--zone-dir", workdir,
+                "--listen", f"{SERVER_V4}:53", "--workers", "1"]
+        notify = dns.message.make_query(ORIGIN, "SOA")
+        notify.set_opcode(dns.opcode.NOTIFY)
+        with Secondary(pair, args) as sec:
+            assert serial_of(soa(pair)) == 1
+            for serial, how in enumerate(("truncated", "garbled", "noend", "wrongzone"), 2):
+                with open(modefile, "w") as f:
+                    f.write(f"{how} {serial}")
+                assert notify_from(pair, CLIENT_V4, notify.to_wire()) is not None
+                time.sleep(1.0)
+                assert serial_of(soa(pair)) == 1, how
+                www = pair.query([["www.example.com", "A"]], timeout=1)[0]
+                assert www["answer"] == ["192.0.2.2"], how
+            with open(modefile, "w") as f:
+                f.write("good 9")
+            notify_from(pair, CLIENT_V4, notify.to_wire())
+            r = wait_for(pair, lambda r: serial_of(r) == 9, 10)
+            sec.stop()
+    finally:
+        fake.terminate()
+        fake.wait(timeout=10)
+    assert r is not None, sec.log
+    assert sec.log.count("keeping serial 1") >= 4, sec.log
+    assert "Traceback" not in sec.log, sec.log

@@ -270,5 +270,7 @@ def _why(e: BaseException) -> str:
         return f"primary answered {dns.rcode.to_text(e.rcode)}"
     if isinstance(e, dns.exception.Timeout):
         return "timed out"
+    if isinstance(e, EOFError):
+        return "the connection closed before the transfer's end"
     text = str(e).splitlines()[0] if str(e) else ""
     return f"{type(e).__name__}: {text}" if text else type(e).__name__
