@@ -250,6 +250,8 @@ def dns_config(args):
                          zone_dir=args.zone_dir or ".", transfer_allow=args.transfer_allow)
     if not cfg.zones and not cfg.secondaries:
         raise StormpyError("nothing to serve: give zone files or --secondary ZONE")
+    from stormpy.dns.server import transfer_settings
+    transfer_settings(cfg)
     return cfg
 
 

@@ -199,7 +199,8 @@ class _Reader:
         loaded = self._positionals(app, zones, site)
         for key, (keynode, valnode) in settings.items():
             self._setting(loaded, key, keynode, valnode)
-        if app == "serve-dns":       # transferred zones are kept beside the file by default
+        if app == "serve-dns" and (loaded.args.zone_dir or loaded.args.secondary):
+            # transferred zones are kept beside the file by default
             loaded.args.zone_dir = os.path.join(self.base, loaded.args.zone_dir or "")
         if self.errors:
             raise self.stop()

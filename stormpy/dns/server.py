@@ -73,10 +73,8 @@ class DnsServer(Server):
 
     def __init__(self, cfg: DnsConfig):
         self.files = [ZoneFile(path, origin) for path, origin in with_origins(cfg.zones, cfg.origins)]
-        self.keys = [parse_tsig(cfg.tsig)] if cfg.tsig else []
-        self.secondaries = _secondaries(cfg, self.keys[0] if self.keys else None)
+        self.keys, self.secondaries, self.policy = transfer_settings(cfg)
         self.files += [ZoneFile(s.path, s.name, secondary=s) for s in self.secondaries]
-        self.policy = TransferPolicy.from_options(cfg.transfer_allow, self.keys)
         self.zone_responses: dict[str, int] = {}
         self.zone_slots: dict = {}      # zone origin -> its answer counter's slot
         for s in self.secondaries:
@@ -206,6 +204,14 @@ class DnsServer(Server):
                 f"open={c['tcp_open']} io_timeouts={c['tcp_io_timeouts']} "
                 f"idle_timeouts={c['tcp_idle_timeouts']} evicted={c['tcp_evicted']} "
                 f"refused={c['tcp_refused']} source_limited={c['tcp_source_limited']}")
+
+
+def transfer_settings(cfg: DnsConfig):
+    """The TSIG keys, the secondary zones and the policy for transfers out, checked:
+    StormpyError, one line, on the first bad option."""
+    keys = [parse_tsig(cfg.tsig)] if cfg.tsig else []
+    return (keys, _secondaries(cfg, keys[0] if keys else None),
+            TransferPolicy.from_options(cfg.transfer_allow, keys))
 
 
 def _secondaries(cfg: DnsConfig, key) -> list[Secondary]:

@@ -58,25 +58,25 @@ def parse_tsig(text: str) -> dns.tsig.Key:
         raise StormpyError(f"--tsig {name}: {e}") from None
 
 
-def parse_address(text: str, default_port: int = 53) -> tuple[str, int]:
+def parse_address(text: str, option: str = "--primary", default_port: int = 53) -> tuple[str, int]:
     """ADDR, ADDR:PORT, [V6ADDR]:PORT or a bare IPv6 address, checked."""
     host, port = text, default_port
     if text.startswith("["):
         host, _, rest = text[1:].partition("]")
         if rest:
-            port = _port(text, rest.removeprefix(":"))
+            port = _port(option, text, rest.removeprefix(":"))
     elif text.count(":") == 1:
         host, rest = text.split(":")
-        port = _port(text, rest)
+        port = _port(option, text, rest)
     try:
         return str(ipaddress.ip_address(host)), port
     except ValueError:
-        raise StormpyError(f"{text!r}: not an IP address (ADDR or ADDR:PORT)") from None
+        raise StormpyError(f"{option} {text!r}: not an IP address (ADDR or ADDR:PORT)") from None
 
 
-def _port(text: str, port: str) -> int:
+def _port(option: str, text: str, port: str) -> int:
     if not port.isdigit() or not 0 < int(port) < 65536:
-        raise StormpyError(f"{text!r}: the port must be 1-65535")
+        raise StormpyError(f"{option} {text!r}: the port must be 1-65535")
     return int(port)
 
 
