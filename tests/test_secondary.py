@@ -3,7 +3,6 @@ in network namespaces: Knot as the primary (client namespace, 198.18.0.2) and st
 as its secondary (server namespace, 198.18.0.1); then Knot as stormpy's secondary."""
 import base64
 import os
-import signal
 import subprocess
 import sys
 import tempfile
@@ -11,7 +10,9 @@ import time
 
 import pytest
 
-from support.netns import CLIENT_V4, REPO, SERVER_V4, NsServer, VethPair, why_no_netns
+from support.backends import EVERY_BACKEND
+from support.netns import (CLIENT_V4, REPO, SERVER_V4, NsServer, VethPair, stop_process,
+                           why_no_netns)
 from support.servers import knotc_path, knotd_path
 
 pytestmark = [pytest.mark.skipif(why_no_netns() is not None, reason=str(why_no_netns())),
@@ -85,13 +86,7 @@ class KnotPrimary:
         return self.log.read()
 
     def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=10)
+        stop_process(self.proc)
 
     def __exit__(self, *exc):
         self.stop()
@@ -152,16 +147,27 @@ def workdir():
         yield d
 
 
-def secondary_args(zone_dir, *more):
-    return ["--secondary", ORIGIN, "--primary", CLIENT_V4, "--tsig", TSIG, "--zone-dir", zone_dir,
-            "--listen", f"{SERVER_V4}:53", "--workers", "1", *more]
-
-
-def test_axfr_at_start_then_notify_and_ixfr(pair, workdir):
+@pytest.fixture
+def dirs(workdir):
+    """Knot's directory and the secondary's --zone-dir."""
     knot_dir, zone_dir = os.path.join(workdir, "knot"), os.path.join(workdir, "zones")
     os.mkdir(knot_dir)
     os.mkdir(zone_dir)
-    with KnotPrimary(pair, knot_dir, serial=1) as knot, Secondary(pair, secondary_args(zone_dir)) as sec:
+    return knot_dir, zone_dir
+
+
+def secondary_args(zone_dir, backend="socket"):
+    where = (["--listen", f"{SERVER_V4}:53", "--workers", "1"] if backend == "socket" else
+             ["--iface", "veth0", "--backend", backend])
+    return ["--secondary", ORIGIN, "--primary", CLIENT_V4, "--tsig", TSIG, "--zone-dir", zone_dir,
+            *where]
+
+
+@pytest.mark.parametrize("backend", EVERY_BACKEND)
+def test_axfr_at_start_then_notify_and_ixfr(pair, dirs, backend):
+    knot_dir, zone_dir = dirs
+    with KnotPrimary(pair, knot_dir, serial=1) as knot, \
+            Secondary(pair, secondary_args(zone_dir, backend)) as sec:
         assert serial_of(soa(pair)) == 1
         www = pair.query([["www.example.com", "A"]], timeout=1)[0]
         assert www["rcode"] == 0 and www["answer"][0].endswith("192.0.2.2")
@@ -189,17 +195,15 @@ def test_axfr_at_start_then_notify_and_ixfr(pair, workdir):
     # the transferred zone is on disk, and a restart serves it before the primary answers
     saved = os.path.join(zone_dir, "example.com.zone")
     assert "new.example.com" in open(saved).read() or "new " in open(saved).read()
-    with Secondary(pair, secondary_args(zone_dir), wait=False) as again:
+    with Secondary(pair, secondary_args(zone_dir, backend), wait=False) as again:
         r = wait_for(pair, lambda r: serial_of(r) == 2, 10)
         again.stop()
     assert r is not None, again.log
     assert "serial 2 from" in again.log, again.log
 
 
-def test_restart_catches_up_by_ixfr(pair, workdir):
-    knot_dir, zone_dir = os.path.join(workdir, "knot"), os.path.join(workdir, "zones")
-    os.mkdir(knot_dir)
-    os.mkdir(zone_dir)
+def test_restart_catches_up_by_ixfr(pair, dirs):
+    knot_dir, zone_dir = dirs
     with KnotPrimary(pair, knot_dir, serial=1, notify=False) as knot:
         with Secondary(pair, secondary_args(zone_dir)) as sec:
             sec.stop()
@@ -213,10 +217,8 @@ def test_restart_catches_up_by_ixfr(pair, workdir):
     assert "IXFR 1 -> 2" in sec.log, sec.log
 
 
-def test_primary_gone_expires_to_servfail(pair, workdir):
-    knot_dir, zone_dir = os.path.join(workdir, "knot"), os.path.join(workdir, "zones")
-    os.mkdir(knot_dir)
-    os.mkdir(zone_dir)
+def test_primary_gone_expires_to_servfail(pair, dirs):
+    knot_dir, zone_dir = dirs
     with KnotPrimary(pair, knot_dir, serial=1, expire=4, refresh=1) as knot, \
             Secondary(pair, secondary_args(zone_dir)) as sec:
         knot.stop()
@@ -228,15 +230,14 @@ def test_primary_gone_expires_to_servfail(pair, workdir):
     assert "expired" in sec.log and "SERVFAIL" in sec.log, sec.log
 
 
-def test_bad_tsig_and_stranger_notify_refused(pair, workdir):
+@pytest.mark.parametrize("backend", EVERY_BACKEND)
+def test_bad_tsig_and_stranger_notify_refused(pair, dirs, backend):
     import dns.message
     import dns.opcode
     import dns.tsigkeyring
-    knot_dir, zone_dir = os.path.join(workdir, "knot"), os.path.join(workdir, "zones")
-    os.mkdir(knot_dir)
-    os.mkdir(zone_dir)
-    with KnotPrimary(pair, knot_dir, serial=1) as knot, Secondary(pair, secondary_args(zone_dir)) as sec:
-        del knot
+    knot_dir, zone_dir = dirs
+    with KnotPrimary(pair, knot_dir, serial=1), \
+            Secondary(pair, secondary_args(zone_dir, backend)) as sec:
         # the primary's address, a wrong key: NOTAUTH; then an unsigned NOTIFY from another
         # address in the client namespace: refused
         pair.run(pair.client, "ip", "addr", "add", "198.18.0.3/24", "dev", "veth0")
@@ -292,8 +293,7 @@ def test_knot_as_secondary_of_stormpy(pair, workdir):
             r = wait_for(pair, lambda r: serial_of(r) == 7, 15, server=CLIENT_V4)
             txt = pair.query([["h150.example.com", "TXT"]], server=CLIENT_V4, timeout=1)[0]
         finally:
-            knot.send_signal(signal.SIGTERM)
-            knot.wait(timeout=10)
+            stop_process(knot)
         server.stop()
         log.seek(0)
         out = log.read()
@@ -303,9 +303,6 @@ def test_knot_as_secondary_of_stormpy(pair, workdir):
 
 
 def test_transfer_refused_by_default_and_unsigned(pair, workdir):
-    import dns.query
-    import dns.xfr
-    import dns.zone
     zone = os.path.join(workdir, "example.com.zone")
     with open(zone, "w") as f:
         f.write(zone_text(3))
