@@ -3,6 +3,7 @@ in network namespaces: Knot as the primary (client namespace, 198.18.0.2) and st
 as its secondary (server namespace, 198.18.0.1); then Knot as stormpy's secondary."""
 import base64
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -292,6 +293,16 @@ def test_knot_as_secondary_of_stormpy(pair, workdir):
         try:
             r = wait_for(pair, lambda r: serial_of(r) == 7, 15, server=CLIENT_V4)
             txt = pair.query([["h150.example.com", "TXT"]], server=CLIENT_V4, timeout=1)[0]
+            # a new serial on stormpy (SIGHUP), Knot refreshes: an IXFR of the difference
+            with open(zone, "w") as f:
+                f.write(zone_text(8, "added TXT \"in serial 8\"\n").replace('h3 TXT "record 3"\n', ""))
+            server.proc.send_signal(signal.SIGHUP)
+            assert wait_for(pair, lambda r: serial_of(r) == 8, 15) is not None
+            refresh = pair.run(pair.client, knotc_path(), "-c", conf, "zone-refresh", ORIGIN)
+            assert refresh.returncode == 0, refresh.stdout + refresh.stderr
+            r8 = wait_for(pair, lambda r: serial_of(r) == 8, 15, server=CLIENT_V4)
+            added = pair.query([["added.example.com", "TXT"], ["h3.example.com", "TXT"]],
+                               server=CLIENT_V4, timeout=1)
         finally:
             stop_process(knot)
         server.stop()
@@ -300,6 +311,10 @@ def test_knot_as_secondary_of_stormpy(pair, workdir):
     assert r is not None, out + server.log
     assert txt["rcode"] == 0 and "record 150" in txt["answer"][0]
     assert "transfer of example.com. to 198.18.0.2: AXFR, serial 7" in server.log, server.log
+    assert r8 is not None, out + server.log
+    assert added[0]["answer"] == ['"in serial 8"'] and added[1]["rcode"] == 3, added
+    assert "transfer of example.com. to 198.18.0.2: IXFR 7 -> 8" in server.log, server.log
+    assert "IXFR, incoming" in out and "finished" in out, out
 
 
 def test_transfer_refused_by_default_and_unsigned(pair, workdir):

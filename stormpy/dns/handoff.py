@@ -117,8 +117,8 @@ class TransferService:
     """What the server does with what the workers hand up."""
 
     def __init__(self, handoff: Handoff, secondaries: list, policy: TransferPolicy, keys: list,
-                 find_zone, reply_sockets):
-        self.handoff, self.policy, self.keys = handoff, policy, keys
+                 find_zone, reply_sockets, journal=None):
+        self.handoff, self.policy, self.keys, self.journal = handoff, policy, keys, journal
         self.secondaries = {s.origin: s for s in secondaries}
         self.find_zone = find_zone            # name -> served dns.zone.Zone or None
         self.reply_sockets = reply_sockets    # () -> UDP sockets on the served port
@@ -155,4 +155,4 @@ class TransferService:
             if secondary is not None:
                 loop.call_soon_threadsafe(secondary.notify)
             return [reply] if reply else []
-        return transfer_replies(wire, peer, self.find_zone, self.policy)
+        return transfer_replies(wire, peer, self.find_zone, self.policy, self.journal)

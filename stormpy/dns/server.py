@@ -20,7 +20,7 @@ from stormpy.config import ServerConfig
 from stormpy.dns.compiler import assign_zone_slots, compile_zones
 from stormpy.dns.handoff import Handoff, TransferService
 from stormpy.dns.secondary import Secondary, servfail_for
-from stormpy.dns.transfer import TransferPolicy, parse_address, parse_tsig
+from stormpy.dns.transfer import Journal, TransferPolicy, parse_address, parse_tsig, soa_and_nodes
 from stormpy.dns.zone import Zone, import_rdata_classes, load_zone, with_origins
 from stormpy.errors import StormpyError, ZoneError
 from stormpy.server import Server
@@ -80,6 +80,9 @@ class DnsServer(Server):
         for s in self.secondaries:
             s.load_saved()
         self.handoff = Handoff() if self.secondaries or self.policy.enabled else None
+        # for IXFR out: each zone as published (its SOA and nodes), and the differences
+        self.journal = Journal() if self.policy.enabled else None
+        self.published: dict = {}
         try:
             super().__init__(cfg)
         except BaseException:
@@ -123,12 +126,25 @@ class DnsServer(Server):
                 if z is not f.zone:
                     f.last_error = str(e)
             raise
-        self._candidate = (fresh, stats.zone_responses)
+        self._candidate = (fresh, stats.zone_responses, self._changes(served))
         return table, stats
 
+    def _changes(self, served: list[Zone]) -> list:
+        """Each zone's difference from what is published, for the journal (off the loop)."""
+        if self.journal is None:
+            return []
+        return [(z.origin, self.journal.difference(z.origin, self.published[z.origin],
+                                                   soa_and_nodes(z.zone)))
+                for z in served if z.origin in self.published]
+
     def reload_published(self) -> None:
-        fresh, self.zone_responses = self._candidate
+        fresh, self.zone_responses, changes = self._candidate
         now = time.time()
+        if self.journal is not None:
+            self.published = {z.origin: soa_and_nodes(z.zone) for z in fresh if z is not None}
+            for origin, change in changes:
+                if change is not None:
+                    self.journal.add(origin, change)
         for f, z in zip(self.files, fresh):
             if z is None:
                 f.zone, f.serial, f.records = None, 0, 0
@@ -169,7 +185,8 @@ class DnsServer(Server):
         if self.handoff is None:
             return
         TransferService(self.handoff, self.secondaries, self.policy, self.keys,
-                        self.served_zone, lambda: self.worker_sockets or self.sinks).start()
+                        self.served_zone, lambda: self.worker_sockets or self.sinks,
+                        self.journal).start()
         self.tasks = [asyncio.ensure_future(s.follow(lambda name: self.reload(frozenset({name}))))
                       for s in self.secondaries]
 

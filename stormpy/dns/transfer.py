@@ -207,8 +207,81 @@ def _response(query: dns.message.Message) -> dns.message.Message:
     return r
 
 
+@dataclass
+class Change:
+    """One new serial of a served zone: its SOA before and after, the records gone
+    and the records come (RFC 1995 section 4's difference sequence)."""
+    old_soa: dns.rrset.RRset
+    new_soa: dns.rrset.RRset
+    deleted: list
+    added: list
+
+
+class Journal:
+    """The last changes of each served zone, kept in memory for IXFR out. A change is
+    found by comparing the zone's nodes before and after; a node a transaction did not
+    touch is the same object in both (dnspython copies on write), so an IXFR'd zone's
+    difference costs what changed, and a re-read file's costs one pass over it."""
+    KEEP = 20
+
+    def __init__(self):
+        self.changes: dict[dns.name.Name, list[Change]] = {}
+
+    @staticmethod
+    def difference(origin, old: tuple, new: tuple) -> Change | None:
+        """old and new: (SOA rrset, nodes) as published; None for the same serial."""
+        (old_soa, old_nodes), (new_soa, new_nodes) = old, new
+        if old_soa[0].serial == new_soa[0].serial:
+            return None
+        deleted, added = [], []
+        for name in old_nodes.keys() | new_nodes.keys():
+            a, b = old_nodes.get(name), new_nodes.get(name)
+            if a is not b:
+                deleted += _missing(name, a, b, origin)
+                added += _missing(name, b, a, origin)
+        return Change(old_soa, new_soa, deleted, added)
+
+    def add(self, origin, change: Change) -> None:
+        kept = self.changes.setdefault(origin, [])
+        kept.append(change)
+        del kept[:-self.KEEP]
+
+    def since(self, origin, serial: int) -> list[Change] | None:
+        """The changes from serial to now, or None when they are not all here."""
+        kept = self.changes.get(origin, [])
+        for i, c in enumerate(kept):
+            if c.old_soa[0].serial == serial:
+                chain = kept[i:]
+                if all(x.new_soa[0].serial == y.old_soa[0].serial for x, y in zip(chain, chain[1:])):
+                    return chain
+        return None
+
+
+def _missing(name, node, other, origin) -> list:
+    """node's RRsets (but the origin's SOA) as records that other does not have."""
+    out = []
+    for rdataset in (node.rdatasets if node is not None else ()):
+        if name == origin and rdataset.rdtype == dns.rdatatype.SOA:
+            continue
+        theirs = other.get_rdataset(rdataset.rdclass, rdataset.rdtype, rdataset.covers) \
+            if other is not None else None
+        same_ttl = theirs is not None and theirs.ttl == rdataset.ttl
+        rrset = dns.rrset.RRset(name, rdataset.rdclass, rdataset.rdtype, rdataset.covers)
+        rrset.update_ttl(rdataset.ttl)
+        for rdata in rdataset:
+            if not same_ttl or rdata not in theirs:
+                rrset.add(rdata)
+        if len(rrset):
+            out.append(rrset)
+    return out
+
+
+def soa_and_nodes(zone: dns.zone.Zone) -> tuple:
+    return zone.find_rrset(zone.origin, dns.rdatatype.SOA), zone.nodes
+
+
 def transfer_answer(query: dns.message.Message, zone: dns.zone.Zone | None,
-                    refusal: str | None) -> tuple[list[bytes], str]:
+                    refusal: str | None, journal: Journal | None = None) -> tuple[list[bytes], str]:
     """The wire messages that answer an AXFR or IXFR query, and what to log."""
     q = query.question[0]
     if refusal is not None or zone is None:
@@ -222,12 +295,20 @@ def transfer_answer(query: dns.message.Message, zone: dns.zone.Zone | None,
                        if rr.rdtype == dns.rdatatype.SOA and len(rr)), None)
         if theirs is not None and not newer(serial, theirs):
             return transfer_messages(query, [soa]), f"IXFR: serial {serial} is current"
-        # no journal is kept: a full zone in the IXFR (RFC 1995 section 4 allows it)
+        chain = journal.since(zone.origin, theirs) if journal and theirs is not None else None
+        if chain:
+            rrsets = [soa]
+            for c in chain:
+                rrsets += [c.old_soa, *c.deleted, c.new_soa, *c.added]
+            rrsets.append(soa)
+            return transfer_messages(query, rrsets), f"IXFR {theirs} -> {serial}"
+        # the difference is not kept: the whole zone (RFC 1995 section 4 allows it)
         return transfer_messages(query, zone_rrsets(zone)), f"IXFR as full zone, serial {serial}"
     return transfer_messages(query, zone_rrsets(zone)), f"AXFR, serial {serial}"
 
 
-def transfer_replies(wire: bytes, peer: str, find_zone, policy: TransferPolicy) -> list[bytes]:
+def transfer_replies(wire: bytes, peer: str, find_zone, policy: TransferPolicy,
+                     journal: Journal | None = None) -> list[bytes]:
     """The messages that answer one AXFR or IXFR query from peer (a refusal included).
     find_zone(name) gives the served dns.zone.Zone or None."""
     try:
@@ -240,7 +321,7 @@ def transfer_replies(wire: bytes, peer: str, find_zone, policy: TransferPolicy) 
         reply = error_reply(wire, dns.rcode.NOTAUTH if is_tsig_error(e) else dns.rcode.FORMERR)
         return [reply] if reply else []
     name = query.question[0].name
-    wires, what = transfer_answer(query, find_zone(name), policy.refusal(peer, query))
+    wires, what = transfer_answer(query, find_zone(name), policy.refusal(peer, query), journal)
     level = logging.WARNING if what.startswith("refused") else logging.INFO
     log.log(level, "transfer of %s to %s: %s", name, peer, what)
     return wires
