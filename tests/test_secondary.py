@@ -2,6 +2,7 @@
 in network namespaces: Knot as the primary (client namespace, 198.18.0.2) and stormpy
 as its secondary (server namespace, 198.18.0.1); then Knot as stormpy's secondary."""
 import base64
+import json
 import os
 import signal
 import subprocess
@@ -220,15 +221,21 @@ def test_restart_catches_up_by_ixfr(pair, dirs):
 
 def test_primary_gone_expires_to_servfail(pair, dirs):
     knot_dir, zone_dir = dirs
+    control = os.path.join(zone_dir, "ctl.sock")
     with KnotPrimary(pair, knot_dir, serial=1, expire=4, refresh=1) as knot, \
-            Secondary(pair, secondary_args(zone_dir)) as sec:
+            Secondary(pair, secondary_args(zone_dir) + ["--control", control]) as sec:
         knot.stop()
         r = wait_for(pair, lambda r: r is not None and r["rcode"] == 2, 15)
         assert r is not None, sec.stop() or sec.log
         other = pair.query([["www.example.com", "A"]], timeout=1)[0]
         assert other["rcode"] == 2
+        status = subprocess.run([sys.executable, "-m", "stormpy", "ctl", "--control", control,
+                                 "--json", "zone-status"], cwd=REPO, capture_output=True,
+                                text=True, timeout=30)
         sec.stop()
     assert "expired" in sec.log and "SERVFAIL" in sec.log, sec.log
+    zone = json.loads(status.stdout)["zones"][0]
+    assert zone["expired"] and zone["primary"] == CLIENT_V4 and zone["transfers"]["axfr"] == 1
 
 
 @pytest.mark.parametrize("backend", EVERY_BACKEND)

@@ -230,7 +230,9 @@ class Secondary:
             except TransferFailed as e:
                 self.transfers["failed"] += 1
                 self.last_error = str(e)
-                log.warning("secondary %s: %s; keeping serial %s", self.name, e, self.serial)
+                log.warning("secondary %s: %s; %s", self.name, e,
+                            f"keeping serial {self.serial}" if self.zone is not None
+                            else "no data yet (SERVFAIL)")
                 wait = self.timers()[1]
                 continue
             except (OSError, StormpyError) as e:     # the zone directory

@@ -167,7 +167,7 @@ class DnsServer(Server):
         wanted = self.zone_name(name) if name else None
         return [{"zone": f.name, "file": f.path, "serial": f.serial, "loaded_at": f.loaded_at,
                  "records": f.records, "responses": self.zone_responses.get(f.name, 0),
-                 "last_error": f.last_error or (f.secondary and f.secondary.last_error),
+                 "last_error": f.secondary.last_error if f.secondary else f.last_error,
                  **(_secondary_status(f.secondary) if f.secondary else {})}
                 for f in self.files if wanted in (None, f.name)]
 
