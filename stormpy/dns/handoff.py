@@ -107,7 +107,7 @@ def answer_notify(wire: bytes, sender: str, secondaries: dict, keys: list) -> tu
         refusal = "not signed with the zone's TSIG key"
     if refusal is not None:
         log.warning("NOTIFY for %s from %s refused: %s", name, sender, refusal)
-        reply.set_rcode(dns.rcode.NOTAUTH if secondary is not None else dns.rcode.REFUSED)
+        reply.set_rcode(dns.rcode.NOTAUTH)        # as the fast path answers any NOTIFY
         return reply.to_wire(), None
     log.info("NOTIFY for %s from %s", name, sender)
     return reply.to_wire(), secondary
