@@ -79,6 +79,9 @@ def build_parser() -> argparse.ArgumentParser:
     xfr.add_argument("--transfer-allow", action="append", default=[], metavar="PREFIX",
                      help="let this prefix transfer zones (AXFR, IXFR) from this server; "
                      "repeatable (default: nobody)")
+    xfr.add_argument("--notify", action="append", default=[], metavar="ADDR[:PORT]",
+                     help="send NOTIFY to this secondary when a zone's serial changes "
+                     "(signed with --tsig); repeatable")
     s.add_argument("--chaos-version", type=argtypes.txt_string, metavar="TEXT",
                    help="answer CH TXT version.bind/version.server with TEXT (default: REFUSED)")
     s.add_argument("--chaos-identity", type=argtypes.txt_string, metavar="TEXT",
@@ -247,7 +250,8 @@ def dns_config(args):
                          tcp_max_per_source=args.tcp_max_per_source,
                          tcp_io_timeout=args.tcp_io_timeout, tcp_idle_timeout=args.tcp_idle_timeout,
                          secondaries=args.secondary, primaries=args.primary, tsig=args.tsig,
-                         zone_dir=args.zone_dir or ".", transfer_allow=args.transfer_allow)
+                         zone_dir=args.zone_dir or ".", transfer_allow=args.transfer_allow,
+                         notify=args.notify)
     if not cfg.zones and not cfg.secondaries:
         raise StormpyError("nothing to serve: give zone files or --secondary ZONE")
     from stormpy.dns.server import transfer_settings

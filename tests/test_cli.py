@@ -199,6 +199,7 @@ def test_transfer_options_refused_in_one_line(tmp_path):
         (["--secondary", "example.com", "--primary", "192.0.2.1", "--zone-dir",
           str(tmp_path / "missing")], "no such directory"),
         ([EXAMPLE_ZONE, "--transfer-allow", "not-a-prefix"], "--transfer-allow 'not-a-prefix'"),
+        ([EXAMPLE_ZONE, "--notify", "ns2.example.com"], "--notify 'ns2.example.com'"),
         ([], "nothing to serve"),
     ]
     for args, fragment in cases:

@@ -288,25 +288,24 @@ def test_knot_as_secondary_of_stormpy(pair, workdir):
                 f"    udp-workers: 1\n    tcp-workers: 1\n    background-workers: 1\n"
                 f"key:\n  - id: xfrkey\n    algorithm: hmac-sha256\n    secret: {SECRET}\n"
                 f"remote:\n  - id: stormpy\n    address: {SERVER_V4}@53\n    key: xfrkey\n"
+                f"acl:\n  - id: notify\n    address: {SERVER_V4}\n    key: xfrkey\n"
+                f"    action: notify\n"
                 f"database:\n    storage: {storage}\n"
                 f"template:\n  - id: default\n    storage: {storage}\n"
-                f"zone:\n  - domain: {ORIGIN}\n    master: stormpy\n"
+                f"zone:\n  - domain: {ORIGIN}\n    master: stormpy\n    acl: notify\n"
                 "log:\n  - target: stdout\n    any: info\n")
-    args = [zone, "--tsig", TSIG, "--transfer-allow", "198.18.0.0/24", "--listen",
-            f"{SERVER_V4}:53", "--workers", "1"]
+    args = [zone, "--tsig", TSIG, "--transfer-allow", "198.18.0.0/24", "--notify", CLIENT_V4,
+            "--listen", f"{SERVER_V4}:53", "--workers", "1"]
     with NsServer(pair, args) as server, open(os.path.join(storage, "log"), "w+") as log:
         knot = subprocess.Popen(pair.argv(pair.client, knotd_path(), "-c", conf), stdout=log,
                                 stderr=subprocess.STDOUT)
         try:
             r = wait_for(pair, lambda r: serial_of(r) == 7, 15, server=CLIENT_V4)
             txt = pair.query([["h150.example.com", "TXT"]], server=CLIENT_V4, timeout=1)[0]
-            # a new serial on stormpy (SIGHUP), Knot refreshes: an IXFR of the difference
+            # a new serial on stormpy (SIGHUP): NOTIFY to Knot, which fetches the difference
             with open(zone, "w") as f:
                 f.write(zone_text(8, "added TXT \"in serial 8\"\n").replace('h3 TXT "record 3"\n', ""))
             server.proc.send_signal(signal.SIGHUP)
-            assert wait_for(pair, lambda r: serial_of(r) == 8, 15) is not None
-            refresh = pair.run(pair.client, knotc_path(), "-c", conf, "zone-refresh", ORIGIN)
-            assert refresh.returncode == 0, refresh.stdout + refresh.stderr
             r8 = wait_for(pair, lambda r: serial_of(r) == 8, 15, server=CLIENT_V4)
             added = pair.query([["added.example.com", "TXT"], ["h3.example.com", "TXT"]],
                                server=CLIENT_V4, timeout=1)
@@ -322,6 +321,7 @@ def test_knot_as_secondary_of_stormpy(pair, workdir):
     assert added[0]["answer"] == ['"in serial 8"'] and added[1]["rcode"] == 3, added
     assert "transfer of example.com. to 198.18.0.2: IXFR 7 -> 8" in server.log, server.log
     assert "IXFR, incoming" in out and "finished" in out, out
+    assert "NOTIFY for example.com. serial 8 to 198.18.0.2:53: NOERROR" in server.log, server.log
 
 
 def test_transfer_refused_by_default_and_unsigned(pair, workdir):

@@ -20,7 +20,8 @@ from stormpy.config import ServerConfig
 from stormpy.dns.compiler import assign_zone_slots, compile_zones
 from stormpy.dns.handoff import Handoff, TransferService
 from stormpy.dns.secondary import Secondary, servfail_for
-from stormpy.dns.transfer import Journal, TransferPolicy, parse_address, parse_tsig, soa_and_nodes
+from stormpy.dns.transfer import (Journal, TransferPolicy, parse_address, parse_tsig, send_notify,
+                                  soa_and_nodes)
 from stormpy.dns.zone import Zone, import_rdata_classes, load_zone, with_origins
 from stormpy.errors import StormpyError, ZoneError
 from stormpy.server import Server
@@ -44,6 +45,7 @@ class DnsConfig(ServerConfig):
     tsig: str | None = None          # NAME:ALG:SECRET, for transfers and NOTIFY
     zone_dir: str = "."              # where transferred zones are kept
     transfer_allow: list[str] = field(default_factory=list)
+    notify: list[str] = field(default_factory=list)      # secondaries told of new serials
 
 
 @dataclass
@@ -74,6 +76,7 @@ class DnsServer(Server):
     def __init__(self, cfg: DnsConfig):
         self.files = [ZoneFile(path, origin) for path, origin in with_origins(cfg.zones, cfg.origins)]
         self.keys, self.secondaries, self.policy = transfer_settings(cfg)
+        self.notify_targets = [parse_address(a, "--notify") for a in cfg.notify]
         self.files += [ZoneFile(s.path, s.name, secondary=s) for s in self.secondaries]
         self.zone_responses: dict[str, int] = {}
         self.zone_slots: dict = {}      # zone origin -> its answer counter's slot
@@ -150,8 +153,16 @@ class DnsServer(Server):
                 f.zone, f.serial, f.records = None, 0, 0
             elif z is not f.zone:
                 soa = z.zone.get_rdataset(z.origin, dns.rdatatype.SOA)
+                if f.serial and soa[0].serial != f.serial:
+                    self._notify(z.origin, soa[0].serial)
                 f.zone, f.loaded_at, f.last_error = z, now, None
                 f.serial, f.records = soa[0].serial, z.record_count
+
+    def _notify(self, origin, serial: int) -> None:
+        """Tell --notify's secondaries of origin's new serial (off the loop)."""
+        loop = asyncio.get_running_loop()
+        for target in self.notify_targets:
+            loop.run_in_executor(None, send_notify, origin, serial, target, self.keys)
 
     def zone_name(self, name: str) -> str:
         try:
@@ -227,6 +238,8 @@ def transfer_settings(cfg: DnsConfig):
     """The TSIG keys, the secondary zones and the policy for transfers out, checked:
     StormpyError, one line, on the first bad option."""
     keys = [parse_tsig(cfg.tsig)] if cfg.tsig else []
+    for target in cfg.notify:
+        parse_address(target, "--notify")
     return (keys, _secondaries(cfg, keys[0] if keys else None),
             TransferPolicy.from_options(cfg.transfer_allow, keys))
 

@@ -21,6 +21,7 @@ import dns.flags
 import dns.message
 import dns.name
 import dns.opcode
+import dns.query
 import dns.rcode
 import dns.rdatatype
 import dns.rrset
@@ -305,6 +306,30 @@ def transfer_answer(query: dns.message.Message, zone: dns.zone.Zone | None,
         # the difference is not kept: the whole zone (RFC 1995 section 4 allows it)
         return transfer_messages(query, zone_rrsets(zone)), f"IXFR as full zone, serial {serial}"
     return transfer_messages(query, zone_rrsets(zone)), f"AXFR, serial {serial}"
+
+
+def send_notify(origin: dns.name.Name, serial: int, target: tuple[str, int], keys: list) -> None:
+    """NOTIFY (RFC 1996) for origin to a secondary, signed with the first key if any;
+    up to three tries, one line logged (blocking: run in a thread)."""
+    msg = dns.message.make_query(origin, dns.rdatatype.SOA)
+    msg.flags = dns.flags.AA             # RD off; the opcode lives in the same field
+    msg.set_opcode(dns.opcode.NOTIFY)
+    if keys:
+        msg.use_tsig(keyring_of(keys[:1]), keys[0].name, algorithm=keys[0].algorithm)
+    where = f"{target[0]}:{target[1]}"
+    for _ in range(3):
+        try:
+            r = dns.query.udp(msg, target[0], port=target[1], timeout=2.0)
+        except dns.exception.Timeout:
+            continue
+        except (dns.exception.DNSException, OSError) as e:
+            log.warning("NOTIFY for %s serial %d to %s failed: %s", origin, serial, where,
+                        one_line(e))
+            return
+        log.info("NOTIFY for %s serial %d to %s: %s", origin, serial, where,
+                 dns.rcode.to_text(r.rcode()))
+        return
+    log.warning("NOTIFY for %s serial %d to %s: no answer", origin, serial, where)
 
 
 def transfer_replies(wire: bytes, peer: str, find_zone, policy: TransferPolicy,
