@@ -145,8 +145,11 @@ class TransferService:
 
     def on_stream(self, sock: socket.socket, received: bytes) -> None:
         loop = asyncio.get_running_loop()
-        loop.run_in_executor(None, serve_stream, sock, received,
-                             lambda wire, peer: self._stream_message(loop, wire, peer))
+        try:
+            loop.run_in_executor(None, serve_stream, sock, received,
+                                 lambda wire, peer: self._stream_message(loop, wire, peer))
+        except RuntimeError:            # the server is stopping: no new threads
+            sock.close()
 
     def _stream_message(self, loop, wire: bytes, peer: str) -> list[bytes]:
         """In the connection's thread: a NOTIFY (Knot sends it over TCP) or a transfer."""
