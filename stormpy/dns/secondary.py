@@ -37,7 +37,6 @@ from stormpy import _core
 from stormpy.dns.compiler import DNS_PATCHES, IN, Answer, encode_variable, tag
 from stormpy.dns.transfer import keyring_of, newer
 from stormpy.dns.zone import Zone
-from stormpy.errors import StormpyError
 
 log = logging.getLogger("stormpy")
 
@@ -143,7 +142,10 @@ class Secondary:
             self._touch()
             return None
         how = self._transfer(current)
-        self.save()
+        try:
+            self.save()
+        except OSError as e:        # served all the same; a restart will transfer again
+            log.error("secondary %s: cannot save %s: %s", self.name, self.path, e.strerror or e)
         return how
 
     def _tsig(self) -> dict:
@@ -233,11 +235,6 @@ class Secondary:
                 log.warning("secondary %s: %s; %s", self.name, e,
                             f"keeping serial {self.serial}" if self.zone is not None
                             else "no data yet (SERVFAIL)")
-                wait = self.timers()[1]
-                continue
-            except (OSError, StormpyError) as e:     # the zone directory
-                self.last_error = f"cannot save {self.path}: {e}"
-                log.error("secondary %s: %s", self.name, self.last_error)
                 wait = self.timers()[1]
                 continue
             self.last_error = None
