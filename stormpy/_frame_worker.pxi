@@ -204,9 +204,10 @@ cdef class FrameWorker:
     @staticmethod
     def dns_tcp(int fd, int index, TableRef ref not None, uint32_t max_connections=1024,
                 uint32_t max_per_source=0, uint32_t io_timeout_ms=500,
-                uint32_t idle_timeout_ms=10000, uint16_t max_udp=1232):
+                uint32_t idle_timeout_ms=10000, uint16_t max_udp=1232, int handoff_fd=0):
         """A DNS-over-TCP worker on listening socket fd (the kernel's TCP; it closes fd),
-        answering from ref's table (app/dns/stream.h)."""
+        answering from ref's table (app/dns/stream.h); AXFR and IXFR connections go up
+        handoff_fd when it is not 0 (app/dns/handoff.h)."""
         cdef FrameWorker self = FrameWorker.__new__(FrameWorker)
         cdef sp_frame_worker *w = ref._worker(index)
         cdef sp_frame_worker_config cfg
@@ -216,6 +217,7 @@ cdef class FrameWorker:
         cfg.dns_tcp.listen_fd, cfg.dns_tcp.max_connections = fd, max_connections
         cfg.dns_tcp.max_per_source, cfg.dns_tcp.io_timeout_ms = max_per_source, io_timeout_ms
         cfg.dns_tcp.idle_timeout_ms, cfg.dns_tcp.dns.max_udp = idle_timeout_ms, max_udp
+        cfg.dns_tcp.dns.handoff_fd = handoff_fd
         why[0] = 0
         if sp_frame_worker_init(w, &cfg, why, sizeof(why)) != 0:
             raise BackendError(why.decode(errors="replace"))
@@ -239,6 +241,13 @@ cdef class FrameWorker:
             raise MemoryError()
         sp_http_ring_set_pool(self.w.http.ring, self.w.dns.precopy)
         self.w.app = SP_APP_HTTP
+
+    def set_dns_handoff(self, int fd):
+        """Send NOTIFY (and UPDATE, IXFR over UDP) up Unix datagram socket fd to the
+        server process instead of answering NOTAUTH (app/dns/handoff.h)."""
+        if self.w is NULL:
+            raise ValueError("worker closed")
+        self.w.dns.cfg.handoff_fd = fd
 
     def set_identity(self, dict identity):
         """Answer only frames to identity's mac and addresses; cap replies at its mtu."""

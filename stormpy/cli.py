@@ -30,7 +30,7 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("serve-dns", help="serve zone files over UDP and TCP",
                        description="Serve zone files as an authoritative DNS server. "
                        "SIGHUP reloads the zones; a zone that fails to load keeps the old one serving.")
-    s.add_argument("zones", nargs="+", metavar="ZONE", help="RFC 1035 master file")
+    s.add_argument("zones", nargs="*", metavar="ZONE", help="RFC 1035 master file")
     s.add_argument("--origin", action="append", default=[], metavar="NAME",
                    help="zone origin, once per ZONE in the same order (default: $ORIGIN or the SOA owner)")
     s.add_argument("--max-udp", type=argtypes.max_udp, default=1232, metavar="BYTES",
@@ -63,6 +63,25 @@ def build_parser() -> argparse.ArgumentParser:
     tcp.add_argument("--tcp-idle-timeout", type=argtypes.seconds, default=10.0, metavar="S",
                      help="close a connection without a query for S seconds, less once half "
                      "of --tcp-max-clients are open (default 10)")
+    xfr = s.add_argument_group("zone transfers (RFC 1995, 1996, 5936; TSIG RFC 8945)")
+    xfr.add_argument("--secondary", action="append", default=[], metavar="ZONE",
+                     help="follow ZONE from its --primary: AXFR at start, the SOA's refresh, "
+                     "retry and expire timers, NOTIFY, IXFR; repeatable")
+    xfr.add_argument("--primary", action="append", default=[], metavar="ADDR[:PORT]",
+                     help="the primary of the --secondary zones: one for all, or one per "
+                     "--secondary in the same order")
+    xfr.add_argument("--tsig", metavar="NAME:ALG:SECRET",
+                     help="TSIG key (e.g. hmac-sha256, secret in base64) for transfers in and "
+                     "out and for NOTIFY; with it, unsigned ones are refused")
+    xfr.add_argument("--zone-dir", metavar="DIR",
+                     help="where transferred zones are kept, so a restart serves at once "
+                     "(default: the working directory; with serve -c, the file's)")
+    xfr.add_argument("--transfer-allow", action="append", default=[], metavar="PREFIX",
+                     help="let this prefix transfer zones (AXFR, IXFR) from this server; "
+                     "repeatable (default: nobody)")
+    xfr.add_argument("--notify", action="append", default=[], metavar="ADDR[:PORT]",
+                     help="send NOTIFY to this secondary when a zone's serial changes "
+                     "(signed with --tsig); repeatable")
     s.add_argument("--chaos-version", type=argtypes.txt_string, metavar="TEXT",
                    help="answer CH TXT version.bind/version.server with TEXT (default: REFUSED)")
     s.add_argument("--chaos-identity", type=argtypes.txt_string, metavar="TEXT",
@@ -229,7 +248,14 @@ def dns_config(args):
                          rrl_ipv6_prefix=args.rrl_ipv6_prefix, rrl_allow=args.rrl_allow,
                          tcp_workers=args.tcp_workers, tcp_max_clients=args.tcp_max_clients,
                          tcp_max_per_source=args.tcp_max_per_source,
-                         tcp_io_timeout=args.tcp_io_timeout, tcp_idle_timeout=args.tcp_idle_timeout)
+                         tcp_io_timeout=args.tcp_io_timeout, tcp_idle_timeout=args.tcp_idle_timeout,
+                         secondaries=args.secondary, primaries=args.primary, tsig=args.tsig,
+                         zone_dir=args.zone_dir or ".", transfer_allow=args.transfer_allow,
+                         notify=args.notify)
+    if not cfg.zones and not cfg.secondaries:
+        raise StormpyError("nothing to serve: give zone files or --secondary ZONE")
+    from stormpy.dns.server import transfer_settings
+    transfer_settings(cfg)
     return cfg
 
 

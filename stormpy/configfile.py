@@ -199,6 +199,9 @@ class _Reader:
         loaded = self._positionals(app, zones, site)
         for key, (keynode, valnode) in settings.items():
             self._setting(loaded, key, keynode, valnode)
+        if app == "serve-dns" and (loaded.args.zone_dir or loaded.args.secondary):
+            # transferred zones are kept beside the file by default
+            loaded.args.zone_dir = os.path.join(self.base, loaded.args.zone_dir or "")
         if self.errors:
             raise self.stop()
         return loaded
@@ -242,7 +245,7 @@ class _Reader:
         files, origins = [], []        # files: (path, key, line)
         if site is not None:
             files = [(self._path(site[1], "http.site"), "http.site", site[0].start_mark.line + 1)]
-        elif not isinstance(zones, yaml.SequenceNode) or not zones.value:
+        elif not isinstance(zones, yaml.SequenceNode):
             self.fail(zones, "zone", "expected a list of {domain, file}")
         else:
             for i, item in enumerate(zones.value):
@@ -250,7 +253,8 @@ class _Reader:
                 if entry is not None:
                     files.append(entry[0])
                     origins.append(entry[1])
-        args = self.commands[app].parse_args(["--", *([f[0] for f in files] or ["."])])
+        placeholder = [] if app == "serve-dns" else ["."]     # zones may all be --secondary
+        args = self.commands[app].parse_args(["--", *([f[0] for f in files] or placeholder)])
         if app == "serve-dns":
             args.origin = origins if any(origins) else []
         return Loaded(self.path, app, args, self.commands, files=files)

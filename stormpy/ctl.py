@@ -81,8 +81,13 @@ def _print_zones(r: dict) -> None:
         loaded = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(z["loaded_at"]))
         print(f"{z['zone']} serial {z['serial']}, {z['records']} records, "
               f"{z['responses']} responses, loaded {loaded} from {z['file']}")
+        if "primary" in z:
+            t = z["transfers"]
+            print(f"  secondary of {z['primary']}: {t['axfr']} AXFR, {t['ixfr']} IXFR, "
+                  f"{t['failed']} failed{', EXPIRED (SERVFAIL)' if z['expired'] else ''}")
         if z["last_error"]:
-            print(f"  last reload failed: {z['last_error']}")
+            what = "last transfer failed" if "primary" in z else "last reload failed"
+            print(f"  {what}: {z['last_error']}")
 
 
 def _print_stats(snap: dict) -> None:

@@ -166,6 +166,9 @@ class Server(ABC):
         self.zone_name(name or "")          # a server without zones says so
         return []
 
+    def started(self) -> None:
+        """On the event loop, once the workers run: the application's own tasks."""
+
     def summary(self, counters: dict) -> str:
         """The counters on one line, for the log."""
         return format_counters(counters)
@@ -419,6 +422,7 @@ class Server(ABC):
             loop.add_signal_handler(signal.SIGHUP, lambda: asyncio.ensure_future(self.reload()))
             self.start_workers()
             started = True
+            self.started()
             if self.user is not None:
                 self._drop_privileges()
             log.info("serving %s on %s", self.describe(), self.listening())

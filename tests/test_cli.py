@@ -181,3 +181,26 @@ def test_an_unknown_option_is_the_subcommands_error_with_its_usage(name, rest, c
     assert exit.value.code == 2
     assert err[0].startswith(f"usage: stormpy {name} "), err
     assert err[-1] == f"stormpy {name}: error: unrecognized arguments: --bogus", err
+
+
+def test_transfer_options_refused_in_one_line(tmp_path):
+    cases = [
+        (["--secondary", "example.com", "--primary", "1.2.3"], "--primary '1.2.3'"),
+        (["--secondary", "example.com", "--primary", "192.0.2.1:0"], "port must be 1-65535"),
+        (["--secondary", "example.com", "--primary", "192.0.2.1", "--tsig", "k:hmac-sha256"],
+         "NAME:ALGORITHM:SECRET"),
+        (["--secondary", "example.com", "--primary", "192.0.2.1", "--tsig", "k:hmac-foo:YQ=="],
+         "unknown algorithm"),
+        (["--secondary", "example.com", "--primary", "192.0.2.1", "--tsig", "k:hmac-sha256:!!"],
+         "not base64"),
+        (["--secondary", "a.", "--secondary", "b.", "--primary", "192.0.2.1", "--primary",
+          "192.0.2.2", "--primary", "192.0.2.3"], "3 --primary for 2 --secondary"),
+        (["--primary", "192.0.2.1", EXAMPLE_ZONE], "--primary without --secondary"),
+        (["--secondary", "example.com", "--primary", "192.0.2.1", "--zone-dir",
+          str(tmp_path / "missing")], "no such directory"),
+        ([EXAMPLE_ZONE, "--transfer-allow", "not-a-prefix"], "--transfer-allow 'not-a-prefix'"),
+        ([EXAMPLE_ZONE, "--notify", "ns2.example.com"], "--notify 'ns2.example.com'"),
+        ([], "nothing to serve"),
+    ]
+    for args, fragment in cases:
+        assert_one_line_error(stormpy("serve-dns", "--listen", "127.0.0.1:1", *args), fragment)

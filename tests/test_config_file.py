@@ -26,7 +26,9 @@ from support.servers import StormpyServer
 SAMPLES = {"N": "3", "S": "2.5", "BYTES": "1400", "BITS": "20", "TEXT": "sample text",
            "ADDR:PORT": "127.0.0.1:5300", "NAME": "nobody", "IFACE": "lo", "LIST": "0-1",
            "US": "80", "PATH": "/tmp/stormpy-sample.sock", "PREFIX": "192.0.2.0/24",
-           "stderr|syslog|FILE": "/tmp/stormpy-sample.log", "MIB": "8"}
+           "stderr|syslog|FILE": "/tmp/stormpy-sample.log", "MIB": "8", "ZONE": "example.net.",
+           "ADDR[:PORT]": "192.0.2.1:5300", "NAME:ALG:SECRET": "k:hmac-sha256:c2VjcmV0",
+           "DIR": "/tmp"}
 
 
 def commands():
@@ -277,3 +279,24 @@ def test_serve_c_serves_a_site(tmp_path):
     with srv:
         with urllib.request.urlopen(f"http://127.0.0.1:{srv.port}/", timeout=10) as resp:
             assert resp.status == 200 and resp.read() == b"<h1>from a config file</h1>\n"
+
+
+def test_secondary_zones_alone_and_their_keys(tmp_path):
+    """A file may serve only --secondary zones (zone: []); zone-dir is the file's
+    directory unless given, relative to it when given; bad values name their line."""
+    path = tmp_path / "s.yaml"
+    path.write_text("server:\n  secondary: [example.com]\n  primary: [192.0.2.1]\n"
+                    "  tsig: k:hmac-sha256:c2VjcmV0\n  transfer-allow: [192.0.2.0/24]\nzone: []\n")
+    loaded = configfile.load(str(path), commands())
+    cfg = configfile.build(loaded)
+    assert cfg.secondaries == ["example.com"] and cfg.primaries == ["192.0.2.1"]
+    assert os.path.samefile(cfg.zone_dir, tmp_path)
+    (tmp_path / "zones").mkdir()
+    path.write_text("server:\n  secondary: [example.com]\n  primary: [192.0.2.1]\n"
+                    "  zone-dir: zones\nzone: []\n")
+    assert configfile.build(configfile.load(str(path), commands())).zone_dir == str(tmp_path / "zones")
+    path.write_text("server:\n  secondary: [example.com]\n  primary: [192.0.2.1:70000]\nzone: []\n")
+    r = subprocess.run([sys.executable, "-m", "stormpy", "check-config", str(path)], cwd=REPO,
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 1 and "Traceback" not in r.stderr
+    assert r.stderr.strip() == f"{path}:3: server.primary: '192.0.2.1:70000': the port must be 1-65535"

@@ -1,9 +1,12 @@
 """serve-dns: zones compiled into the table, answered by the workers in C: UDP by the
 frame or socket workers, DNS over TCP (RFC 7766) by TCP workers of their own
-(native/include/stormpy/app/dns/stream.h)."""
+(native/include/stormpy/app/dns/stream.h). Zones come from files, or from a primary
+(--secondary: stormpy.dns.secondary); NOTIFY and transfers reach this process from the
+workers (stormpy.dns.handoff)."""
 from __future__ import annotations
 
 import asyncio
+import os
 import resource
 import time
 from dataclasses import dataclass, field
@@ -15,6 +18,10 @@ import dns.rdatatype
 from stormpy import _core
 from stormpy.config import ServerConfig
 from stormpy.dns.compiler import assign_zone_slots, compile_zones
+from stormpy.dns.handoff import Handoff, TransferService
+from stormpy.dns.secondary import Secondary, servfail_for
+from stormpy.dns.transfer import (Journal, TransferPolicy, parse_address, parse_tsig, send_notify,
+                                  soa_and_nodes)
 from stormpy.dns.zone import Zone, import_rdata_classes, load_zone, with_origins
 from stormpy.errors import StormpyError, ZoneError
 from stormpy.server import Server
@@ -32,6 +39,13 @@ class DnsConfig(ServerConfig):
     tcp_max_per_source: int = 100    # of them from one address (IPv6: one /64); 0: no limit
     tcp_io_timeout: float = 0.5      # a query must arrive, an answer leave, within this
     tcp_idle_timeout: float = 10.0   # between queries; shorter once half the clients are open
+    # zones followed from a primary, and transfers out
+    secondaries: list[str] = field(default_factory=list)
+    primaries: list[str] = field(default_factory=list)   # one, or one per secondary
+    tsig: str | None = None          # NAME:ALG:SECRET, for transfers and NOTIFY
+    zone_dir: str = "."              # where transferred zones are kept
+    transfer_allow: list[str] = field(default_factory=list)
+    notify: list[str] = field(default_factory=list)      # secondaries told of new serials
 
 
 @dataclass
@@ -44,9 +58,12 @@ class ZoneFile:
     serial: int = 0
     records: int = 0
     last_error: str | None = None     # of the last reload that re-read it, if it failed
+    secondary: Secondary | None = None    # its data come from a primary
 
     @property
     def name(self) -> str:
+        if self.secondary is not None:
+            return self.secondary.name
         return self.zone.origin.to_text() if self.zone else self.path
 
 
@@ -58,9 +75,23 @@ class DnsServer(Server):
 
     def __init__(self, cfg: DnsConfig):
         self.files = [ZoneFile(path, origin) for path, origin in with_origins(cfg.zones, cfg.origins)]
+        self.keys, self.secondaries, self.policy = transfer_settings(cfg)
+        self.notify_targets = [parse_address(a, "--notify") for a in cfg.notify]
+        self.files += [ZoneFile(s.path, s.name, secondary=s) for s in self.secondaries]
         self.zone_responses: dict[str, int] = {}
         self.zone_slots: dict = {}      # zone origin -> its answer counter's slot
-        super().__init__(cfg)
+        for s in self.secondaries:
+            s.load_saved()
+        self.handoff = Handoff() if self.secondaries or self.policy.enabled else None
+        # for IXFR out: each zone as published (its SOA and nodes), and the differences
+        self.journal = Journal() if self.policy.enabled else None
+        self.published: dict = {}
+        try:
+            super().__init__(cfg)
+        except BaseException:
+            if self.handoff is not None:
+                self.handoff.close()
+            raise
 
     def load(self):
         table, stats = self.reload_table(None)
@@ -73,7 +104,9 @@ class DnsServer(Server):
         kept; every zone compiled. A zone that fails keeps its error for zone-status."""
         fresh, errors = [], []
         for f in self.files:
-            if zones is None or f.name in zones:
+            if f.secondary is not None:
+                fresh.append(f.secondary.serving())     # None: SERVFAIL
+            elif zones is None or f.name in zones:
                 try:
                     fresh.append(load_zone(f.path, f.origin))
                 except ZoneError as e:
@@ -84,26 +117,52 @@ class DnsServer(Server):
         if errors:
             more = f" (and {len(errors) - 1} more zone(s))" if len(errors) > 1 else ""
             raise ZoneError(errors[0] + more)
+        served = [z for z in fresh if z is not None]
+        failing = [f.secondary.origin for f, z in zip(self.files, fresh) if z is None]
         try:
-            assign_zone_slots(self.zone_slots, fresh)
-            table, stats = compile_zones(fresh, self.cfg.chaos_version, self.cfg.chaos_identity,
-                                         zone_slots=self.zone_slots)
+            assign_zone_slots(self.zone_slots, served)
+            table, stats = compile_zones(served, self.cfg.chaos_version, self.cfg.chaos_identity,
+                                         zone_slots=self.zone_slots,
+                                         extend=servfail_for(failing, self.zone_slots))
         except ZoneError as e:
             for f, z in zip(self.files, fresh):
                 if z is not f.zone:
                     f.last_error = str(e)
             raise
-        self._candidate = (fresh, stats.zone_responses)
+        self._candidate = (fresh, stats.zone_responses, self._changes(served))
         return table, stats
 
+    def _changes(self, served: list[Zone]) -> list:
+        """Each zone's difference from what is published, for the journal (off the loop)."""
+        if self.journal is None:
+            return []
+        return [(z.origin, self.journal.difference(z.origin, self.published[z.origin],
+                                                   soa_and_nodes(z.zone)))
+                for z in served if z.origin in self.published]
+
     def reload_published(self) -> None:
-        fresh, self.zone_responses = self._candidate
+        fresh, self.zone_responses, changes = self._candidate
         now = time.time()
+        if self.journal is not None:
+            self.published = {z.origin: soa_and_nodes(z.zone) for z in fresh if z is not None}
+            for origin, change in changes:
+                if change is not None:
+                    self.journal.add(origin, change)
         for f, z in zip(self.files, fresh):
-            if z is not f.zone:
+            if z is None:
+                f.zone, f.serial, f.records = None, 0, 0
+            elif z is not f.zone:
                 soa = z.zone.get_rdataset(z.origin, dns.rdatatype.SOA)
+                if f.serial and soa[0].serial != f.serial:
+                    self._notify(z.origin, soa[0].serial)
                 f.zone, f.loaded_at, f.last_error = z, now, None
                 f.serial, f.records = soa[0].serial, z.record_count
+
+    def _notify(self, origin, serial: int) -> None:
+        """Tell --notify's secondaries of origin's new serial (off the loop)."""
+        loop = asyncio.get_running_loop()
+        for target in self.notify_targets:
+            loop.run_in_executor(None, send_notify, origin, serial, target, self.keys)
 
     def zone_name(self, name: str) -> str:
         try:
@@ -111,7 +170,7 @@ class DnsServer(Server):
         except dns.exception.DNSException:
             wanted = None
         for f in self.files:
-            if f.zone is not None and f.zone.origin == wanted:
+            if (f.zone.origin if f.zone else f.secondary and f.secondary.origin) == wanted:
                 return f.name
         raise StormpyError(f"no zone {name!r} here (zones: {', '.join(f.name for f in self.files)})")
 
@@ -119,7 +178,8 @@ class DnsServer(Server):
         wanted = self.zone_name(name) if name else None
         return [{"zone": f.name, "file": f.path, "serial": f.serial, "loaded_at": f.loaded_at,
                  "records": f.records, "responses": self.zone_responses.get(f.name, 0),
-                 "last_error": f.last_error}
+                 "last_error": f.secondary.last_error if f.secondary else f.last_error,
+                 **(_secondary_status(f.secondary) if f.secondary else {})}
                 for f in self.files if wanted in (None, f.name)]
 
     def describe(self) -> str:
@@ -127,6 +187,31 @@ class DnsServer(Server):
 
     def import_for_reload(self) -> None:
         import_rdata_classes()
+
+    def configure_worker(self, w, local_address: str | None) -> None:
+        if self.secondaries:            # NOTIFY comes up to this process
+            w.set_dns_handoff(self.handoff.worker_fd)
+
+    def started(self) -> None:
+        if self.handoff is None:
+            return
+        TransferService(self.handoff, self.secondaries, self.policy, self.keys,
+                        self.served_zone, lambda: self.worker_sockets or self.sinks,
+                        self.journal).start()
+        self.tasks = [asyncio.ensure_future(s.follow(lambda name: self.reload(frozenset({name}))))
+                      for s in self.secondaries]
+
+    def served_zone(self, name):
+        """The published zone called name (a dns.zone.Zone), for transfers out."""
+        return next((f.zone.zone for f in self.files if f.zone is not None and f.zone.origin == name),
+                    None)
+
+    def release(self):
+        for task in getattr(self, "tasks", ()):
+            task.cancel()
+        super().release()
+        if self.handoff is not None:
+            self.handoff.close()
 
     def tcp_worker(self, fd: int, index: int):
         cfg = self.cfg
@@ -139,13 +224,48 @@ class DnsServer(Server):
         return _core.FrameWorker.dns_tcp(
             fd, index, self.ref, max_connections=per_worker, max_per_source=per_source,
             io_timeout_ms=max(1, int(cfg.tcp_io_timeout * 1000)),
-            idle_timeout_ms=max(1, int(cfg.tcp_idle_timeout * 1000)), max_udp=cfg.max_udp)
+            idle_timeout_ms=max(1, int(cfg.tcp_idle_timeout * 1000)), max_udp=cfg.max_udp,
+            handoff_fd=self.handoff.worker_fd if self.handoff is not None else 0)
 
     def summary(self, c: dict) -> str:
         return (super().summary(c) + f" tcp_connections={c['tcp_connections']} "
                 f"open={c['tcp_open']} io_timeouts={c['tcp_io_timeouts']} "
                 f"idle_timeouts={c['tcp_idle_timeouts']} evicted={c['tcp_evicted']} "
                 f"refused={c['tcp_refused']} source_limited={c['tcp_source_limited']}")
+
+
+def transfer_settings(cfg: DnsConfig):
+    """The TSIG keys, the secondary zones and the policy for transfers out, checked:
+    StormpyError, one line, on the first bad option."""
+    keys = [parse_tsig(cfg.tsig)] if cfg.tsig else []
+    for target in cfg.notify:
+        parse_address(target, "--notify")
+    return (keys, _secondaries(cfg, keys[0] if keys else None),
+            TransferPolicy.from_options(cfg.transfer_allow, keys))
+
+
+def _secondaries(cfg: DnsConfig, key) -> list[Secondary]:
+    """--secondary ZONE with --primary ADDR[:PORT] (one for all, or one per zone)."""
+    if cfg.primaries and not cfg.secondaries:
+        raise StormpyError("--primary without --secondary: name the zone to follow")
+    if cfg.secondaries and len(cfg.primaries) not in (1, len(cfg.secondaries)):
+        raise StormpyError(f"{len(cfg.primaries)} --primary for {len(cfg.secondaries)} "
+                           f"--secondary: give one --primary, or one per --secondary in order")
+    if cfg.secondaries and not os.path.isdir(cfg.zone_dir):
+        raise StormpyError(f"--zone-dir {cfg.zone_dir}: no such directory")
+    primaries = cfg.primaries * len(cfg.secondaries) if len(cfg.primaries) == 1 else cfg.primaries
+    out = []
+    for zone, primary in zip(cfg.secondaries, primaries):
+        try:
+            origin = dns.name.from_text(zone)
+        except dns.exception.DNSException as e:
+            raise StormpyError(f"--secondary {zone!r}: {e}") from None
+        out.append(Secondary(origin, parse_address(primary), key, cfg.zone_dir))
+    return out
+
+
+def _secondary_status(s: Secondary) -> dict:
+    return {"primary": s.primary[0], "expired": s.expired, "transfers": dict(s.transfers)}
 
 
 def _raise_file_limit(need: int) -> None:

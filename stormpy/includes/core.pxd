@@ -89,6 +89,7 @@ cdef extern from "stormpy/app/dns/dns.h" nogil:
         uint8_t question[264]
     struct sp_dns_config:
         uint16_t max_udp
+        int handoff_fd
     struct sp_dns_counters:
         uint64_t queries
         uint64_t dropped
@@ -355,6 +356,7 @@ cdef extern from "stormpy/app/dns/stream.h" nogil:
 
 cdef extern from "stormpy/app/dns/worker.h" nogil:
     struct sp_dns_worker:
+        sp_dns_config cfg
         sp_rrl *rrl
         sp_dns_counters counters
         uint64_t rrl_dropped

@@ -60,6 +60,17 @@ class VethPair(bench_netns.VethPair):
         return json.loads(r.stdout)
 
 
+def stop_process(proc):
+    """SIGTERM, then SIGKILL after 10 s; waits for it either way."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+
+
 class NsServer:
     """`stormpy serve-dns` inside the server namespace, ready when it answers."""
 
@@ -87,13 +98,7 @@ class NsServer:
     def stop(self):
         if self.log:
             return self.proc.returncode
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=10)
+        stop_process(self.proc)
         self.log = self.proc.stdout.read()
         return self.proc.returncode
 

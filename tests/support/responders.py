@@ -4,12 +4,11 @@ veth pair (server and client in their own namespaces), so one test body runs on
 every backend."""
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
 
-from support.netns import CLIENT_V4, SERVER_V4, VethPair  # noqa: F401
+from support.netns import CLIENT_V4, SERVER_V4, VethPair, stop_process  # noqa: F401
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CLIENT = os.path.join(REPO, "tests", "ns_client.py")
@@ -86,13 +85,7 @@ class Site:
 
 def stop(proc):
     """SIGTERM, then the output; the exit status must be 0."""
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
+    stop_process(proc)
     if not hasattr(proc, "log"):
         proc.log = proc.stdout.read()
     return proc.log

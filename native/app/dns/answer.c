@@ -1,6 +1,8 @@
 /* One DNS query on the frame path. See answer.h. */
 #include "stormpy/app/dns/answer.h"
 
+#include "stormpy/app/dns/handoff.h"
+
 size_t sp_dns_frame_reply(const struct sp_table *t, struct sp_dns_worker *d,
                           const struct sp_frame_config *cfg, const uint8_t *rx,
                           const struct sp_frame_query *fq, enum sp_dns_verdict verdict,
@@ -9,6 +11,10 @@ size_t sp_dns_frame_reply(const struct sp_table *t, struct sp_dns_worker *d,
     size_t dns_cap = sp_frame_payload_cap(cfg, fq, cap);
     if (!dns_cap)
         return 0;
+    if (!r && d->cfg.handoff_fd && sp_dns_handoff_wanted(verdict, &d->query) &&
+        sp_dns_handoff_datagram(d->cfg.handoff_fd, fq->u.family, fq->u.src, fq->u.sport,
+                                rx + fq->l2 + fq->u.payload_off, fq->u.payload_len))
+        return 0;                             /* the server process answers it */
     uint32_t sum;
     size_t n = sp_dns_answer_summed(t, &d->cfg, rx + fq->l2 + fq->u.payload_off,
                                     fq->u.payload_len, false, tx + fq->headers, dns_cap, &d->query,
@@ -68,6 +74,10 @@ size_t sp_dns_datagram_answer(const struct sp_table *t, struct sp_dns_worker *d,
     struct sp_dns_query *q = &d->query;
     enum sp_dns_verdict v = sp_dns_parse(rx->data, rx->len, q);
     const struct sp_response *r = v == SP_DNS_LOOKUP ? sp_dns_lookup(t, q) : NULL;
+    if (!r && d->cfg.handoff_fd && sp_dns_handoff_wanted(v, q) &&
+        sp_dns_handoff_datagram(d->cfg.handoff_fd, rx->src_family, rx->src, rx->src_port,
+                                rx->data, rx->len))
+        return 0;                             /* the server process answers it */
     if (d->rrl && !sp_dns_rate_limit(d, rx->src_family, rx->src, &v, r))
         return 0;
     return sp_dns_answer_parsed(t, &d->cfg, rx->data, rx->len, false, tx, cap, q, v, r,

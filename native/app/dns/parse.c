@@ -7,8 +7,6 @@
 #include "stormpy/proto/csum.h"
 #include "stormpy/proto/wire.h"
 
-#define TYPE_IXFR 251
-#define OPCODE_NOTIFY 4
 #define OPCODE_UPDATE 5
 
 /* ASCII lower case of 8 bytes at once: bytes 'A'..'Z' gain 0x20, all others stay.
@@ -256,11 +254,11 @@ enum sp_dns_verdict sp_dns_parse(const uint8_t *msg, size_t len, struct sp_dns_q
         return v;
     if (q->edns && q->edns_version != 0)
         return SP_DNS_BADVERS;
-    if (q->opcode == OPCODE_NOTIFY || q->opcode == OPCODE_UPDATE)
+    if (q->opcode == SP_DNS_OPCODE_NOTIFY || q->opcode == OPCODE_UPDATE)
         return SP_DNS_NOTAUTH;    /* known operations this server permits to nobody */
     if (q->opcode != 0 || q->qtype == 0)
         return SP_DNS_NOTIMP;
-    if (q->qtype == TYPE_IXFR || q->qtype == SP_DNS_TYPE_AXFR)
+    if (q->qtype == SP_DNS_TYPE_IXFR || q->qtype == SP_DNS_TYPE_AXFR)
         return SP_DNS_TRANSFER;
     if (q->qclass != SP_DNS_CLASS_IN && q->qclass != SP_DNS_CLASS_CH &&
         q->qclass != SP_DNS_CLASS_ANY)

@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "stormpy/app/dns/handoff.h"
 #include "stormpy/engine/conn_pool.h"
 
 #define IN_CAP (2 + SP_DNS_TCP_QUERY_MAX)
@@ -186,6 +187,24 @@ static bool send_answers(struct sp_dns_stream *s, struct conn *c, size_t len)
     return true;
 }
 
+/* What the server process answers (handoff.h): an AXFR, an IXFR or a NOTIFY (Knot
+ * sends it over TCP) that the fast path just answered NOTAUTH. */
+static bool handed_up(const struct sp_dns_query *q, const uint8_t *answer)
+{
+    return q->has_question && (answer[3] & 0x0f) == SP_RCODE_NOTAUTH &&
+           (q->opcode == SP_DNS_OPCODE_NOTIFY || q->qtype == SP_DNS_TYPE_AXFR ||
+            q->qtype == SP_DNS_TYPE_IXFR);
+}
+
+/* The connection goes up with what it sent from `used` on; it is no longer ours. */
+static void hand_off(struct sp_dns_stream *s, struct conn *c, size_t used)
+{
+    if (!sp_dns_handoff_stream(s->dns_cfg.handoff_fd, c->base.fd, c->in + used,
+                               c->in_len - used))
+        s->c->refused++;
+    conn_free(s, c);
+}
+
 /* Answers the complete queries in c->in (none while an answer waits to leave);
  * false when the connection is gone. */
 static bool answer_queries(struct sp_dns_stream *s, struct conn *c)
@@ -208,6 +227,17 @@ static bool answer_queries(struct sp_dns_stream *s, struct conn *c)
         }
         size_t n = sp_dns_answer(s->t, &s->dns_cfg, c->in + used + 2, len, true,
                                  s->scratch + out + 2, 65535, &s->query, s->dns);
+        if (s->dns_cfg.handoff_fd && n && handed_up(&s->query, s->scratch + out + 2)) {
+            if (out) {                   /* the answers before it leave first */
+                if (!send_answers(s, c, out))
+                    return false;
+                out = 0;
+                if (c->out_len)
+                    break;               /* on_writable comes back to it */
+            }
+            hand_off(s, c, used);
+            return false;
+        }
         used += 2 + len;
         if (n) {
             s->scratch[out] = (uint8_t)(n >> 8);

@@ -95,6 +95,8 @@ enum sp_dns_verdict {
 #define SP_DNS_QR 0x80
 #define SP_DNS_TYPE_OPT 41
 #define SP_DNS_TYPE_AXFR 252
+#define SP_DNS_TYPE_IXFR 251
+#define SP_DNS_OPCODE_NOTIFY 4
 #define SP_DNS_CLASS_IN 1
 #define SP_DNS_CLASS_CH 3
 #define SP_DNS_CLASS_ANY 255
@@ -129,6 +131,7 @@ struct sp_dns_query {
 
 struct sp_dns_config {
     uint16_t max_udp;        /* largest UDP response this server sends (EDNS) */
+    int handoff_fd;          /* NOTIFY and transfers go up this socket (handoff.h); 0: none */
 };
 
 /* Counters a worker keeps for itself; index rcode by min(rcode, 16), zone by

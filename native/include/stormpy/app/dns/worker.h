@@ -47,6 +47,7 @@ struct sp_dns_worker_config {
     uint16_t max_udp;        /* the largest DNS reply over UDP */
     struct sp_rrl *rrl;      /* response rate limiting, or NULL */
     unsigned precopy_frames; /* precopy mode with a pool this large, lent by io; 0: memcpy */
+    int handoff_fd;          /* NOTIFY goes up this socket (handoff.h); 0: answered NOTAUTH */
 };
 
 /* Sets d up for a worker on io; the counters stay. 0, or -1 with a one-line reason

@@ -1,0 +1,161 @@
+"""The server process's end of what the C workers hand up (native/include/stormpy/app/
+dns/handoff.h): UDP NOTIFY (and UPDATE, IXFR over UDP) with their sender, and TCP
+connections whose query is an AXFR or IXFR.
+
+Why this design: the fast path stays QUERY-only and pays nothing for it (the test is
+where the table had no answer), and everything about transfers is dnspython in the
+one process that owns the zones. A Unix datagram socket made before the workers fork
+carries each message whole; a connection rides along as a descriptor (SCM_RIGHTS),
+so the transfer continues on the client's own TCP connection. A UDP answer leaves
+from a socket on the served port: the workers' own (sockets) or the sinks (rings)."""
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import logging
+import socket
+import struct
+
+import dns.exception
+import dns.flags
+import dns.message
+import dns.opcode
+import dns.rcode
+
+from stormpy.dns.transfer import (TransferPolicy, error_reply, is_tsig_error, keyring_of,
+                                  one_line, parse_message, same_address, serve_stream,
+                                  transfer_replies)
+
+log = logging.getLogger("stormpy")
+
+HEADER = struct.Struct("=BBH16s")     # struct sp_dns_handoff
+KIND_UDP, KIND_TCP = 1, 2
+MAX_MESSAGE = 65536 + HEADER.size
+
+
+class Handoff:
+    """The socket pair; workers get worker_fd, the event loop reads the other end."""
+
+    def __init__(self):
+        self.up, self.down = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.up.setblocking(False)
+        for s in (self.up, self.down):
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 20)
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 20)
+
+    @property
+    def worker_fd(self) -> int:
+        return self.down.fileno()
+
+    def fds(self) -> set[int]:
+        return {self.up.fileno(), self.down.fileno()}
+
+    def start(self, on_datagram, on_stream) -> None:
+        """on_datagram(message, (address, port)); on_stream(socket, bytes read)."""
+        self.loop = asyncio.get_running_loop()
+        self.loop.add_reader(self.up.fileno(), self._read, on_datagram, on_stream)
+
+    def _read(self, on_datagram, on_stream) -> None:
+        for _ in range(64):                  # a burst, then the loop's other work
+            try:
+                data, fds, _, _ = socket.recv_fds(self.up, MAX_MESSAGE, 1)
+            except (BlockingIOError, InterruptedError):
+                return
+            if len(data) < HEADER.size:
+                for fd in fds:
+                    socket.close(fd)
+                continue
+            kind, family, port, addr = HEADER.unpack_from(data)
+            body = data[HEADER.size:]
+            if kind == KIND_TCP and fds:
+                on_stream(socket.socket(fileno=fds[0]), body)
+            elif kind == KIND_UDP:
+                packed = addr[:4] if family == 4 else addr
+                on_datagram(body, (str(ipaddress.ip_address(packed)), port))
+
+    def close(self) -> None:
+        if getattr(self, "loop", None) is not None and not self.loop.is_closed():
+            self.loop.remove_reader(self.up.fileno())
+        self.up.close()
+        self.down.close()
+
+
+def answer_notify(wire: bytes, sender: str, secondaries: dict, keys: list) -> tuple[bytes | None, object]:
+    """A NOTIFY's answer (RFC 1996 3.7: the same opcode, QR and AA set, signed when the
+    NOTIFY was) and the secondary to refresh, or None when it is refused. Anything
+    else handed up (UPDATE, IXFR over UDP) gets NOTAUTH, as the fast path gave before."""
+    try:
+        msg = parse_message(wire, keyring_of(keys))
+    except dns.exception.DNSException as e:
+        what = "bad TSIG" if is_tsig_error(e) else "malformed"
+        log.warning("NOTIFY from %s refused: %s (%s)", sender, what, one_line(e))
+        return error_reply(wire, dns.rcode.NOTAUTH if is_tsig_error(e) else dns.rcode.FORMERR), None
+    reply = dns.message.make_response(msg)
+    reply.flags |= dns.flags.AA
+    if msg.opcode() != dns.opcode.NOTIFY or len(msg.question) != 1:
+        reply.set_rcode(dns.rcode.NOTAUTH if msg.opcode() == dns.opcode.UPDATE or
+                        msg.opcode() == dns.opcode.QUERY else dns.rcode.NOTIMP)
+        return reply.to_wire(), None
+    name = msg.question[0].name
+    secondary = secondaries.get(name)
+    refusal = None
+    if secondary is None:
+        refusal = "not a secondary zone here"
+    elif not same_address(sender, secondary.primary[0]):
+        refusal = f"not from the primary {secondary.primary[0]}"
+    elif secondary.key is not None and msg.keyname != secondary.key.name:
+        refusal = "not signed with the zone's TSIG key"
+    if refusal is not None:
+        log.warning("NOTIFY for %s from %s refused: %s", name, sender, refusal)
+        reply.set_rcode(dns.rcode.NOTAUTH)        # as the fast path answers any NOTIFY
+        return reply.to_wire(), None
+    log.info("NOTIFY for %s from %s", name, sender)
+    return reply.to_wire(), secondary
+
+
+class TransferService:
+    """What the server does with what the workers hand up."""
+
+    def __init__(self, handoff: Handoff, secondaries: list, policy: TransferPolicy, keys: list,
+                 find_zone, reply_sockets, journal=None):
+        self.handoff, self.policy, self.keys, self.journal = handoff, policy, keys, journal
+        self.secondaries = {s.origin: s for s in secondaries}
+        self.find_zone = find_zone            # name -> served dns.zone.Zone or None
+        self.reply_sockets = reply_sockets    # () -> UDP sockets on the served port
+
+    def start(self) -> None:
+        self.handoff.start(self.on_datagram, self.on_stream)
+
+    def on_datagram(self, wire: bytes, sender: tuple[str, int]) -> None:
+        reply, secondary = answer_notify(wire, sender[0], self.secondaries, self.keys)
+        if reply:
+            self._send(reply, sender)
+        if secondary is not None:
+            secondary.notify()
+
+    def _send(self, reply: bytes, to: tuple[str, int]) -> None:
+        family = socket.AF_INET6 if ":" in to[0] else socket.AF_INET
+        for s in self.reply_sockets():
+            if s.family == family:
+                try:
+                    s.sendto(reply, to)
+                except OSError as e:
+                    log.warning("answer to %s:%d not sent: %s", to[0], to[1], e)
+                return
+
+    def on_stream(self, sock: socket.socket, received: bytes) -> None:
+        loop = asyncio.get_running_loop()
+        try:
+            loop.run_in_executor(None, serve_stream, sock, received,
+                                 lambda wire, peer: self._stream_message(loop, wire, peer))
+        except RuntimeError:            # the server is stopping: no new threads
+            sock.close()
+
+    def _stream_message(self, loop, wire: bytes, peer: str) -> list[bytes]:
+        """In the connection's thread: a NOTIFY (Knot sends it over TCP) or a transfer."""
+        if len(wire) > 2 and (wire[2] >> 3) & 0xF == dns.opcode.NOTIFY:
+            reply, secondary = answer_notify(wire, peer, self.secondaries, self.keys)
+            if secondary is not None:
+                loop.call_soon_threadsafe(secondary.notify)
+            return [reply] if reply else []
+        return transfer_replies(wire, peer, self.find_zone, self.policy, self.journal)

@@ -1,0 +1,275 @@
+"""A zone this server follows from its primary (RFC 1034 4.3.5, RFC 1995, 1996, 5936).
+
+The zone comes by AXFR at start, then the SOA's timers run: every refresh interval
+the primary's SOA serial is asked, after a failure every retry interval, and once
+expire has passed since the primary last answered, the zone stops being served
+(SERVFAIL, as Knot and NSD) until it answers again. A NOTIFY from the primary starts a
+check at once. A newer serial is fetched by IXFR, applied as a delta to the zone in
+a transaction (dnspython's), or by AXFR where the primary cannot or the IXFR fails.
+A transfer that is cut, garbled or inconsistent changes nothing: the data before it
+keeps serving.
+
+Each transferred zone is written to ZONE_DIR/<origin>.zone, and the file's mtime is
+the primary's last answer, so a restart serves at once (unless expired meanwhile)
+and catches up by IXFR from the saved serial.
+
+All of it is in the server process: dnspython's transfers in the default thread
+pool, one asyncio task per zone for the timers."""
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import time
+
+import dns.exception
+import dns.flags
+import dns.message
+import dns.name
+import dns.query
+import dns.rcode
+import dns.rdataclass
+import dns.rdatatype
+import dns.xfr
+import dns.zone
+
+from stormpy import _core
+from stormpy.dns.compiler import DNS_PATCHES, IN, Answer, encode_variable, tag
+from stormpy.dns.transfer import keyring_of, newer
+from stormpy.dns.zone import Zone
+
+log = logging.getLogger("stormpy")
+
+QUERY_SECONDS = 3.0           # an SOA query's wait
+TRANSFER_SECONDS = 60.0       # one transfer, all of it
+MIN_WAIT = 1.0                # the shortest timer (a zone with refresh 0 does not spin)
+
+
+class TransferFailed(Exception):
+    """One line: why the primary did not give the zone."""
+
+
+class TransferZone(dns.zone.Zone):
+    """A zone that remembers whether its last transaction replaced it (AXFR, or an IXFR
+    answered with the full zone) or changed it (an IXFR's delta)."""
+    replaced = False
+
+    def writer(self, replacement: bool = False):
+        self.replaced = replacement
+        return super().writer(replacement)
+
+
+class Secondary:
+    def __init__(self, origin: dns.name.Name, primary: tuple[str, int], key, zone_dir: str):
+        self.origin, self.primary, self.key = origin, primary, key
+        self.path = os.path.join(zone_dir, (origin.to_text(omit_final_dot=True) or "root") + ".zone")
+        self.zone: TransferZone | None = None
+        self.answered_at = 0.0        # wall clock of the primary's last answer
+        self.expired = False
+        self.last_error: str | None = None
+        self.transfers = {"axfr": 0, "ixfr": 0, "failed": 0}
+        self._wake: asyncio.Event | None = None
+
+    @property
+    def name(self) -> str:
+        return self.origin.to_text()
+
+    @property
+    def serial(self) -> int | None:
+        soa = self.zone.get_soa() if self.zone is not None else None
+        return soa.serial if soa is not None else None
+
+    def timers(self) -> tuple[float, float, float]:
+        """refresh, retry, expire (seconds) from the SOA; before any data, retry soon."""
+        soa = self.zone.get_soa() if self.zone is not None else None
+        if soa is None:
+            return MIN_WAIT, 5.0, float("inf")
+        return (max(MIN_WAIT, soa.refresh), max(MIN_WAIT, soa.retry), max(MIN_WAIT, soa.expire))
+
+    def serving(self) -> Zone | None:
+        """The zone to compile, or None (SERVFAIL): no data yet, or expired."""
+        if self.zone is None or self.expired:
+            return None
+        return Zone(path=self.path, origin=self.origin, zone=self.zone)
+
+    # -- the zone on disk --------------------------------------------------------
+    def load_saved(self) -> None:
+        """The copy a previous run wrote, if any; whether it has expired since."""
+        if not os.path.exists(self.path):
+            return
+        try:
+            zone = dns.zone.from_file(self.path, origin=self.origin, relativize=False,
+                                      zone_factory=TransferZone)
+            answered_at = os.stat(self.path).st_mtime
+        except (OSError, dns.exception.DNSException) as e:
+            log.warning("secondary %s: saved copy %s unusable (%s); waiting for a transfer",
+                        self.name, self.path, e)
+            return
+        self.zone, self.answered_at = zone, answered_at
+        self.check_expired()
+        log.info("secondary %s: serial %s from %s%s", self.name, self.serial, self.path,
+                 " (expired)" if self.expired else "")
+
+    def save(self) -> None:
+        tmp = self.path + ".tmp"
+        self.zone.to_file(tmp, relativize=False, want_origin=True)
+        os.replace(tmp, self.path)
+        self._touch()
+
+    def _touch(self) -> None:
+        self.answered_at = time.time()
+        try:
+            os.utime(self.path, (self.answered_at, self.answered_at))
+        except OSError:
+            pass
+
+    def check_expired(self) -> bool:
+        """Whether the zone just expired (it stays so until the primary answers)."""
+        if self.zone is None or self.expired:
+            return False
+        if time.time() - self.answered_at < self.timers()[2]:
+            return False
+        self.expired = True
+        return True
+
+    # -- talking to the primary (blocking: run in a thread) ----------------------
+    def refresh(self) -> str | None:
+        """Ask the primary's serial, fetch the zone if it is newer. What changed, for
+        the log, or None when nothing did. Raises TransferFailed."""
+        remote = self._primary_serial()
+        current = self.serial
+        if current is not None and not newer(remote, current):
+            self._touch()
+            return None
+        how = self._transfer(current)
+        try:
+            self.save()
+        except OSError as e:        # served all the same; a restart will transfer again
+            log.error("secondary %s: cannot save %s: %s", self.name, self.path, e.strerror or e)
+        return how
+
+    def _tsig(self) -> dict:
+        if self.key is None:
+            return {}
+        return {"keyring": keyring_of([self.key]), "keyname": self.key.name,
+                "keyalgorithm": self.key.algorithm}
+
+    def _primary_serial(self) -> int:
+        host, port = self.primary
+        q = dns.message.make_query(self.origin, dns.rdatatype.SOA)
+        q.flags = 0
+        if self.key is not None:
+            q.use_tsig(keyring_of([self.key]), self.key.name, algorithm=self.key.algorithm)
+        try:
+            r = dns.query.udp(q, host, timeout=QUERY_SECONDS, port=port)
+            if r.flags & dns.flags.TC:
+                r = dns.query.tcp(q, host, timeout=QUERY_SECONDS, port=port)
+        except (dns.exception.DNSException, OSError, EOFError) as e:
+            raise TransferFailed(f"SOA query to {_where(self.primary)}: {_why(e)}") from None
+        soa = r.get_rrset(r.answer, self.origin, dns.rdataclass.IN, dns.rdatatype.SOA)
+        if r.rcode() != dns.rcode.NOERROR or not soa:
+            raise TransferFailed(f"SOA query to {_where(self.primary)}: "
+                                 f"{dns.rcode.to_text(r.rcode())}, no SOA")
+        return soa[0].serial
+
+    def _transfer(self, current: int | None) -> str:
+        """IXFR from current (applied in place) or AXFR (into a new zone). Raises
+        TransferFailed; the zone is untouched then."""
+        if current is not None:
+            try:
+                self._inbound(self.zone, current)
+                self.transfers["ixfr" if not self.zone.replaced else "axfr"] += 1
+                kind = "IXFR" if not self.zone.replaced else "IXFR (full zone)"
+                return f"{kind} {current} -> {self.serial}"
+            except TransferFailed as e:
+                log.info("secondary %s: IXFR failed (%s), trying AXFR", self.name, e)
+        zone = TransferZone(self.origin, relativize=False)
+        self._inbound(zone, None)
+        self.zone = zone
+        self.transfers["axfr"] += 1
+        return f"AXFR serial {self.serial}"
+
+    def _inbound(self, zone: TransferZone, serial: int | None) -> None:
+        host, port = self.primary
+        try:
+            query, _ = dns.xfr.make_query(zone, serial=serial, **self._tsig())
+            dns.query.inbound_xfr(host, zone, query, port=port, timeout=QUERY_SECONDS * 3,
+                                  lifetime=TRANSFER_SECONDS)
+        except (dns.exception.DNSException, OSError, EOFError, ValueError) as e:
+            raise TransferFailed(f"{'IXFR' if serial is not None else 'AXFR'} from "
+                                 f"{_where(self.primary)}: {_why(e)}") from None
+        if zone.get_soa() is None or zone.get_rdataset(self.origin, dns.rdatatype.NS) is None:
+            raise TransferFailed(f"transfer from {_where(self.primary)}: no SOA and NS at "
+                                 f"the origin")
+
+    # -- the timers (on the event loop) -----------------------------------------
+    def notify(self) -> None:
+        """The primary said the zone changed: check now."""
+        if self._wake is not None:
+            self._wake.set()
+
+    async def follow(self, reload) -> None:
+        """Forever: refresh on the SOA's timers or a NOTIFY; reload(name) publishes."""
+        self._wake = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        wait = 0.0
+        while True:
+            if wait > 0:
+                if self.zone is not None and not self.expired:
+                    wait = min(wait, max(0.05, self.answered_at + self.timers()[2] - time.time()))
+                try:
+                    await asyncio.wait_for(self._wake.wait(), wait)
+                except asyncio.TimeoutError:
+                    pass
+                self._wake.clear()
+            if self.check_expired():
+                log.error("secondary %s: expired (the primary %s has not answered for %d s); "
+                          "answering SERVFAIL", self.name, _where(self.primary), self.timers()[2])
+                await reload(self.name)
+            was_expired = self.expired
+            try:
+                changed = await loop.run_in_executor(None, self.refresh)
+            except TransferFailed as e:
+                self.transfers["failed"] += 1
+                self.last_error = str(e)
+                log.warning("secondary %s: %s; %s", self.name, e,
+                            f"keeping serial {self.serial}" if self.zone is not None
+                            else "no data yet (SERVFAIL)")
+                wait = self.timers()[1]
+                continue
+            self.last_error = None
+            self.expired = False
+            if changed or was_expired:
+                log.info("secondary %s: %s", self.name, changed or f"serving serial {self.serial} again")
+                await reload(self.name)
+            wait = self.timers()[0]
+
+
+def servfail_for(origins: list[dns.name.Name], zone_slots: dict):
+    """compile_zones()'s extend hook: every name in these zones (not yet transferred,
+    or expired) answered SERVFAIL, counted as the zone's."""
+    def extend(builder) -> None:
+        wire, _ = encode_variable(dns.name.root, Answer(rcode=dns.rcode.SERVFAIL, aa=False))
+        for origin in origins:
+            index = builder.add_response(wire, DNS_PATCHES, dns.rcode.SERVFAIL |
+                                         zone_slots.get(origin, 0) << 8)
+            key = origin.canonicalize().to_wire()
+            builder.add_key(tag(_core.DNS_OTHER, IN, 0), key, index)
+            builder.add_key(tag(_core.DNS_BELOW_OTHER, IN, 0), key, index)
+    return extend
+
+
+def _where(address: tuple[str, int]) -> str:
+    host, port = address
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def _why(e: BaseException) -> str:
+    if isinstance(e, dns.xfr.TransferError):
+        return f"primary answered {dns.rcode.to_text(e.rcode)}"
+    if isinstance(e, dns.exception.Timeout):
+        return "timed out"
+    if isinstance(e, EOFError):
+        return "the connection closed before the transfer's end"
+    text = str(e).splitlines()[0] if str(e) else ""
+    return f"{type(e).__name__}: {text}" if text else type(e).__name__
