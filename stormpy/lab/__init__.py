@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import importlib
 
-LABS = {"batching": "stormpy.lab.batching", "polling": "stormpy.lab.polling"}
+LABS = {"batching": "stormpy.lab.batching", "polling": "stormpy.lab.polling",
+        "steering": "stormpy.lab.steering", "coalescing": "stormpy.lab.coalescing"}
 
 
 def lab_module(name: str):
