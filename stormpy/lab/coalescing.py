@@ -17,7 +17,6 @@ import time
 
 from stormpy.bench.netns import IFACE, SERVER_V4
 from stormpy.bench.report import write_csv
-from stormpy.control import request
 from stormpy.lab import veth
 from stormpy.lab.common import (PORT, SERVER_CPU, LabError, Server, gen, latency_us, note,
                                 pyplot, skip_reason_xdp, write_report)
@@ -69,7 +68,11 @@ class Side:
 
     def __enter__(self):
         self.server.__enter__()
-        self.worker = veth.worker_tasks(self.server, [SERVER_CPU])[SERVER_CPU]
+        try:
+            self.worker = veth.worker_threads(self.control, [SERVER_CPU])[0]
+        except BaseException:
+            self.server.__exit__()
+            raise
         return self
 
     def __exit__(self, *exc):
@@ -77,7 +80,7 @@ class Side:
 
     def batches(self) -> tuple:
         """(frames received, batches) of the worker so far."""
-        w = next(w for w in request(self.control, "stats")["workers"] if w.get("kind") != "tcp")
+        w = veth.frame_workers(self.control)[0]
         return int(w.get("rx", 0)), sum(w.get("batch_hist", []))
 
 

@@ -21,8 +21,8 @@ from stormpy.lab.common import (PORT, LabError, Server, gen, latency_us, note, p
 NUMBER = 4
 IDEA = ("RSS-like spreading on a two-queue veth by the XDP program against RPS and RFS on "
         "sockets: per-CPU load, flow locality, latency (seeds 000, 001)")
-NEEDS = ("root (namespaces, a two-queue veth, RPS/RFS settings put back afterwards); AF_XDP "
-         "and threaded NAPI for the XDP variant, skipped with the reason otherwise")
+NEEDS = ("root (namespaces, a two-queue veth, RPS/RFS settings put back afterwards), nft; "
+         "AF_XDP and threaded NAPI for the XDP variant, skipped with the reason otherwise")
 QUEUES = 2              # the lab's veth pair gets two receive and two transmit queues
 CPUS = [0, 1]           # worker N on CPU N; `stormpy gen` shares CPU 1 (two cores only)
 FLOWS = 16              # gen's source ports under load
@@ -64,33 +64,26 @@ class Side:
     """The server of one backend and what the lab reads of it: its workers' tasks per
     CPU, the veth's NAPI threads (XDP only), the counters."""
 
-    def __init__(self, pair, server, control: str, backend: str, napi: list):
+    def __init__(self, pair, server, control: str, backend: str, napi: list, input_cpus):
         self.pair, self.server, self.control, self.backend = pair, server, control, backend
-        self.napi = napi
-        self.workers = veth.worker_tasks(server, CPUS)
-        missing = [cpu for cpu, tids in self.workers.items() if not tids]
-        if missing:
-            raise LabError(f"no serve-dns worker pinned to CPU {missing[0]}")
+        self.napi, self.input_cpus = napi, input_cpus
+        self.workers = veth.worker_threads(control, CPUS)
         self.softirq = veth.ksoftirqd()
 
     def snapshot(self) -> dict:
-        return {"rx": veth.worker_rx(self.control, len(CPUS)),
-                "softnet": veth.softnet_processed(),
+        return {"rx": veth.worker_rx(self.control),
+                "input": self.input_cpus(),
                 "queues": veth.queue_packets(self.pair, QUEUES),
-                "worker_ns": [veth.run_ns(self.workers[c]) for c in CPUS],
+                "worker_ns": [veth.run_ns(tids) for tids in self.workers],
                 "napi_ns": [veth.run_ns([t]) for t in self.napi],
                 "kernel_ns": veth.run_ns(self.napi + self.softirq),
                 "t": time.monotonic()}
 
     def received_on(self, before: dict, after: dict) -> list:
-        """Per CPU: queries whose kernel receive ran there. Sockets: the CPU's receive
-        count less the replies its worker sent (each reply is received on the client's
-        veth on the sending CPU). XDP: the packets of the queue whose NAPI thread is
-        pinned to that CPU."""
-        if self.backend == "xdp":
-            return veth.delta(after["queues"], before["queues"])
-        rx, seen = veth.delta(after["rx"], before["rx"]), veth.delta(after["softnet"], before["softnet"])
-        return [max(0, seen[c] - rx[i]) for i, c in enumerate(CPUS)]
+        """Per CPU: queries whose kernel receive ran there. Sockets: nftables' count at
+        the input hook. XDP: the packets of the queue whose NAPI thread is pinned there."""
+        key = "queues" if self.backend == "xdp" else "input"
+        return veth.delta(after[key], before[key])
 
 
 def start(pair, wl, work: str, backend: str) -> tuple:
@@ -155,8 +148,9 @@ def run_backend(pair, wl, work: str, backend: str, seconds: float, probes: int) 
     # on XDP, the veth's NAPI (there now that the program is attached) in one thread per
     # queue, pinned to the CPU of the queue's worker: what IRQ affinity does for a NIC
     with server, (veth.threaded_napi(pair, CPUS) if backend == "xdp"
-                  else contextlib.nullcontext([])) as napi:
-        side = Side(pair, server, control, backend, napi)
+                  else contextlib.nullcontext([])) as napi, \
+            veth.input_cpu_counters(pair, PORT, CPUS) as input_cpus:
+        side = Side(pair, server, control, backend, napi, input_cpus)
         return [measure(side, label, seconds, probes)
                 for label, (b, _, _) in VARIANTS.items() if b == backend]
 
@@ -185,8 +179,8 @@ def run(pair, wl, work: str, out: str, quick: bool) -> None:
              f"at {RATE:,} q/s from {FLOWS} source ports for {seconds:g} s per variant, then "
              f"{probes} single-flow probes of {PROBE_QUERIES} queries. CPU: run time of each "
              f"task (/proc/TID/schedstat) over the load run; kernel threads are the veth's "
-             f"threaded NAPI (XDP only) and ksoftirqd. Receive CPU: /proc/net/softnet_stat less "
-             f"the replies (sockets), the queue's NAPI thread (XDP)."
+             f"threaded NAPI (XDP only) and ksoftirqd. Receive CPU: nftables' meta cpu at the "
+             f"input hook (sockets), the queue's NAPI thread (XDP)."
              + (f" AF_XDP skipped: {why}." if why else ""))
     write_report(os.path.join(out, "report.md"), "Lab 4, steering", setup, HEADER, rows,
                  list(zip(QUESTIONS, answers({r[0]: r for r in rows}))))

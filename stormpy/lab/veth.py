@@ -2,22 +2,24 @@
 sysfs knobs set inside the server namespace for one measurement and put back, the
 veth's NAPI made threaded and its kernel threads pinned, exact per-task run times
 (/proc/TID/schedstat, in nanoseconds: tick-sampled utime/stime misread short wake-ups
-in a VM), the per-CPU packets the kernel's receive path handled (/proc/net/softnet_stat)
-and the packets each of the veth's receive queues took (ethtool -S), and the server's
+in a VM), the CPU each query was received on (nftables' meta cpu, in the namespace) and
+the packets each of the veth's receive queues took (ethtool -S), and the server's
 per-worker counters over its control socket."""
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
+import shutil
 import subprocess
 
 from stormpy.bench.netns import IFACE
-from stormpy.bench.processes import process_tree
 from stormpy.control import request
 from stormpy.lab.common import LabError
 
 SYS = f"/sys/class/net/{IFACE}"
+NFT_TABLE = "stormpy_lab"
 
 
 def _sh(pair, script: str) -> str:
@@ -131,25 +133,50 @@ def threads_of(pids) -> list:
     return out
 
 
-def worker_tasks(server, cpus: list) -> dict:
-    """cpu -> the threads of the server's processes pinned to exactly that CPU (one frame
-    or socket worker on each of cpus; the supervisor and TCP workers have other masks)."""
-    out = {cpu: [] for cpu in cpus}
-    for pid in process_tree(server.proc.pid):
+def frame_workers(control: str) -> list:
+    """The server's frame or socket workers' counters (not its TCP workers'), in worker
+    order, each with its pid, from its control socket (what `stormpy stats` prints)."""
+    return [w for w in request(control, "stats")["workers"] if w.get("kind") != "tcp"]
+
+
+def worker_threads(control: str, cpus: list) -> list:
+    """Per worker: its threads, checked to be pinned to cpus[N] (serve-dns --cpus)."""
+    out = []
+    for w, cpu in zip(frame_workers(control), cpus):
         try:
-            mask = os.sched_getaffinity(pid)
+            mask = os.sched_getaffinity(w["pid"])
         except OSError:
-            continue
-        if len(mask) == 1 and next(iter(mask)) in out:
-            out[next(iter(mask))] += threads_of([pid])
+            mask = set()
+        if mask != {cpu}:
+            raise LabError(f"serve-dns worker {w['pid']} is not pinned to CPU {cpu}")
+        out.append(threads_of([w["pid"]]))
     return out
 
 
-def softnet_processed() -> list:
-    """Per CPU: packets the kernel's receive path has handled (softnet_stat's first
-    column). Machine-wide: other traffic on the machine counts too."""
-    with open("/proc/net/softnet_stat") as fh:
-        return [int(line.split()[0], 16) for line in fh if line.strip()]
+@contextlib.contextmanager
+def input_cpu_counters(pair, port: int, cpus: list):
+    """An nftables table in the server namespace counting the UDP packets to port that
+    reach the input hook on each CPU: the CPU the kernel's receive (after any RPS) ran
+    on. Yields a function that reads the counts, in the order of cpus. Namespace-local,
+    unlike /proc/net/softnet_stat; packets an XDP program redirects never get here."""
+    if shutil.which("nft") is None:
+        raise LabError("nft not found: apt-get install nftables")
+    rules = "\n".join(f"udp dport {port} meta cpu {cpu} counter" for cpu in cpus)
+    ruleset = (f"table inet {NFT_TABLE} {{\nchain input {{\ntype filter hook input priority 0; "
+               f"policy accept;\n{rules}\n}}\n}}\n")
+    r = subprocess.run(pair.argv(pair.server, "nft", "-f", "-"), input=ruleset,
+                       capture_output=True, text=True, timeout=30)
+    if r.returncode != 0:
+        raise LabError(f"nft: {r.stderr.strip() or 'failed'}")
+
+    def read() -> list:
+        out = json.loads(_sh(pair, f"nft -j list table inet {NFT_TABLE}"))["nftables"]
+        return [next(e["counter"]["packets"] for e in item["rule"]["expr"] if "counter" in e)
+                for item in out if "rule" in item]
+    try:
+        yield read
+    finally:
+        pair.run(pair.server, "nft", "delete", "table", "inet", NFT_TABLE)
 
 
 def queue_packets(pair, queues: int) -> list:
@@ -160,10 +187,9 @@ def queue_packets(pair, queues: int) -> list:
     return [int(got.get(str(q), 0)) for q in range(queues)]
 
 
-def worker_rx(control: str, workers: int) -> list:
-    """Queries received by each of the server's first `workers` frame or socket workers."""
-    got = [w for w in request(control, "stats")["workers"] if w.get("kind") != "tcp"]
-    return [int(w.get("rx", 0)) for w in got[:workers]]
+def worker_rx(control: str) -> list:
+    """Queries received by each of the server's frame or socket workers."""
+    return [int(w.get("rx", 0)) for w in frame_workers(control)]
 
 
 def delta(after: list, before: list) -> list:
