@@ -19,6 +19,11 @@ from stormpy.control import request
 from stormpy.lab.common import LabError
 
 SYS = f"/sys/class/net/{IFACE}"
+
+
+class NoThreadedNapi(LabError):
+    """This kernel will not run the veth's NAPI in threads: the variants that need it
+    are skipped with this reason."""
 NFT_TABLE = "stormpy_lab"
 
 
@@ -45,28 +50,21 @@ def device_knobs(pair, values: dict):
             pair.run(pair.server, "sh", "-c", f"echo {value} > {SYS}/{name}")
 
 
-def ethtool_features(pair, *settings: str) -> None:
-    """ethtool -K on the server's veth ('gro', 'on', ...); a one-line error if refused."""
-    r = pair.run(pair.server, "ethtool", "-K", IFACE, *settings)
-    if r.returncode != 0:
-        raise LabError(f"ethtool -K {IFACE} {' '.join(settings)}: {r.stderr.strip() or 'failed'}")
-
-
 @contextlib.contextmanager
 def threaded_napi(pair, cpus: list):
     """The veth's NAPI in kernel threads for the block (it has NAPI only once an XDP
     program is attached, or GRO is on), the thread of queue N pinned to cpus[N]; yields
     their ids, lowest NAPI id (first queue) first, and puts NAPI back in softirq
-    afterwards. A LabError says why when this kernel will not."""
+    afterwards. NoThreadedNapi says why when this kernel will not."""
     before = set(_kthreads())
     r = pair.run(pair.server, "sh", "-c", f"echo 1 > {SYS}/threaded")
     if r.returncode != 0:
-        raise LabError(f"threaded NAPI refused on the veth: {r.stderr.strip() or 'failed'}")
+        raise NoThreadedNapi(f"threaded NAPI refused on the veth: {r.stderr.strip() or 'failed'}")
     try:
         new = {tid: name for tid, name in _kthreads().items() if tid not in before}
         tids = sorted(new, key=lambda tid: int(new[tid].rsplit("-", 1)[1]))
         if len(tids) != len(cpus):
-            raise LabError(f"expected {len(cpus)} NAPI threads on the veth, found {len(tids)}")
+            raise NoThreadedNapi(f"expected {len(cpus)} NAPI threads on the veth, found {len(tids)}")
         for tid, cpu in zip(tids, cpus):
             pin(tid, cpu)
         yield tids
