@@ -254,7 +254,7 @@ def test_coalescing_quick(tmp_path):
         none, held = by["xdp defer 2, 0 us"], by["xdp defer 2, 500 us"]
         assert float(held["p50_us"]) > 150, held    # most queries wait for the timer
         assert float(held["mean_batch"]) > float(none["mean_batch"]), (none, held)
-        assert "xdp threaded NAPI, 0 us" in by
+        assert "xdp threaded NAPI, 0 us" in by or "threaded NAPI row is skipped" in r.stderr
     else:
         assert "AF_XDP sweep is skipped" in r.stderr
     assert lab_namespaces() <= before
