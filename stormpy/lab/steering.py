@@ -229,6 +229,7 @@ def plot(path: str, rows: list) -> None:
                       (15, "NAPI threads, ksoftirqd")):
         cpu.bar(xs, [r[col] for r in rows], bottom=bottom, label=name)
         bottom = [b + r[col] for b, r in zip(bottom, rows)]
+    cpu.set_ylim(0, 1.4 * max(bottom + [1]))     # room for the legend above the bars
     cpu.set_ylabel(f"% of one core at {RATE:,} q/s")
     cpu.legend(fontsize=8)
     for i, (col, name) in enumerate(((4, "p50"), (6, "p99"), (7, "p99.9"))):
