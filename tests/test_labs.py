@@ -21,8 +21,9 @@ from test_cli import assert_one_line_error, stormpy
 NO_NETNS = why_no_netns()
 needs_netns = pytest.mark.skipif(NO_NETNS is not None, reason=f"{NO_NETNS}")
 BUSY_SYSCTLS = ("/proc/sys/net/core/busy_read", "/proc/sys/net/core/busy_poll")
-HANDOUTS = {"batching": "01-batching.md", "polling": "03-polling.md", "precopy": "02-precopy.md",
-            "own-stack": "07-own-stack.md"}
+HANDOUTS = {"batching": "01-batching.md", "precopy": "02-precopy.md", "polling": "03-polling.md",
+            "steering": "04-steering.md", "coalescing": "05-coalescing.md", "own-stack": "07-own-stack.md"}
+RFS_SYSCTL = "/proc/sys/net/core/rps_sock_flow_entries"
 
 
 def lab_namespaces() -> set:
@@ -250,3 +251,73 @@ def test_own_stack_quick(tmp_path):
     loop = {row["program"]: float(row["loop_ns_per_reply"]) for row in rows}
     assert 0 < loop["C rule"] < loop["python"], loop
     assert lab_namespaces() <= before
+
+
+def read_file(path: str) -> str:
+    with open(path) as fh:
+        return fh.read().strip()
+
+
+@needs_netns
+def test_steering_quick(tmp_path):
+    """Two workers on a two-queue veth: without steering the kernel receives every query
+    on the sender's CPU; RPS spreads it; on AF_XDP each queue's NAPI thread feeds the
+    worker on its own CPU, so every probed flow is local. The RFS sysctl is put back."""
+    before, rfs = lab_namespaces(), read_file(RFS_SYSCTL)
+    start = time.monotonic()
+    r = stormpy("lab", "run", "steering", "--quick", "--out", str(tmp_path), timeout=180)
+    assert r.returncode == 0, r.stderr
+    took = time.monotonic() - start
+    rows = check_outputs(tmp_path, "steering",
+                         ["variant", "backend", "flows", "rate_qps", "p50_us", "p90_us",
+                          "p99_us", "p99_9_us", "max_us", "lost_pct", "worker0_share_pct",
+                          "rx_on_cpu0_pct", "queue0_share_pct", "worker0_cpu_pct",
+                          "worker1_cpu_pct", "kernel_threads_cpu_pct",
+                          "server_cpu_us_per_query", "probed_flows", "local_flows_pct"])
+    by = {row["variant"]: row for row in rows}
+    assert {"socket, no steering", "socket RPS", "socket RPS+RFS"} <= set(by)
+    for row in rows:
+        assert float(row["lost_pct"]) < 5, row
+        assert 5 < float(row["worker0_share_pct"]) < 95, row      # 16 flows, two workers
+        assert int(row["probed_flows"]) == 3, row
+    assert float(by["socket, no steering"]["rx_on_cpu0_pct"]) < 25      # gen is on CPU 1
+    assert 10 < float(by["socket RPS"]["rx_on_cpu0_pct"]) < 90
+    if "xdp, 2 queues" in by:
+        xdp = by["xdp, 2 queues"]
+        assert 5 < float(xdp["queue0_share_pct"]) < 95, xdp
+        assert float(xdp["local_flows_pct"]) == 100, xdp
+        assert float(xdp["kernel_threads_cpu_pct"]) > 0, xdp
+    else:
+        assert "AF_XDP variant is skipped" in r.stderr
+    assert read_file(RFS_SYSCTL) == rfs
+    assert lab_namespaces() <= before
+    print(f"lab steering --quick took {took:.0f} s")
+
+
+@needs_netns
+def test_coalescing_quick(tmp_path):
+    """With napi_defer_hard_irqs on, a 500 us gro_flush_timeout holds queries back (p50
+    grows with it) and the worker takes them in larger batches."""
+    before = lab_namespaces()
+    start = time.monotonic()
+    r = stormpy("lab", "run", "coalescing", "--quick", "--out", str(tmp_path), timeout=180)
+    assert r.returncode == 0, r.stderr
+    took = time.monotonic() - start
+    rows = check_outputs(tmp_path, "coalescing",
+                         ["variant", "backend", "gro_flush_timeout_us", "napi_defer_hard_irqs",
+                          "replies_per_s", "rate_qps", "p50_us", "p90_us", "p99_us",
+                          "p99_9_us", "max_us", "lost_pct", "server_cpu_pct",
+                          "server_cpu_us_per_reply", "mean_batch"])
+    by = {row["variant"]: row for row in rows}
+    assert {"socket defer 2, 0 us", "socket defer 2, 200 us"} <= set(by)
+    for row in rows:
+        assert float(row["lost_pct"]) < 5 and float(row["replies_per_s"]) > 1000, row
+    if "xdp defer 2, 0 us" in by:
+        none, held = by["xdp defer 2, 0 us"], by["xdp defer 2, 500 us"]
+        assert float(held["p50_us"]) > 150, held    # most queries wait for the timer
+        assert float(held["mean_batch"]) > float(none["mean_batch"]), (none, held)
+        assert "xdp threaded NAPI, 0 us" in by or "threaded NAPI row is skipped" in r.stderr
+    else:
+        assert "AF_XDP sweep is skipped" in r.stderr
+    assert lab_namespaces() <= before
+    print(f"lab coalescing --quick took {took:.0f} s")

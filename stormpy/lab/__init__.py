@@ -5,7 +5,8 @@ from __future__ import annotations
 import importlib
 
 LABS = {"batching": "stormpy.lab.batching", "polling": "stormpy.lab.polling",
-        "precopy": "stormpy.lab.precopy", "own-stack": "stormpy.lab.own_stack"}
+        "precopy": "stormpy.lab.precopy", "steering": "stormpy.lab.steering",
+        "coalescing": "stormpy.lab.coalescing", "own-stack": "stormpy.lab.own_stack"}
 
 
 def lab_module(name: str):

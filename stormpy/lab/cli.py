@@ -54,7 +54,7 @@ def run_lab(args) -> int:
         with stopping_children_on_signals(), \
                 tempfile.TemporaryDirectory(prefix=f"stormpy-lab-{args.name}-") as work:
             wl = write_server_workload(work, 1000, 10000, 20261123)
-            with VethPair(prefix="spl") as pair:
+            with VethPair(prefix="spl", queues=getattr(lab, "QUEUES", 1)) as pair:
                 lab.run(pair, wl, work, out, args.quick)
     except (KeyboardInterrupt, Interrupted):
         say(f"lab {args.name}: interrupted; namespaces removed, settings restored")
