@@ -181,3 +181,14 @@ def test_an_unknown_option_is_the_subcommands_error_with_its_usage(name, rest, c
     assert exit.value.code == 2
     assert err[0].startswith(f"usage: stormpy {name} "), err
     assert err[-1] == f"stormpy {name}: error: unrecognized arguments: --bogus", err
+
+
+def test_tx_limit_is_for_af_xdp_only():
+    """--tx-limit counts on AF_XDP's completion ring: elsewhere it is refused in one line,
+    and a limit below one small frame by argparse."""
+    for backend in ([], ["--iface", "lo", "--backend", "packet"]):
+        assert_one_line_error(stormpy("serve-dns", "nope.zone", "--tx-limit", "4096", *backend),
+                              "--tx-limit is for --backend xdp")
+    r = stormpy("serve-dns", "nope.zone", "--tx-limit", "10")
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert "--tx-limit: '10': 0, or from 64 bytes" in r.stderr.splitlines()[-1]

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import importlib
 
-LABS = {"batching": "stormpy.lab.batching", "polling": "stormpy.lab.polling"}
+LABS = {"batching": "stormpy.lab.batching", "polling": "stormpy.lab.polling",
+        "txqueues": "stormpy.lab.txqueues"}
 
 
 def lab_module(name: str):
