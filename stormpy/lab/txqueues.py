@@ -234,7 +234,8 @@ def plot(path: str, rows: list) -> None:
                       fontsize=8)
     left.set_xticks(list(xs))
     left.set_xticklabels([r[1] for r in kernel], rotation=20, ha="right")
-    left.set_ylabel(f"DNS latency, ms ({DNS_RATE} q/s through a saturated {LINK_MBIT} Mbit/s link)")
+    left.set_ylabel("DNS latency, ms")
+    left.set_title(f"{DNS_RATE} q/s through a saturated {LINK_MBIT} Mbit/s link", fontsize=10)
     left.set_yscale("log")
     left.legend()
     left.grid(True, axis="y", alpha=0.3)
@@ -248,7 +249,9 @@ def plot(path: str, rows: list) -> None:
         twin = right.twinx()
         twin.plot(names, [r[10] for r in ring], marker="^", color="#c0392b", label="replies/s")
         twin.set_ylabel("replies/s")
-        twin.set_ylim(bottom=0)
+        twin.set_ylim(0, 1.4 * max(r[10] for r in ring))   # room for the legends
+        right.set_title(f"AF_XDP TX byte limit, closed loop, {OUTSTANDING} in flight",
+                        fontsize=10)
         right.set_xlabel(f"AF_XDP --tx-limit (bytes), --tx-flush-us {FLUSH_US}")
         right.legend(loc="upper left")
         twin.legend(loc="upper right")
