@@ -34,7 +34,8 @@ cdef dict _frame_counters(const sp_frame_worker *w):
     rc = w.rules.counters
     return dict(rx=io.rx_frames, tx=io.tx_frames, tx_bytes=io.tx_bytes,
                 tx_ring_full=io.tx_ring_full, kicks=io.kicks, rx_truncated=io.rx_truncated,
-                tx_errors=io.tx_errors, tx_gathered=io.tx_gathered, batches=w.batches,
+                tx_errors=io.tx_errors, tx_gathered=io.tx_gathered, tx_held=io.tx_held,
+                tx_inflight_peak=io.tx_inflight_peak, batches=w.batches,
                 batch_hist=[w.batch_hist[i] for i in range(SP_HIST_BUCKETS)],
                 not_ours=c.not_ours, bad_source=c.bad_source, malformed=c.malformed,
                 stack_replies=c.stack_replies, rrl_dropped=w.dns.rrl_dropped,
@@ -85,10 +86,11 @@ cdef class FrameWorker:
     def xdp(XdpProgram prog not None, int index, TableRef ref not None, uint16_t port,
             unsigned batch=32, bint busy_poll=False, str copy_mode="auto",
             uint16_t max_udp=1232, uint8_t ttl=64, str mode="memcpy",
-            unsigned precopy_frames=PRECOPY_FRAMES, int poll_ms=100):
+            unsigned precopy_frames=PRECOPY_FRAMES, int poll_ms=100, uint32_t tx_limit=0):
         """A worker on an AF_XDP socket bound to queue `index` of prog's interface;
         mode "precopy" keeps precopy_frames reply copies in its UMEM. poll_ms: the
-        longest it waits for frames (timers need it short)."""
+        longest it waits for frames (timers need it short). tx_limit: bytes in flight
+        on the TX ring at most (0: no limit; native/io/tx_limit.h)."""
         cdef FrameWorker self = FrameWorker.__new__(FrameWorker)
         cdef sp_xdp_config cfg
         cdef char err[256]
@@ -101,6 +103,7 @@ cdef class FrameWorker:
         cfg.copy_mode = XDP_COPY_MODES[copy_mode]
         cfg.poll_busy = busy_poll
         cfg.poll_timeout_ms = poll_ms
+        cfg.tx_limit = tx_limit
         err[0] = 0
         cdef sp_io *io = sp_xdp_io_open(prog.prog, index, &cfg, err, sizeof(err))
         self.keep = prog

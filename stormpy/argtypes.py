@@ -121,6 +121,14 @@ def _scaled(text: str) -> int:
     return int(text[:-1] if mult > 1 else text) * mult
 
 
+def tx_limit(text: str) -> int:
+    """--tx-limit: bytes, 0 (no limit) or at least one frame's worth, below 1 GiB."""
+    n = non_negative(text)
+    if n and not 64 <= n < 1 << 30:
+        raise argparse.ArgumentTypeError(f"{text!r}: 0, or from 64 bytes to below 1 GiB")
+    return n
+
+
 def tap_buffer(text: str) -> int:
     """--tap-buffer: MiB per ring, 0 or a power of two up to 1024."""
     n = non_negative(text)

@@ -38,6 +38,7 @@ class ServerConfig:
     xdp_mode: str = "auto"           # auto | native | generic
     tx_flush_us: int = 0             # 0: kick TX every batch
     copy_mode: str = "auto"          # auto | copy | zerocopy
+    tx_limit: int = 0                # AF_XDP: bytes in flight on the TX ring at most (0: off)
     user: str | None = None          # run as this user once rings and sockets are set up
     mode: str = "memcpy"             # memcpy | precopy (frame backends only)
     rrl_rate: int = 0                # response rate limiting: answers/s per prefix (0: off)
@@ -123,6 +124,10 @@ def add_serving_arguments(s: argparse.ArgumentParser, default_port: int) -> None
     rings.add_argument("--tx-flush-us", type=argtypes.flush_us, default=0, metavar="US",
                        help="under load, kick TX at most every US microseconds (the paper's dt, "
                        "e.g. 80); an idle ring flushes at once (default 0: every batch)")
+    rings.add_argument("--tx-limit", type=argtypes.tx_limit, default=0, metavar="BYTES",
+                       help="AF_XDP: keep at most BYTES of replies in flight on the TX ring, "
+                       "like the kernel's byte queue limits; at the limit replies wait and no "
+                       "frames are taken from RX (default 0: no limit)")
     rings.add_argument("--poll", choices=("block", "busy"), default="block",
                        help="wait for frames in poll() or spin on the ring (default block)")
     rings.add_argument("--tap-buffer", type=argtypes.tap_buffer, default=4, metavar="MIB",
@@ -155,6 +160,8 @@ def serving_config(args, default_listen: tuple[str, int], config=ServerConfig, *
         raise StormpyError("--iface serves on rings: use --backend packet, or --listen for sockets")
     if args.mode != "memcpy" and not args.iface:
         raise StormpyError(f"--mode {args.mode} is for frame backends: it needs --iface")
+    if args.tx_limit and backend != "xdp":
+        raise StormpyError("--tx-limit is for --backend xdp (it counts on the completion ring)")
     if args.iface and args.listen:
         raise StormpyError("--listen is for the socket backend; with --iface use --port")
     return config(listen=[parse_listen(x, default_listen[1]) for x in args.listen] or
@@ -163,6 +170,7 @@ def serving_config(args, default_listen: tuple[str, int], config=ServerConfig, *
                      iface=args.iface, backend=backend, queues=args.queues, port=args.port,
                      cpus=args.cpus, busy_poll=args.poll == "busy", xdp_mode=args.xdp_mode,
                      copy_mode=args.copy_mode, tx_flush_us=args.tx_flush_us, mode=args.mode,
+                     tx_limit=args.tx_limit,
                      tap_buffer=args.tap_buffer,
                      control=DEFAULT_CONTROL if args.control is None else (args.control or None),
                      control_required=bool(args.control), control_group=args.control_group,

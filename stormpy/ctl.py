@@ -131,7 +131,8 @@ def format_worker(c: dict) -> str:
     rcodes = " ".join(f"{RCODES.get(i, i)}={n}" for i, n in enumerate(c.get("rcode", [])) if n)
     hist = c.get("batch_hist", [])
     sizes = " ".join(f"{1 << i}+:{n}" for i, n in enumerate(hist) if n)
-    extra = "".join(f" {k}={c[k]}" for k in ("tx_ring_full", "not_ours", "bad_source", "tx_errors",
+    extra = "".join(f" {k}={c[k]}" for k in ("tx_ring_full", "tx_held", "tx_inflight_peak",
+                                             "not_ours", "bad_source", "tx_errors",
                                              "rrl_dropped", "rrl_slipped", "rule_answers",
                                              "rule_unsent", "unanswered", "slow_path",
                                              "slow_replies", "handler_errors", "bad_replies")

@@ -234,7 +234,7 @@ class Server(ABC):
             w = _core.FrameWorker.xdp(self.xdp, index, self.ref, cfg.port, cfg.batch,
                                       busy_poll=cfg.busy_poll, copy_mode=cfg.copy_mode,
                                       max_udp=cfg.max_udp, mode=cfg.mode,
-                                      poll_ms=self.ring_poll_ms)
+                                      poll_ms=self.ring_poll_ms, tx_limit=cfg.tx_limit)
         elif cfg.backend == "netmap":
             w = _core.FrameWorker.netmap(cfg.iface, index, self.ref, cfg.port, cfg.batch,
                                          busy_poll=cfg.busy_poll, max_udp=cfg.max_udp,

@@ -204,3 +204,14 @@ def test_transfer_options_refused_in_one_line(tmp_path):
     ]
     for args, fragment in cases:
         assert_one_line_error(stormpy("serve-dns", "--listen", "127.0.0.1:1", *args), fragment)
+
+
+def test_tx_limit_is_for_af_xdp_only():
+    """--tx-limit counts on AF_XDP's completion ring: elsewhere it is refused in one line,
+    and a limit below one small frame by argparse."""
+    for backend in ([], ["--iface", "lo", "--backend", "packet"]):
+        assert_one_line_error(stormpy("serve-dns", "nope.zone", "--tx-limit", "4096", *backend),
+                              "--tx-limit is for --backend xdp")
+    r = stormpy("serve-dns", "nope.zone", "--tx-limit", "10")
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert "--tx-limit: '10': 0, or from 64 bytes" in r.stderr.splitlines()[-1]

@@ -22,7 +22,8 @@ NO_NETNS = why_no_netns()
 needs_netns = pytest.mark.skipif(NO_NETNS is not None, reason=f"{NO_NETNS}")
 BUSY_SYSCTLS = ("/proc/sys/net/core/busy_read", "/proc/sys/net/core/busy_poll")
 HANDOUTS = {"batching": "01-batching.md", "precopy": "02-precopy.md", "polling": "03-polling.md",
-            "steering": "04-steering.md", "coalescing": "05-coalescing.md", "own-stack": "07-own-stack.md"}
+            "steering": "04-steering.md", "coalescing": "05-coalescing.md", "txqueues": "06-txqueues.md",
+            "own-stack": "07-own-stack.md"}
 RFS_SYSCTL = "/proc/sys/net/core/rps_sock_flow_entries"
 
 
@@ -321,3 +322,47 @@ def test_coalescing_quick(tmp_path):
         assert "AF_XDP sweep is skipped" in r.stderr
     assert lab_namespaces() <= before
     print(f"lab coalescing --quick took {took:.0f} s")
+
+
+def lab6_leftovers() -> list:
+    """The bulk sender and the sink of lab 6, should any outlive it."""
+    left = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                cmd = fh.read().replace(b"\0", b" ")
+        except OSError:
+            continue
+        if b"gen echo 198.18.0.1:9 " in cmd or b"('198.18.0.1', 9)" in cmd:
+            left.append(pid)
+    return left
+
+
+@needs_netns
+def test_txqueues_quick(tmp_path):
+    """Through a saturated 20 Mbit/s link a 1000-packet queue costs DNS hundreds of
+    milliseconds, a 10-packet one milliseconds and most queries, a 15 KB bfifo
+    milliseconds and (nearly) no queries; on the AF_XDP ring --tx-limit holds replies
+    back and never has more bytes in flight than it allows."""
+    from stormpy.lab.txqueues import HEADER
+    before = lab_namespaces()
+    r = stormpy("lab", "run", "txqueues", "--quick", "--out", str(tmp_path), timeout=180)
+    assert r.returncode == 0, r.stderr
+    rows = check_outputs(tmp_path, "txqueues", HEADER)
+    kernel = {row["variant"]: row for row in rows if row["part"] == "kernel"}
+    assert list(kernel) == ["txqueuelen 1000", "txqueuelen 10", "bfifo 15000 B"]
+    p50 = {k: float(row["p50_us"]) for k, row in kernel.items()}
+    lost = {k: float(row["lost_pct"]) for k, row in kernel.items()}
+    assert p50["txqueuelen 1000"] > 150_000, p50          # 1000 x 1442 B take 577 ms
+    assert p50["txqueuelen 10"] < 50_000 and p50["bfifo 15000 B"] < 50_000, p50
+    assert lost["txqueuelen 10"] > 20 and lost["bfifo 15000 B"] < lost["txqueuelen 10"] / 2, lost
+    assert all(int(row["queue_drops"]) > 0 for row in kernel.values())
+    ring = {int(row["limit_bytes"]): row for row in rows if row["part"] == "ring"}
+    if "AF_XDP half is skipped" not in r.stderr:
+        assert set(ring) == {0, 1024}
+        assert int(ring[0]["tx_held"]) == 0 and int(ring[0]["tx_inflight_peak"]) > 0
+        assert int(ring[1024]["tx_held"]) > 0, ring[1024]
+        assert 0 < int(ring[1024]["tx_inflight_peak"]) <= 1024, ring[1024]
+        assert all(float(row["replies_per_s"]) > 1000 for row in ring.values())
+    assert lab_namespaces() <= before
+    assert not lab6_leftovers()

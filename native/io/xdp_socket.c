@@ -21,6 +21,8 @@
 #include <bpf/bpf.h>
 #include <xdp/xsk.h>
 
+#include "tx_limit.h"
+
 #define SP_XDP_KICK_MAX 16                 /* sendto() calls per kick, at most */
 
 struct xdp_io {
@@ -47,6 +49,7 @@ struct xdp_io {
     uint64_t *free_tx;        /* [ntx] */
     uint64_t *stash;          /* [fill ring size] */
     struct sp_xdp_stats stats;
+    struct sp_tx_limit limit;  /* cfg.tx_limit: limit.limit 0 when off */
     /* TCP answers of up to 64 KB go through the kernel's segmentation offload: in copy
      * mode each XSK frame costs the kernel an skb, a gathered one skb for 44 segments */
     struct sp_gather_tx gather;
@@ -102,12 +105,46 @@ static void kick_tx(struct xdp_io *x)
     }
 }
 
+static void xdp_reclaim(struct sp_io *io);
+
+/* The waiting replies that fit under the TX byte limit, onto the TX ring. */
+static void send_released(struct xdp_io *x)
+{
+    struct sp_tx_waiting w[SP_IO_BATCH_MAX];
+    uint32_t idx;
+    for (;;) {
+        unsigned n = xsk_prod_nb_free(&x->tx, SP_IO_BATCH_MAX);
+        n = sp_tx_limit_release(&x->limit, w, n < SP_IO_BATCH_MAX ? n : SP_IO_BATCH_MAX);
+        if (!n || xsk_ring_prod__reserve(&x->tx, n, &idx) != n)
+            break;   /* the reserve cannot fail: nb_free saw the slots, one producer */
+        for (unsigned i = 0; i < n; i++)
+            *xsk_ring_prod__tx_desc(&x->tx, idx + i) = (struct xdp_desc){w[i].addr, w[i].len, 0};
+        xsk_ring_prod__submit(&x->tx, n);
+    }
+    x->io.counters.tx_inflight_peak = x->limit.peak;
+}
+
+/* With a TX byte limit: while replies wait or the bytes in flight reach it, the
+ * worker takes no RX frames, so the backlog waits in the RX ring (as packets wait in
+ * the qdisc while BQL stops a device queue) and not as delay on the TX ring. */
+static bool tx_limit_holds_rx(struct xdp_io *x)
+{
+    for (int round = 0; round < 2 && sp_tx_limit_full(&x->limit); round++) {
+        xdp_reclaim(&x->io);
+        send_released(x);
+        kick_tx(x);   /* copy mode completes frames in the sendto() itself */
+    }
+    return sp_tx_limit_full(&x->limit);
+}
+
 static unsigned xdp_rx_burst(struct sp_io *io, struct sp_frame *rx, unsigned max)
 {
     struct xdp_io *x = (struct xdp_io *)io;
     uint32_t idx;
     if (x->nstash)
         flush_stash(x);
+    if (x->limit.limit && tx_limit_holds_rx(x))
+        return 0;
     unsigned n = xsk_ring_cons__peek(&x->rx, max, &idx);
     if (n == 0) {
         if (tx_unsent(x))
@@ -154,6 +191,10 @@ static void xdp_reclaim(struct sp_io *io)
     struct xdp_io *x = (struct xdp_io *)io;
     uint32_t idx;
     unsigned n = xsk_ring_cons__peek(&x->comp, x->ntx, &idx);
+    if (x->limit.limit)
+        for (unsigned i = 0; i < n; i++)
+            sp_tx_limit_completed(&x->limit, *xsk_ring_cons__comp_addr(&x->comp, idx + i) &
+                                                 x->frame_mask);
     for (unsigned i = 0; i < n; i++) {
         uint64_t base = *xsk_ring_cons__comp_addr(&x->comp, idx + i) & x->frame_mask;
         if (base >= x->tx_end && base < x->area_len && x->pool) {
@@ -194,9 +235,17 @@ static void xdp_tx_submit(struct sp_io *io, struct sp_frame *tx, unsigned used,
 {
     struct xdp_io *x = (struct xdp_io *)io;
     uint32_t idx;
+    if (used && x->limit.limit) {   /* they wait their turn under the byte limit */
+        for (unsigned i = 0; i < used; i++) {
+            sp_tx_limit_queue(&x->limit, tx[i].id, tx[i].len);
+            io->counters.tx_bytes += tx[i].len;
+        }
+        io->counters.tx_frames += used;
+        send_released(x);
+        io->counters.tx_held += x->limit.nwaiting < used ? x->limit.nwaiting : used;
     /* tx_reserve saw at least as many free slots as frames, pool copies included,
      * and only this thread produces */
-    if (used && xsk_ring_prod__reserve(&x->tx, used, &idx) == used) {
+    } else if (used && xsk_ring_prod__reserve(&x->tx, used, &idx) == used) {
         for (unsigned i = 0; i < used; i++) {
             struct xdp_desc *d = xsk_ring_prod__tx_desc(&x->tx, idx + i);
             d->addr = tx[i].id;
@@ -277,6 +326,7 @@ static void xdp_close(struct sp_io *io)
     if (x->area)
         munmap(x->area, x->area_len);
     sp_gather_tx_close(&x->gather);
+    sp_tx_limit_free(&x->limit);
     free(x);
 }
 
@@ -402,12 +452,19 @@ struct sp_io *sp_xdp_io_open(struct sp_xdp_prog *prog, uint32_t queue_id,
     x->free_tx = (uint64_t *)(x + 1);
     x->stash = x->free_tx + c.tx_size;
     x->fd = -1;
+    if (sp_tx_limit_init(&x->limit, c.tx_limit, x->rx_end, c.frame_size,
+                         c.tx_size + c.pool_frames)) {
+        sp_xdp_set_err(err, errlen, "AF_XDP: out of memory");
+        free(x);
+        return NULL;
+    }
 
     void *area = mmap(NULL, x->area_len, PROT_READ | PROT_WRITE,
                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
     if (area == MAP_FAILED) {
         sp_xdp_set_err(err, errlen, "AF_XDP: cannot map %llu MiB for the UMEM: %s",
                 (unsigned long long)(x->area_len >> 20), strerror(errno));
+        sp_tx_limit_free(&x->limit);
         free(x);
         return NULL;
     }

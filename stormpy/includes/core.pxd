@@ -254,6 +254,8 @@ cdef extern from "stormpy/io.h" nogil:
         uint64_t rx_truncated
         uint64_t tx_errors
         uint64_t tx_gathered
+        uint64_t tx_held
+        uint64_t tx_inflight_peak
     enum:
         SP_IO_BATCH_MAX
     struct sp_frame:
@@ -581,6 +583,7 @@ cdef extern from "stormpy/io/xdp_socket.h" nogil:
         int poll_busy
         int poll_timeout_ms
         uint32_t pool_frames
+        uint32_t tx_limit
     sp_io *sp_xdp_io_open(sp_xdp_prog *prog, uint32_t queue_id, const sp_xdp_config *cfg,
                           char *err, size_t errlen)
 

@@ -6,7 +6,8 @@ import importlib
 
 LABS = {"batching": "stormpy.lab.batching", "polling": "stormpy.lab.polling",
         "precopy": "stormpy.lab.precopy", "steering": "stormpy.lab.steering",
-        "coalescing": "stormpy.lab.coalescing", "own-stack": "stormpy.lab.own_stack"}
+        "coalescing": "stormpy.lab.coalescing", "txqueues": "stormpy.lab.txqueues",
+        "own-stack": "stormpy.lab.own_stack"}
 
 
 def lab_module(name: str):

@@ -80,6 +80,9 @@ struct sp_io_counters {
     uint64_t tx_errors;      /* replies the kernel refused */
     uint64_t tx_gathered;    /* frames sent by tx_gather (each counted in tx_frames as
                               * the segments it is cut into) */
+    uint64_t tx_held;        /* replies that waited for the TX byte limit (AF_XDP --tx-limit) */
+    uint64_t tx_inflight_peak;   /* the most TX bytes in flight at once under that limit
+                                  * (a maximum, not a count) */
 };
 
 /*

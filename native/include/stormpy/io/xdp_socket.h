@@ -56,6 +56,9 @@ struct sp_xdp_config {
     int poll_timeout_ms;        /* poll() timeout, so the worker sees its stop flag (100) */
     uint32_t pool_frames;       /* precopy copies kept in the UMEM past the TX frames, lent
                                  * by pool_open (0: none, memcpy mode only) */
+    uint32_t tx_limit;          /* bytes on the TX ring not yet completed, at most: replies
+                                 * wait and no RX is taken at the limit (io/tx_limit.h;
+                                 * 0: no limit) */
 };
 
 /* Open queue queue_id of the program's interface. cfg NULL: every default. The
