@@ -28,6 +28,8 @@ DNS_BELOW = SP_DNS_BELOW
 DNS_BELOW_OTHER = SP_DNS_BELOW_OTHER
 DNS_ZONE_SLOTS = SP_DNS_ZONE_SLOTS   # answers counted per zone: slot 0 and 63 zones
 DNS_USER_WILDCARD = SP_DNS_USER_WILDCARD   # a BELOW_OTHER response: BELOW keys at its name
+DNS_USER_SIGNED = SP_DNS_USER_SIGNED       # the next response is its DNSSEC form (DO)
+DNS_USER_DNAME = SP_DNS_USER_DNAME         # a DNAME's answer, completed per name asked
 RESPONSE_SLOW_PATH = SP_RESPONSE_SLOW_PATH
 
 

@@ -74,6 +74,8 @@ cdef extern from "stormpy/app/dns/dns.h" nogil:
         SP_DNS_BELOW_OTHER
         SP_DNS_ZONE_SLOTS
         SP_DNS_USER_WILDCARD
+        SP_DNS_USER_SIGNED
+        SP_DNS_USER_DNAME
     struct sp_dns_query:
         uint8_t opcode
         bint has_question

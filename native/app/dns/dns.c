@@ -20,6 +20,13 @@ size_t sp_dns_udp_limit(const struct sp_dns_query *q, const struct sp_dns_config
     return q->edns_size < cfg->max_udp ? q->edns_size : cfg->max_udp;
 }
 
+/* r, or its DNSSEC form for a query with DO: the compiler stores it next (dns.h). */
+static inline const struct sp_response *signed_form(const struct sp_response *r,
+                                                    const struct sp_dns_query *q)
+{
+    return (r->user & SP_DNS_USER_SIGNED) && q->edns_do ? r + 1 : r;
+}
+
 const struct sp_response *sp_dns_lookup(const struct sp_table *t, const struct sp_dns_query *q)
 {
     const struct sp_response *r;
@@ -27,11 +34,11 @@ const struct sp_response *sp_dns_lookup(const struct sp_table *t, const struct s
     r = sp_table_find_hashed(t, sp_dns_tag(SP_DNS_EXACT, qclass, q->qtype), q->name_hash,
                              q->name_lower, q->name_len);
     if (r)
-        return r;
+        return signed_form(r, q);
     r = sp_table_find_hashed(t, sp_dns_tag(SP_DNS_OTHER, qclass, 0), q->name_hash,
                              q->name_lower, q->name_len);
     if (r)
-        return r;
+        return signed_form(r, q);
     /* Closest encloser first: every ancestor, ending with the root label. */
     for (size_t off = 0; q->name_lower[off] != 0;) {
         off += 1 + (size_t)q->name_lower[off];
@@ -45,9 +52,9 @@ const struct sp_response *sp_dns_lookup(const struct sp_table *t, const struct s
             const struct sp_response *w =
                 sp_table_find_hashed(t, sp_dns_tag(SP_DNS_BELOW, qclass, q->qtype), h, suffix, n);
             if (w)
-                return w;
+                return signed_form(w, q);
         }
-        return r;
+        return signed_form(r, q);
     }
     return NULL;
 }
@@ -146,6 +153,8 @@ static inline size_t count_answer(struct sp_dns_counters *c, const struct sp_res
 size_t sp_dns_full_len(const struct sp_response *r, const struct sp_dns_query *q,
                        const struct sp_dns_config *cfg, size_t cap)
 {
+    if (r->user & SP_DNS_USER_DNAME)
+        return 0;
     size_t limit = sp_dns_udp_limit(q, cfg);
     if (limit > cap)
         limit = cap;
@@ -222,6 +231,26 @@ static inline size_t render_dns(const struct sp_table *t, const struct sp_respon
     return r->len + qlen;
 }
 
+/* A DNAME's answer (dname.c), with OPT when asked, or truncated; summed whole (rare). */
+static size_t answer_dname(const struct sp_table *t, const struct sp_dns_config *cfg,
+                           const uint8_t *msg, uint8_t *out, size_t limit,
+                           const struct sp_dns_query *q, const struct sp_response *r,
+                           struct sp_dns_counters *c, uint32_t *sum)
+{
+    size_t opt = q->edns ? SP_DNS_OPT_LEN : 0;
+    size_t n = limit > opt ? sp_dns_dname_render(t, r, msg, q, out, limit - opt) : 0;
+    if (!n) {
+        c->truncated++;
+        return count_answer(c, r, summed(out, write_truncated(t, r, msg, q, cfg, out, limit), sum));
+    }
+    if (opt) {
+        sp_put16(out + 10, (uint16_t)(sp_get16(out + 10) + 1));
+        n += write_opt(out + n, q, cfg, 0);
+    }
+    c->zone[SP_DNS_USER_ZONE(r->user)]++;
+    return count_rcode(c, out[3] & 0x0f, summed(out, n, sum));
+}
+
 /* An answer from the table's response r: whole, without its additional section, or
  * truncated; with an OPT record when the query had one. */
 static inline __attribute__((always_inline)) size_t
@@ -236,6 +265,8 @@ answer_from_table(const struct sp_table *t, const struct sp_dns_config *cfg, con
     size_t opt = q->edns ? SP_DNS_OPT_LEN : 0;
     if (verdict == SP_DNS_SLIP)
         return count_answer(c, r, summed(out, write_truncated(t, r, msg, q, cfg, out, limit), sum));
+    if (__builtin_expect(r->user & SP_DNS_USER_DNAME, 0))
+        return answer_dname(t, cfg, msg, out, limit, q, r, c, sum);
     size_t stored = r->len;
     if (stored + q->question_len + opt > limit) {
         /* Optional additional records go first; then the whole answer, with TC. */
