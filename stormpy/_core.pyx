@@ -30,6 +30,8 @@ DNS_ZONE_SLOTS = SP_DNS_ZONE_SLOTS   # answers counted per zone: slot 0 and 63 z
 DNS_USER_WILDCARD = SP_DNS_USER_WILDCARD   # a BELOW_OTHER response: BELOW keys at its name
 DNS_USER_SIGNED = SP_DNS_USER_SIGNED       # the next response is its DNSSEC form (DO)
 DNS_USER_DNAME = SP_DNS_USER_DNAME         # a DNAME's answer, completed per name asked
+DNS_USER_GAPS = SP_DNS_USER_GAPS           # a DNSSEC form chosen by the label asked (NSEC)
+DNS_GAP_ENTRY = SP_DNS_GAP_ENTRY
 RESPONSE_SLOW_PATH = SP_RESPONSE_SLOW_PATH
 
 

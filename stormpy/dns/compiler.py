@@ -7,6 +7,7 @@ key kinds and lookup order).
 """
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass, field
 
 import dns.exception
@@ -20,7 +21,7 @@ import dns.rrset
 from stormpy import _core
 from stormpy.errors import ZoneError
 from stormpy.dns.answer import Answer, encode_fixed, encode_variable
-from stormpy.dns.dnssec import Signed
+from stormpy.dns.dnssec import Gaps, Signed
 from stormpy.dns.zone import Zone
 
 IN = dns.rdataclass.IN
@@ -245,8 +246,15 @@ def _user_word(wire: bytes, droppable: int, zone: int, flags: int) -> int:
 
 def _build(out: _Emitter, extend):
     """The table: each response, and right after it its DNSSEC form when it has one
-    (dns.c takes the next response for a DO query when SP_DNS_USER_SIGNED is set)."""
+    (dns.c takes the next response for a DO query when SP_DNS_USER_SIGNED is set), or
+    the list of the forms for each gap (`Gaps`, SP_DNS_USER_GAPS), stored first."""
     builder = _core.TableBuilder()
+    forms: dict[tuple, int] = {}
+    for (_, signed, zone, _, _) in out.responses:
+        for _, form in signed if isinstance(signed, Gaps) else ():
+            if (form, zone) not in forms:
+                forms[(form, zone)] = builder.add_response(form[0], DNS_PATCHES,
+                                                           _user_word(*form, zone, 0))
     first = {}
     for (plain, signed, zone, wildcard, spliced), index in out.responses.items():
         flags = ((_core.DNS_USER_WILDCARD if wildcard else 0) |
@@ -254,7 +262,11 @@ def _build(out: _Emitter, extend):
         signed_flag = _core.DNS_USER_SIGNED if signed is not None else 0
         first[index] = builder.add_response(plain[0], DNS_PATCHES,
                                             _user_word(*plain, zone, flags | signed_flag))
-        if signed is not None:
+        if isinstance(signed, Gaps):
+            entries = b"".join(struct.pack("!IB", forms[(form, zone)], len(bound)) + bound.ljust(63, b"\0")
+                               for bound, form in signed)
+            builder.add_response(entries, (), _core.DNS_USER_GAPS | zone << 8)
+        elif signed is not None:
             builder.add_response(signed[0], DNS_PATCHES, _user_word(*signed, zone, flags))
     for (t, key), index in out.keys.items():
         builder.add_key(t, key, first[index])
@@ -302,9 +314,17 @@ class _Encoder:
 
     def variable(self, sample: dns.name.Name, rdtype: int) -> tuple:
         answer = self.ix.resolve(sample, rdtype)
-        signed = self.signed.sign(answer, variable=sample) if self.signed else None
-        return (encode_variable(sample, answer),
-                None if signed is None else encode_variable(sample, signed))
+        plain = encode_variable(sample, answer)
+        if self.signed is None:
+            return plain, None
+        signed = self.signed.sign(answer, variable=sample)
+        if signed is not None:
+            return plain, encode_variable(sample, signed)
+        gaps = self.signed.gap_samples(sample.parent())
+        if not gaps:
+            return plain, None
+        return plain, Gaps((bound, encode_variable(name, self.signed.sign(
+            self.ix.resolve(name, rdtype)))) for bound, name in gaps)
 
 
 def _emit_zone(ix: ZoneIndex, deeper: list, out: _Emitter) -> None:
@@ -342,7 +362,7 @@ def _emit_zone(ix: ZoneIndex, deeper: list, out: _Emitter) -> None:
             continue
         wild = ix.nodes.get(dns.name.Name((WILD,) + name.labels))
         if wild is None:
-            if nxdomain_cache is None:
+            if nxdomain_cache is None or enc.signed:   # signed: each name's own proofs
                 nxdomain_cache = enc.variable(sample, OTHER_TYPE)
             out.add(_core.DNS_BELOW_OTHER, IN, 0, name, nxdomain_cache)
             continue

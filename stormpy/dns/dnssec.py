@@ -9,8 +9,11 @@ answer, a delegation without DS) with the NSEC or NSEC3 records that prove it
 C lookup takes that form when the query has DO (dns.h: SP_DNS_USER_SIGNED).
 
 A proof that depends on the name asked (the NSEC or NSEC3 covering a name that does
-not exist) cannot be stored once for every name below an ancestor: such answers get
-no DNSSEC form (`sign` returns None), and a DO query gets the unsigned answer.
+not exist) cannot be stored once for every name below an ancestor. With NSEC it
+depends only on where the asked name's label falls among the ancestor's children,
+so such an answer gets one DNSSEC form per gap between them (`Gaps`), which dns.c
+picks by that label. With NSEC3 it depends on the name's hash: those answers (an
+NXDOMAIN, a wildcard's) get no DNSSEC form, and a DO query gets the unsigned one.
 """
 from __future__ import annotations
 
@@ -31,6 +34,11 @@ DNSKEY = dns.rdatatype.DNSKEY
 DS = dns.rdatatype.DS
 NS = dns.rdatatype.NS
 WILD = b"*"
+
+
+class Gaps(tuple):
+    """The DNSSEC forms of one answer below an ancestor: (bound, form) pairs sorted by
+    bound, the lower-case label from which on a name's label gets that form."""
 
 
 class Unprovable(Exception):
@@ -59,6 +67,25 @@ class Signed:
             self.nsec3 = (p.salt, p.iterations, p.algorithm)
             self.hashes = sorted(owner.labels[0].lower() for owner in ix.nsec3)
         self.nsec_owners = sorted(n for n, node in ix.nodes.items() if NSEC in node)
+        self.children: dict[dns.name.Name, list] = {}
+        for name in ix.names:
+            if name != ix.origin:
+                self.children.setdefault(name.parent(), []).append(name.labels[0].lower())
+        for labels in self.children.values():
+            labels.sort()
+
+    def gap_samples(self, ancestor: dns.name.Name):
+        """(bound, a name in that gap) for each gap between ancestor's children, None
+        where the proofs depend on more than the gap (NSEC3)."""
+        if self.nsec3 is not None:
+            return None
+        children = self.children.get(ancestor, [])
+        taken, room = set(children), 255 - len(ancestor.to_wire()) - 1
+        out = []
+        for bound, label in [(b"", b"\x00")] + [(c, c + b"\x00") for c in children]:
+            if label not in taken and len(label) <= min(63, room):
+                out.append((bound, dns.name.Name((label,) + ancestor.labels)))
+        return out
 
     @staticmethod
     def applies(ix) -> bool:
@@ -77,10 +104,15 @@ class Signed:
     def _signed_section(self, rrsets, sources, out: list, seen: set) -> None:
         for rrset in rrsets:
             _add(out, seen, rrset)
+            source = sources.get(rrset.name)
+            if source is not None:     # an expanded wildcard's RRset counts as its own
+                seen.add((source, rrset.rdtype, rrset.covers))
             if rrset.rdtype != RRSIG:
-                sig = self.rrsig(rrset, sources.get(rrset.name))
+                sig = self.rrsig(rrset, source)
                 if sig is not None:
                     _add(out, seen, sig)
+                    if source is not None:
+                        seen.add((source, RRSIG, rrset.rdtype))
 
     # -- the DNSSEC form of an answer -----------------------------------------
 

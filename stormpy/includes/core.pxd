@@ -76,6 +76,8 @@ cdef extern from "stormpy/app/dns/dns.h" nogil:
         SP_DNS_USER_WILDCARD
         SP_DNS_USER_SIGNED
         SP_DNS_USER_DNAME
+        SP_DNS_USER_GAPS
+        SP_DNS_GAP_ENTRY
     struct sp_dns_query:
         uint8_t opcode
         bint has_question

@@ -27,6 +27,20 @@ static inline const struct sp_response *signed_form(const struct sp_response *r,
     return (r->user & SP_DNS_USER_SIGNED) && q->edns_do ? r + 1 : r;
 }
 
+/* signed_form() below an ancestor, where the form may be a gap list chosen by the
+ * asked name's label just below the ancestor (nsec.c). */
+static inline const struct sp_response *signed_below(const struct sp_table *t,
+                                                     const struct sp_response *r,
+                                                     const struct sp_dns_query *q,
+                                                     const uint8_t *label)
+{
+    const struct sp_response *s = signed_form(r, q);
+    if (s == r || !(s->user & SP_DNS_USER_GAPS))
+        return s;
+    s = sp_dns_gap_pick(t, s, label);
+    return s ? s : r;
+}
+
 const struct sp_response *sp_dns_lookup(const struct sp_table *t, const struct sp_dns_query *q)
 {
     const struct sp_response *r;
@@ -41,6 +55,7 @@ const struct sp_response *sp_dns_lookup(const struct sp_table *t, const struct s
         return signed_form(r, q);
     /* Closest encloser first: every ancestor, ending with the root label. */
     for (size_t off = 0; q->name_lower[off] != 0;) {
+        const uint8_t *label = q->name_lower + off;
         off += 1 + (size_t)q->name_lower[off];
         const uint8_t *suffix = q->name_lower + off;
         size_t n = q->name_len - off;
@@ -52,9 +67,9 @@ const struct sp_response *sp_dns_lookup(const struct sp_table *t, const struct s
             const struct sp_response *w =
                 sp_table_find_hashed(t, sp_dns_tag(SP_DNS_BELOW, qclass, q->qtype), h, suffix, n);
             if (w)
-                return signed_form(w, q);
+                return signed_below(t, w, q, label);
         }
-        return signed_form(r, q);
+        return signed_below(t, r, q, label);
     }
     return NULL;
 }

@@ -91,6 +91,13 @@ enum sp_dns_verdict {
  * front of it, or answers YXDOMAIN without the CNAME when that name would pass 255
  * octets. Such an answer is never precopied (its bytes depend on the name). */
 #define SP_DNS_USER_DNAME (1u << 7)
+/* On a DNSSEC form only (never a key's own response): the form depends on the label
+ * of the name asked just below the key's ancestor (NSEC proofs), and this response is
+ * a list of gaps, not an answer: entries of SP_DNS_GAP_ENTRY bytes sorted by their
+ * bound, each a 32-bit response index then the bound as a length-prefixed lower-case
+ * label (the first one empty); the name's label picks the last bound not above it. */
+#define SP_DNS_USER_GAPS (1u << 15)
+#define SP_DNS_GAP_ENTRY (4u + 64u)
 #define SP_DNS_USER_DROPPABLE(u) ((size_t)((u) >> 16))
 /* On a BELOW_OTHER response: BELOW keys exist at its name (a wildcard is there). */
 #define SP_DNS_USER_WILDCARD (1u << 14)
@@ -184,6 +191,11 @@ size_t sp_dns_answer_summed(const struct sp_table *t, const struct sp_dns_config
                             struct sp_dns_query *q, enum sp_dns_verdict verdict,
                             const struct sp_response *r, struct sp_dns_counters *c,
                             uint32_t *sum);
+
+/* The response a gap list (SP_DNS_USER_GAPS) gives the length-prefixed, lower-case
+ * label (nsec.c); NULL when the list is empty. */
+const struct sp_response *sp_dns_gap_pick(const struct sp_table *t, const struct sp_response *list,
+                                          const uint8_t *label);
 
 /* r's answer to q when its word says SP_DNS_USER_DNAME (dname.c): header, question and
  * records, the synthesized CNAME completed (or YXDOMAIN); no OPT. The length written,
