@@ -32,6 +32,7 @@ DNS_USER_SIGNED = SP_DNS_USER_SIGNED       # the next response is its DNSSEC for
 DNS_USER_DNAME = SP_DNS_USER_DNAME         # a DNAME's answer, completed per name asked
 DNS_USER_GAPS = SP_DNS_USER_GAPS           # a DNSSEC form chosen by the label asked (NSEC)
 DNS_GAP_ENTRY = SP_DNS_GAP_ENTRY
+DNS_USER_NSEC3 = SP_DNS_USER_NSEC3         # a DNSSEC form completed by the name's NSEC3 hash
 RESPONSE_SLOW_PATH = SP_RESPONSE_SLOW_PATH
 
 

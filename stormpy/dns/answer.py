@@ -37,6 +37,9 @@ class Answer:
     # a CNAME synthesized from a DNAME for the name asked: (that name, the DNAME's
     # target); a variable answer stores it as a template the C answer completes
     splice: tuple | None = None
+    # a DNSSEC form without the NSEC3 covering the asked name's next closer name,
+    # which dns.c hashes and splices in (dnssec.py)
+    cover_next_closer: bool = False
 
 
 def _header(answer: Answer, counts: tuple[int, int, int]) -> bytes:
@@ -66,23 +69,29 @@ def encode_fixed(qname: dns.name.Name, qtype: int, rdclass: int, answer: Answer)
     return wire[:12] + wire[12 + qlen:], droppable
 
 
+def section_wire(qname: dns.name.Name | None, rrsets: list, splice=None) -> tuple[bytes, int]:
+    """Records without compression but for qname's owner, a pointer to the question;
+    (bytes, record count). splice: Answer.splice, a synthesized CNAME to store as the
+    template dns.c completes."""
+    body, count = bytearray(), 0
+    for rrset in rrsets:
+        owner = b"\xc0\x0c" if rrset.name == qname else rrset.name.to_wire()
+        for rdata in rrset:
+            data = rdata.to_wire()
+            if splice and rrset.rdtype == CNAME and rrset.name == qname:
+                data = splice[1].to_wire()   # dns.c puts the asked name's prefix in front
+            body += owner + struct.pack("!HHIH", rrset.rdtype, rrset.rdclass, rrset.ttl, len(data))
+            body += data
+            count += 1
+    return bytes(body), count
+
+
 def encode_variable(qname: dns.name.Name, answer: Answer) -> tuple[bytes, int]:
     """Wire format for a question of unknown length (wildcards, NXDOMAIN, referrals
     below a cut): the asked name is a pointer to the question, nothing else is
     compressed, so no offset depends on the question's length."""
-    sections = []
-    for rrsets in (answer.answer, answer.authority, answer.additional):
-        body, count = bytearray(), 0
-        for rrset in rrsets:
-            owner = b"\xc0\x0c" if rrset.name == qname else rrset.name.to_wire()
-            for rdata in rrset:
-                data = rdata.to_wire()
-                if answer.splice and rrset.rdtype == CNAME and rrset.name == qname:
-                    data = answer.splice[1].to_wire()   # dns.c puts the asked name's prefix
-                body += owner + struct.pack("!HHIH", rrset.rdtype, rrset.rdclass, rrset.ttl, len(data))
-                body += data
-                count += 1
-        sections.append((bytes(body), count))
+    sections = [section_wire(qname, rrsets, answer.splice)
+                for rrsets in (answer.answer, answer.authority, answer.additional)]
     head = _header(answer, tuple(c for _, c in sections))
     wire = head + b"".join(b for b, _ in sections)
     if len(wire) + 255 + 4 > 65535:

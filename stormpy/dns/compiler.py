@@ -21,7 +21,7 @@ import dns.rrset
 from stormpy import _core
 from stormpy.errors import ZoneError
 from stormpy.dns.answer import Answer, encode_fixed, encode_variable
-from stormpy.dns.dnssec import Gaps, Signed
+from stormpy.dns.dnssec import Gaps, Nsec3Splice, Signed
 from stormpy.dns.zone import Zone
 
 IN = dns.rdataclass.IN
@@ -250,11 +250,19 @@ def _build(out: _Emitter, extend):
     the list of the forms for each gap (`Gaps`, SP_DNS_USER_GAPS), stored first."""
     builder = _core.TableBuilder()
     forms: dict[tuple, int] = {}
+
+    def stored(form, zone, data=None):
+        if (form, zone) not in forms:
+            forms[(form, zone)] = (builder.add_response(form[0], DNS_PATCHES, _user_word(*form, zone, 0))
+                                   if data is None else builder.add_response(data, (), zone << 8))
+        return forms[(form, zone)]
+
     for (_, signed, zone, _, _) in out.responses:
         for _, form in signed if isinstance(signed, Gaps) else ():
-            if (form, zone) not in forms:
-                forms[(form, zone)] = builder.add_response(form[0], DNS_PATCHES,
-                                                           _user_word(*form, zone, 0))
+            stored(form, zone)
+        if isinstance(signed, Nsec3Splice):
+            stored(signed[0], zone)
+            stored((signed[4], 0), zone, signed[4])
     first = {}
     for (plain, signed, zone, wildcard, spliced), index in out.responses.items():
         flags = ((_core.DNS_USER_WILDCARD if wildcard else 0) |
@@ -266,6 +274,12 @@ def _build(out: _Emitter, extend):
             entries = b"".join(struct.pack("!IB", forms[(form, zone)], len(bound)) + bound.ljust(63, b"\0")
                                for bound, form in signed)
             builder.add_response(entries, (), _core.DNS_USER_GAPS | zone << 8)
+        elif isinstance(signed, Nsec3Splice):
+            form, insert, ancestor, present, chain = signed
+            descriptor = struct.pack("!IIIBB", forms[(form, zone)], forms[((chain, 0), zone)],
+                                     insert, ancestor, len(present))
+            builder.add_response(descriptor + b"".join(struct.pack("!I", i) for i in present), (),
+                                 _core.DNS_USER_NSEC3 | zone << 8)
         elif signed is not None:
             builder.add_response(signed[0], DNS_PATCHES, _user_word(*signed, zone, flags))
     for (t, key), index in out.keys.items():
@@ -318,6 +332,8 @@ class _Encoder:
         if self.signed is None:
             return plain, None
         signed = self.signed.sign(answer, variable=sample)
+        if signed is not None and signed.cover_next_closer:
+            return plain, self.signed.splice(sample, signed)
         if signed is not None:
             return plain, encode_variable(sample, signed)
         gaps = self.signed.gap_samples(sample.parent())

@@ -12,19 +12,22 @@ A proof that depends on the name asked (the NSEC or NSEC3 covering a name that d
 not exist) cannot be stored once for every name below an ancestor. With NSEC it
 depends only on where the asked name's label falls among the ancestor's children,
 so such an answer gets one DNSSEC form per gap between them (`Gaps`), which dns.c
-picks by that label. With NSEC3 it depends on the name's hash: those answers (an
-NXDOMAIN, a wildcard's) get no DNSSEC form, and a DO query gets the unsigned one.
+picks by that label. With NSEC3 it is the NSEC3 covering the name's next closer
+name, found by its hash: the form leaves it out, and dns.c hashes the name and splices
+it in from the zone's chain (`Nsec3Splice`, `chain`).
 """
 from __future__ import annotations
 
+import base64
 import bisect
+import struct
 
 import dns.dnssec
 import dns.name
 import dns.rdatatype
 import dns.rrset
 
-from stormpy.dns.answer import Answer
+from stormpy.dns.answer import Answer, encode_variable, section_wire
 
 NSEC = dns.rdatatype.NSEC
 NSEC3 = dns.rdatatype.NSEC3
@@ -39,6 +42,12 @@ WILD = b"*"
 class Gaps(tuple):
     """The DNSSEC forms of one answer below an ancestor: (bound, form) pairs sorted by
     bound, the lower-case label from which on a name's label gets that form."""
+
+
+class Nsec3Splice(tuple):
+    """The DNSSEC form below an ancestor in an NSEC3 zone, completed per name by dns.c:
+    (form wire, stored offset where its authority section ends, the ancestor's wire
+    length, the chain indices of the NSEC3 records the form holds, the chain)."""
 
 
 class Unprovable(Exception):
@@ -66,6 +75,8 @@ class Signed:
             p = param[0]
             self.nsec3 = (p.salt, p.iterations, p.algorithm)
             self.hashes = sorted(owner.labels[0].lower() for owner in ix.nsec3)
+            self.chain_index = {label: i for i, label in enumerate(self.hashes)}
+            self.chain = self._chain()
         self.nsec_owners = sorted(n for n, node in ix.nodes.items() if NSEC in node)
         self.children: dict[dns.name.Name, list] = {}
         for name in ix.names:
@@ -86,6 +97,34 @@ class Signed:
             if label not in taken and len(label) <= min(63, room):
                 out.append((bound, dns.name.Name((label,) + ancestor.labels)))
         return out
+
+    def _chain(self) -> bytes:
+        """The NSEC3 chain as nsec3.c searches it: salt and iterations, then per record
+        in hash order its hash and where its NSEC3 and RRSIG records lie."""
+        salt, iterations, _ = self.nsec3
+        salt = salt or b""
+        entries, records = [], []
+        for label in self.hashes:
+            nsec3 = self.ix.nsec3[self._nsec3_owner(label)]
+            sig = self.rrsig(nsec3)
+            wire, count = section_wire(None, [nsec3] + ([sig] if sig is not None else []))
+            entries.append((base64.b32hexdecode(label.upper()), wire, count))
+        head = struct.pack("!HB", iterations, len(salt)) + salt + struct.pack("!I", len(entries))
+        offset = len(head) + len(entries) * 28
+        index = bytearray()
+        for digest, wire, count in entries:
+            index += digest + struct.pack("!IHH", offset, len(wire), count)
+            offset += len(wire)
+        return head + bytes(index) + b"".join(wire for _, wire, _ in entries)
+
+    def splice(self, sample: dns.name.Name, form) -> Nsec3Splice:
+        """form (an Answer from sign, cover_next_closer set) as Nsec3Splice."""
+        wire = encode_variable(sample, form)
+        additional = section_wire(sample, form.additional)[0]
+        present = tuple(self.chain_index[r.name.labels[0].lower()] for r in form.authority
+                        if r.rdtype == NSEC3)
+        return Nsec3Splice((wire, len(wire[0]) - len(additional), len(sample.parent().to_wire()),
+                            present, self.chain))
 
     @staticmethod
     def applies(ix) -> bool:
@@ -123,6 +162,7 @@ class Signed:
         sources = {qname: wild for qname, wild in answer.expanded}
         out = Answer(rcode=answer.rcode, aa=answer.aa, referral=answer.referral,
                      splice=answer.splice)
+        self._left_out = False
         seen: set = set()
         try:
             self._signed_section(answer.answer, sources, out.answer, seen)
@@ -137,6 +177,7 @@ class Signed:
                 self._signed_section(answer.additional, {}, out.additional, seen)
         except Unprovable:
             return None
+        out.cover_next_closer = self._left_out
         return out
 
     def _referral(self, answer, out, seen) -> None:
@@ -154,12 +195,10 @@ class Signed:
 
     def _denial(self, denial, variable):
         kind, name, owner = denial
+        if name == variable and self.nsec3 is None and (kind == "nxdomain" or owner != name):
+            raise Unprovable                 # NXDOMAIN or wildcard NODATA: Gaps
         if kind == "nxdomain":
-            if name == variable:
-                raise Unprovable
-            return self._nxdomain(name, owner)
-        if owner != name and name == variable:       # wildcard NODATA below an ancestor
-            raise Unprovable
+            return self._nxdomain(name, owner, variable)
         return self._nodata(name, owner, variable)
 
     # -- NSEC (RFC 4035 section 3.1.3) and NSEC3 (RFC 5155 section 7.2) ---------
@@ -193,18 +232,23 @@ class Signed:
     def _next_closer(encloser: dns.name.Name, name: dns.name.Name) -> dns.name.Name:
         return dns.name.Name(name.labels[-(len(encloser.labels) + 1):])
 
-    def _closest_encloser_proof(self, encloser, name, variable) -> list:
-        if name == variable:
-            raise Unprovable
-        return [self._nsec3_matching(encloser),
-                self._nsec3_covering(self._next_closer(encloser, name))]
+    def _next_closer_cover(self, encloser, name, variable) -> list:
+        """The NSEC3 covering name's next closer name; left out for dns.c to add when
+        that is the asked name's label below the ancestor (cover_next_closer)."""
+        if name == variable and encloser == variable.parent():
+            self._left_out = True
+            return []
+        return [self._nsec3_covering(self._next_closer(encloser, name))]
 
-    def _nxdomain(self, name, closest) -> list:
+    def _closest_encloser_proof(self, encloser, name, variable) -> list:
+        return [self._nsec3_matching(encloser)] + self._next_closer_cover(encloser, name, variable)
+
+    def _nxdomain(self, name, closest, variable=None) -> list:
         if self.nsec3 is None:
             return [self._nsec_covering(name),
                     self._nsec_covering(dns.name.Name((WILD,) + closest.labels))]
         encloser = self._provable_encloser(closest)
-        return self._closest_encloser_proof(encloser, name, None) + [
+        return self._closest_encloser_proof(encloser, name, variable) + [
             self._nsec3_covering(dns.name.Name((WILD,) + encloser.labels))]
 
     def _nodata(self, name, owner, variable) -> list:
@@ -224,12 +268,12 @@ class Signed:
 
     def _wildcard_proof(self, qname, wild, variable) -> list:
         """No closer name than the wildcard matched qname."""
-        if qname == variable:
-            raise Unprovable
         if self.nsec3 is None:
+            if qname == variable:
+                raise Unprovable
             return [self._nsec_covering(qname)]
         encloser = self._provable_encloser(wild.parent())
-        return [self._nsec3_covering(self._next_closer(encloser, qname))]
+        return self._next_closer_cover(encloser, qname, variable)
 
 
 def _add(out: list, seen: set, rrset) -> None:

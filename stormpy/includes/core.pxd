@@ -77,6 +77,7 @@ cdef extern from "stormpy/app/dns/dns.h" nogil:
         SP_DNS_USER_SIGNED
         SP_DNS_USER_DNAME
         SP_DNS_USER_GAPS
+        SP_DNS_USER_NSEC3
         SP_DNS_GAP_ENTRY
     struct sp_dns_query:
         uint8_t opcode

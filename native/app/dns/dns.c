@@ -168,7 +168,7 @@ static inline size_t count_answer(struct sp_dns_counters *c, const struct sp_res
 size_t sp_dns_full_len(const struct sp_response *r, const struct sp_dns_query *q,
                        const struct sp_dns_config *cfg, size_t cap)
 {
-    if (r->user & SP_DNS_USER_DNAME)
+    if (r->user & SP_DNS_USER_DNAME)     /* and SP_DNS_USER_NSEC3 */
         return 0;
     size_t limit = sp_dns_udp_limit(q, cfg);
     if (limit > cap)
@@ -246,17 +246,26 @@ static inline size_t render_dns(const struct sp_table *t, const struct sp_respon
     return r->len + qlen;
 }
 
-/* A DNAME's answer (dname.c), with OPT when asked, or truncated; summed whole (rare). */
-static size_t answer_dname(const struct sp_table *t, const struct sp_dns_config *cfg,
-                           const uint8_t *msg, uint8_t *out, size_t limit,
-                           const struct sp_dns_query *q, const struct sp_response *r,
-                           struct sp_dns_counters *c, uint32_t *sum)
+/* An answer completed per name asked: a DNAME's (dname.c) or one with an NSEC3 proof
+ * spliced in (nsec3.c); with OPT when asked, or truncated (a slip too); summed whole
+ * (rare). */
+static size_t answer_spliced(const struct sp_table *t, const struct sp_dns_config *cfg,
+                             const uint8_t *msg, uint8_t *out, size_t limit,
+                             const struct sp_dns_query *q, enum sp_dns_verdict verdict,
+                             const struct sp_response *r, struct sp_dns_counters *c,
+                             uint32_t *sum)
 {
-    size_t opt = q->edns ? SP_DNS_OPT_LEN : 0;
-    size_t n = limit > opt ? sp_dns_dname_render(t, r, msg, q, out, limit - opt) : 0;
+    bool nsec3 = (r->user & SP_DNS_USER_NSEC3) == SP_DNS_USER_NSEC3;
+    const struct sp_response *shown = nsec3 ? sp_dns_nsec3_form(t, r) : r;
+    size_t opt = q->edns ? SP_DNS_OPT_LEN : 0, n = 0;
+    if (shown && verdict != SP_DNS_SLIP && limit > opt)
+        n = nsec3 ? sp_dns_nsec3_render(t, r, msg, q, out, limit - opt)
+                  : sp_dns_dname_render(t, r, msg, q, out, limit - opt);
     if (!n) {
-        c->truncated++;
-        return count_answer(c, r, summed(out, write_truncated(t, r, msg, q, cfg, out, limit), sum));
+        if (!shown)
+            return count_rcode(c, SP_RCODE_SERVFAIL, 0);
+        c->truncated += verdict != SP_DNS_SLIP;
+        return count_answer(c, shown, summed(out, write_truncated(t, shown, msg, q, cfg, out, limit), sum));
     }
     if (opt) {
         sp_put16(out + 10, (uint16_t)(sp_get16(out + 10) + 1));
@@ -278,10 +287,10 @@ answer_from_table(const struct sp_table *t, const struct sp_dns_config *cfg, con
     if (limit > cap)
         limit = cap;
     size_t opt = q->edns ? SP_DNS_OPT_LEN : 0;
+    if (__builtin_expect(r->user & SP_DNS_USER_DNAME, 0))     /* and SP_DNS_USER_NSEC3 */
+        return answer_spliced(t, cfg, msg, out, limit, q, verdict, r, c, sum);
     if (verdict == SP_DNS_SLIP)
         return count_answer(c, r, summed(out, write_truncated(t, r, msg, q, cfg, out, limit), sum));
-    if (__builtin_expect(r->user & SP_DNS_USER_DNAME, 0))
-        return answer_dname(t, cfg, msg, out, limit, q, r, c, sum);
     size_t stored = r->len;
     if (stored + q->question_len + opt > limit) {
         /* Optional additional records go first; then the whole answer, with TC. */

@@ -91,6 +91,10 @@ enum sp_dns_verdict {
  * front of it, or answers YXDOMAIN without the CNAME when that name would pass 255
  * octets. Such an answer is never precopied (its bytes depend on the name). */
 #define SP_DNS_USER_DNAME (1u << 7)
+/* A DNAME word with the rcode field at 63 (no rcode): a DNSSEC form whose NSEC3 proof
+ * depends on the asked name's hash (nsec3.c). The response is a descriptor, not an
+ * answer: the form without that proof, and the zone's NSEC3 chain to take it from. */
+#define SP_DNS_USER_NSEC3 (SP_DNS_USER_DNAME | 0x3fu)
 /* On a DNSSEC form only (never a key's own response): the form depends on the label
  * of the name asked just below the key's ancestor (NSEC proofs), and this response is
  * a list of gaps, not an answer: entries of SP_DNS_GAP_ENTRY bytes sorted by their
@@ -196,6 +200,16 @@ size_t sp_dns_answer_summed(const struct sp_table *t, const struct sp_dns_config
  * label (nsec.c); NULL when the list is empty. */
 const struct sp_response *sp_dns_gap_pick(const struct sp_table *t, const struct sp_response *list,
                                           const uint8_t *label);
+
+/* The answer an NSEC3 descriptor (SP_DNS_USER_NSEC3) gives q (nsec3.c): header,
+ * question, the form's records with the covering NSEC3 and its RRSIGs spliced in; no
+ * OPT. The length written, 0 when it does not fit in cap. */
+size_t sp_dns_nsec3_render(const struct sp_table *t, const struct sp_response *desc,
+                           const uint8_t *msg, const struct sp_dns_query *q, uint8_t *out,
+                           size_t cap);
+/* The form an NSEC3 descriptor completes (its header and rcode), NULL if malformed. */
+const struct sp_response *sp_dns_nsec3_form(const struct sp_table *t,
+                                            const struct sp_response *desc);
 
 /* r's answer to q when its word says SP_DNS_USER_DNAME (dname.c): header, question and
  * records, the synthesized CNAME completed (or YXDOMAIN); no OPT. The length written,
