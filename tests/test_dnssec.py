@@ -154,3 +154,29 @@ def test_dname_rewrites_the_name_asked(pair):
         m = dns.message.from_wire(_ask(stormpy.addr, LONG, "A", False, tcp))
         assert m.rcode() == dns.rcode.YXDOMAIN
         assert [r.rdtype for r in m.answer] == [dns.rdatatype.DNAME]
+
+
+@pytest.mark.parametrize("payload", [512, 900])
+def test_signed_answers_keep_the_udp_size_rules(pair, payload):
+    """DNSSEC forms are larger, and the size rules stay: an answer that does not fit the
+    client's EDNS buffer loses its optional additional records or goes out with TC
+    (its whole form then over TCP). stormpy truncates sooner than Knot: an answer below
+    an ancestor is stored uncompressed (its offsets cannot depend on the question), so
+    only the TC flag may differ, and only where stormpy's whole answer is too long."""
+    kind, _, knot, stormpy = pair
+    problems, truncated = [], 0
+    for name, rdtype in itertools.product(NAMES, ["A", "MX", "ANY", "DNSKEY", "NS", "DS"]):
+        q = dns.message.make_query(_qname(name), rdtype, use_edns=0, payload=payload, want_dnssec=True)
+        kw, sw = udp_query(q.to_wire(), knot.addr, timeout=2.0), udp_query(q.to_wire(), stormpy.addr, timeout=2.0)
+        km, sm = dns.message.from_wire(kw), dns.message.from_wire(sw)
+        assert len(sw) <= payload
+        if sm.flags & dns.flags.TC and not km.flags & dns.flags.TC:
+            whole = tcp_query(q.to_wire(), stormpy.addr, timeout=3.0)
+            assert len(whole) > payload, f"{_qname(name)} {rdtype}: TC on {len(whole)} bytes"
+            truncated += 1
+            continue
+        diffs = dnsdiff.compare(km, sm, ref_wire=kw, cand_wire=sw)
+        if diffs:
+            problems.append(f"{_qname(name)} {rdtype}: " + "; ".join(diffs))
+    assert not problems, f"{kind} at {payload} bytes:\n" + "\n".join(problems[:20])
+    assert truncated or payload > 512
