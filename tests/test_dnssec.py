@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import itertools
 import os
-import shutil
-import subprocess
 import sys
 
 import pytest
@@ -28,7 +26,7 @@ import dns.rcode  # noqa: E402
 import dns.rdataclass  # noqa: E402
 import dns.rdatatype  # noqa: E402
 
-from support import dnsdiff  # noqa: E402
+from support import dnsdiff, signing  # noqa: E402
 from support.client import tcp_query, udp_query  # noqa: E402
 from support.servers import knot_server, stormpy_server  # noqa: E402,F401
 
@@ -52,21 +50,11 @@ def _qname(name: str) -> str:
 @pytest.fixture(scope="module")
 def signed_zones(tmp_path_factory):
     """{"nsec": path, "nsec3": path}: the source zone signed both ways, keys made here."""
-    if not shutil.which("ldns-signzone") or not shutil.which("ldns-keygen"):
+    if not signing.available():
         pytest.skip("ldns-signzone (ldnsutils) is not installed; `make deps-test` installs it")
-    d = tmp_path_factory.mktemp("signed")
-    keys = []
-    for ksk in (["-k"], []):
-        out = subprocess.run(["ldns-keygen", "-a", "ECDSAP256SHA256", *ksk, ORIGIN.rstrip(".")],
-                             cwd=d, capture_output=True, text=True, check=True)
-        keys.append(str(d / out.stdout.strip()))
-    zones = {}
-    for kind, flags in (("nsec", []), ("nsec3", ["-n", "-p", "-s", "abcd", "-t", "2"])):
-        path = d / f"{kind}.zone"
-        subprocess.run(["ldns-signzone", *flags, "-f", str(path), SOURCE, *keys],
-                       cwd=d, capture_output=True, text=True, check=True)
-        zones[kind] = str(path)
-    return zones
+    d = str(tmp_path_factory.mktemp("signed"))
+    return {kind: signing.sign_zone(SOURCE, ORIGIN, d, nsec3=kind == "nsec3")
+            for kind in ("nsec", "nsec3")}
 
 
 @pytest.fixture(scope="module", params=["nsec", "nsec3"])
