@@ -25,17 +25,11 @@ import struct
 import dns.dnssec
 import dns.name
 import dns.rdatatype
+from dns.rdatatype import DNSKEY, DS, NSEC, NSEC3, NSEC3PARAM, RRSIG
 import dns.rrset
 
 from stormpy.dns.answer import Answer, encode_variable, section_wire
 
-NSEC = dns.rdatatype.NSEC
-NSEC3 = dns.rdatatype.NSEC3
-NSEC3PARAM = dns.rdatatype.NSEC3PARAM
-RRSIG = dns.rdatatype.RRSIG
-DNSKEY = dns.rdatatype.DNSKEY
-DS = dns.rdatatype.DS
-NS = dns.rdatatype.NS
 WILD = b"*"
 
 
