@@ -37,7 +37,8 @@ NAMES = ["", "www", "alias", "chain", "ext", "dangling", "towild", "nothere", "z
          "x.www", "wild", "x.wild", "b.wild", "y.x.wild", "*.wild", "a.cwild", "c.ent", "ent",
          "a.b.c.ent", "x.c.ent", "y.ent2", "q.y.ent2", "mail", "secure", "x.secure", "ns.secure",
          "insecure", "x.insecure", "insec2", "deep.insec2", "x.deep.insec2", "old", "x.old",
-         "a.b.old", "long", "toold", LONG]
+         "a.b.old", "long", "toold", LONG,
+         "liosf0rlmqmtemetkskrb85s38qfiohq"]    # the NSEC3 hash of the apex: no name
 TYPES = ["A", "AAAA", "MX", "TXT", "ANY", "RRSIG", "NSEC", "NSEC3", "DS", "DNSKEY",
          "NSEC3PARAM", "CNAME", "DNAME", "NS", "SOA"]
 TCP_TYPES = ["A", "MX", "DS", "RRSIG"]

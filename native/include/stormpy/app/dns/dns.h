@@ -99,7 +99,9 @@ enum sp_dns_verdict {
  * of the name asked just below the key's ancestor (NSEC proofs), and this response is
  * a list of gaps, not an answer: entries of SP_DNS_GAP_ENTRY bytes sorted by their
  * bound, each a 32-bit response index then the bound as a length-prefixed lower-case
- * label (the first one empty); the name's label picks the last bound not above it. */
+ * label (the first one empty); the name's label picks the last bound not above it.
+ * The lookup resolves it, so it never leaves sp_dns_lookup(); the rules app's
+ * SP_RESPONSE_SLOW_PATH, the same bit, is on its own responses, never on a form. */
 #define SP_DNS_USER_GAPS (1u << 15)
 #define SP_DNS_GAP_ENTRY (4u + 64u)
 #define SP_DNS_USER_DROPPABLE(u) ((size_t)((u) >> 16))
