@@ -47,6 +47,9 @@ DNS_PATCHES = (
     (_core.PATCH_COPY_BITS, _FIELD_MESSAGE, 2, 2, 0, 0x01),
     (_core.PATCH_COPY_BITS, _FIELD_MESSAGE, 3, 3, 0, 0x10),
 )
+# A response dns.c completes per name (DNAME, NSEC3 descriptor): no INSERT, so the
+# common renderer declines it (dns.h: SP_DNS_USER_DNAME)
+SPLICED_PATCHES = DNS_PATCHES[1:]
 _ADDITIONAL_TARGET = {NS: "target", dns.rdatatype.MX: "exchange", dns.rdatatype.SRV: "target"}
 
 
@@ -268,7 +271,8 @@ def _build(out: _Emitter, extend):
         flags = ((_core.DNS_USER_WILDCARD if wildcard else 0) |
                  (_core.DNS_USER_DNAME if spliced else 0))
         signed_flag = _core.DNS_USER_SIGNED if signed is not None else 0
-        first[index] = builder.add_response(plain[0], DNS_PATCHES,
+        patches = SPLICED_PATCHES if spliced else DNS_PATCHES
+        first[index] = builder.add_response(plain[0], patches,
                                             _user_word(*plain, zone, flags | signed_flag))
         if isinstance(signed, Gaps):
             entries = b"".join(struct.pack("!IB", forms[(form, zone)], len(bound)) + bound.ljust(63, b"\0")
@@ -276,12 +280,13 @@ def _build(out: _Emitter, extend):
             builder.add_response(entries, (), _core.DNS_USER_GAPS | zone << 8)
         elif isinstance(signed, Nsec3Splice):
             form, insert, ancestor, present, chain = signed
-            descriptor = struct.pack("!IIIBB", forms[(form, zone)], forms[((chain, 0), zone)],
-                                     insert, ancestor, len(present))
-            builder.add_response(descriptor + b"".join(struct.pack("!I", i) for i in present), (),
-                                 _core.DNS_USER_NSEC3 | zone << 8)
+            descriptor = form[0][:12] + struct.pack("!IIIBB", forms[(form, zone)],
+                                                    forms[((chain, 0), zone)], insert, ancestor,
+                                                    len(present))
+            builder.add_response(descriptor + b"".join(struct.pack("!I", i) for i in present),
+                                 SPLICED_PATCHES, _core.DNS_USER_NSEC3 | zone << 8)
         elif signed is not None:
-            builder.add_response(signed[0], DNS_PATCHES, _user_word(*signed, zone, flags))
+            builder.add_response(signed[0], patches, _user_word(*signed, zone, flags))
     for (t, key), index in out.keys.items():
         builder.add_key(t, key, first[index])
     if extend is not None:

@@ -20,24 +20,29 @@ size_t sp_dns_udp_limit(const struct sp_dns_query *q, const struct sp_dns_config
     return q->edns_size < cfg->max_udp ? q->edns_size : cfg->max_udp;
 }
 
-/* r, or its DNSSEC form for a query with DO: the compiler stores it next (dns.h). */
+/* r, or its DNSSEC form for a query with DO: the compiler stores it next (dns.h). A
+ * query without DO pays one test of a byte the parser wrote. */
 static inline const struct sp_response *signed_form(const struct sp_response *r,
                                                     const struct sp_dns_query *q)
 {
-    return (r->user & SP_DNS_USER_SIGNED) && q->edns_do ? r + 1 : r;
+    return __builtin_expect(q->edns_do, 0) && (r->user & SP_DNS_USER_SIGNED) ? r + 1 : r;
 }
 
-/* signed_form() below an ancestor, where the form may be a gap list chosen by the
- * asked name's label just below the ancestor (nsec.c). */
+/* signed_form() below the ancestor at offset `suffix` of the name, where the form may
+ * be a gap list chosen by the asked name's label just below the ancestor (nsec.c). */
 static inline const struct sp_response *signed_below(const struct sp_table *t,
                                                      const struct sp_response *r,
-                                                     const struct sp_dns_query *q,
-                                                     const uint8_t *label)
+                                                     const struct sp_dns_query *q, size_t suffix)
 {
-    const struct sp_response *s = signed_form(r, q);
-    if (s == r || !(s->user & SP_DNS_USER_GAPS))
-        return s;
-    s = sp_dns_gap_pick(t, s, label);
+    if (__builtin_expect(!q->edns_do, 1) || !(r->user & SP_DNS_USER_SIGNED))
+        return r;
+    const struct sp_response *s = r + 1;
+    if (s->user & SP_DNS_USER_GAPS) {
+        size_t label = 0;        /* found again here, not carried through the walk */
+        while (label + 1 + q->name_lower[label] < suffix)
+            label += 1 + (size_t)q->name_lower[label];
+        s = sp_dns_gap_pick(t, s, q->name_lower + label);
+    }
     return s ? s : r;
 }
 
@@ -55,7 +60,6 @@ const struct sp_response *sp_dns_lookup(const struct sp_table *t, const struct s
         return signed_form(r, q);
     /* Closest encloser first: every ancestor, ending with the root label. */
     for (size_t off = 0; q->name_lower[off] != 0;) {
-        const uint8_t *label = q->name_lower + off;
         off += 1 + (size_t)q->name_lower[off];
         const uint8_t *suffix = q->name_lower + off;
         size_t n = q->name_len - off;
@@ -67,9 +71,9 @@ const struct sp_response *sp_dns_lookup(const struct sp_table *t, const struct s
             const struct sp_response *w =
                 sp_table_find_hashed(t, sp_dns_tag(SP_DNS_BELOW, qclass, q->qtype), h, suffix, n);
             if (w)
-                return signed_below(t, w, q, label);
+                return signed_below(t, w, q, off);
         }
-        return signed_below(t, r, q, label);
+        return signed_below(t, r, q, off);
     }
     return NULL;
 }
@@ -247,25 +251,24 @@ static inline size_t render_dns(const struct sp_table *t, const struct sp_respon
 }
 
 /* An answer completed per name asked: a DNAME's (dname.c) or one with an NSEC3 proof
- * spliced in (nsec3.c); with OPT when asked, or truncated (a slip too); summed whole
- * (rare). */
+ * spliced in (nsec3.c); with OPT when asked, or truncated; summed whole (rare). Such a
+ * response has no question INSERT, so the specialised renderer declines it and the
+ * common path pays nothing; its stored head is a header (an NSEC3 descriptor starts
+ * with its form's), so a slip or a truncation needs nothing of its own. */
 static size_t answer_spliced(const struct sp_table *t, const struct sp_dns_config *cfg,
                              const uint8_t *msg, uint8_t *out, size_t limit,
-                             const struct sp_dns_query *q, enum sp_dns_verdict verdict,
-                             const struct sp_response *r, struct sp_dns_counters *c,
-                             uint32_t *sum)
+                             const struct sp_dns_query *q, const struct sp_response *r,
+                             struct sp_dns_counters *c, uint32_t *sum)
 {
     bool nsec3 = (r->user & SP_DNS_USER_NSEC3) == SP_DNS_USER_NSEC3;
-    const struct sp_response *shown = nsec3 ? sp_dns_nsec3_form(t, r) : r;
     size_t opt = q->edns ? SP_DNS_OPT_LEN : 0, n = 0;
-    if (shown && verdict != SP_DNS_SLIP && limit > opt)
+    if (limit > opt)
         n = nsec3 ? sp_dns_nsec3_render(t, r, msg, q, out, limit - opt)
                   : sp_dns_dname_render(t, r, msg, q, out, limit - opt);
     if (!n) {
-        if (!shown)
-            return count_rcode(c, SP_RCODE_SERVFAIL, 0);
-        c->truncated += verdict != SP_DNS_SLIP;
-        return count_answer(c, shown, summed(out, write_truncated(t, shown, msg, q, cfg, out, limit), sum));
+        c->truncated++;
+        n = write_truncated(t, r, msg, q, cfg, out, limit);
+        return count_rcode(c, out[3] & 0x0f, summed(out, n, sum));
     }
     if (opt) {
         sp_put16(out + 10, (uint16_t)(sp_get16(out + 10) + 1));
@@ -287,12 +290,12 @@ answer_from_table(const struct sp_table *t, const struct sp_dns_config *cfg, con
     if (limit > cap)
         limit = cap;
     size_t opt = q->edns ? SP_DNS_OPT_LEN : 0;
-    if (__builtin_expect(r->user & SP_DNS_USER_DNAME, 0))     /* and SP_DNS_USER_NSEC3 */
-        return answer_spliced(t, cfg, msg, out, limit, q, verdict, r, c, sum);
     if (verdict == SP_DNS_SLIP)
         return count_answer(c, r, summed(out, write_truncated(t, r, msg, q, cfg, out, limit), sum));
     size_t stored = r->len;
     if (stored + q->question_len + opt > limit) {
+        if (r->user & SP_DNS_USER_DNAME)     /* its length is the name's: it decides */
+            return answer_spliced(t, cfg, msg, out, limit, q, r, c, sum);
         /* Optional additional records go first; then the whole answer, with TC. */
         stored = SP_DNS_USER_DROPPABLE(r->user);
         if (!stored || stored + q->question_len + opt > limit) {
@@ -306,6 +309,8 @@ answer_from_table(const struct sp_table *t, const struct sp_dns_config *cfg, con
         .field_len = {(uint16_t)len, q->question_len},
     };
     size_t n = stored == r->len ? render_dns(t, r, msg, q, out, limit - opt) : 0;
+    if (!n && (r->user & SP_DNS_USER_DNAME))     /* and SP_DNS_USER_NSEC3 */
+        return answer_spliced(t, cfg, msg, out, limit, q, r, c, sum);
     if (!n)
         n = sp_response_render_prefix(t, r, &req, stored, out, limit - opt);
     if (!n)

@@ -87,24 +87,21 @@ static void sha1(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen, u
  * and RR count (16 bits each) of its NSEC3 and RRSIG records' wire form in the blob. */
 #define CHAIN_ENTRY (SHA1_LEN + 8u)
 
-/* The descriptor: the form's response index, the chain's, the form's stored offset
- * where the authority section ends, the ancestor's wire length, and the chain records
- * the form holds already (a count, then their indices), which are not added twice. */
-#define DESC_FIXED 14u
-
-const struct sp_response *sp_dns_nsec3_form(const struct sp_table *t,
-                                            const struct sp_response *desc)
-{
-    return desc->len < DESC_FIXED ? NULL : sp_table_response(t, get32(sp_response_bytes(t, desc)));
-}
+/* The descriptor: the form's header (so a truncated answer or a slip can be made from
+ * the descriptor as from any response), the form's response index, the chain's, the
+ * form's stored offset where the authority section ends, the ancestor's wire length,
+ * and the chain records the form holds already (a count, then their indices), which
+ * are not added twice. */
+#define DESC_AT SP_DNS_HEADER_LEN
+#define DESC_FIXED (DESC_AT + 14u)
 
 size_t sp_dns_nsec3_render(const struct sp_table *t, const struct sp_response *desc,
                            const uint8_t *msg, const struct sp_dns_query *q, uint8_t *out,
                            size_t cap)
 {
-    const uint8_t *d = sp_response_bytes(t, desc);
     if (desc->len < DESC_FIXED)
         return 0;
+    const uint8_t *d = sp_response_bytes(t, desc) + DESC_AT;
     const struct sp_response *form = sp_table_response(t, get32(d));
     const struct sp_response *chain = sp_table_response(t, get32(d + 4));
     size_t insert = get32(d + 8), ancestor = d[12], present = d[13];
@@ -142,7 +139,7 @@ size_t sp_dns_nsec3_render(const struct sp_table *t, const struct sp_response *d
     size_t rr_off = get32(e + SHA1_LEN), rr_len = sp_get16(e + SHA1_LEN + 4);
     size_t rr_count = sp_get16(e + SHA1_LEN + 6);
     for (size_t i = 0; i < present; i++)
-        if (get32(d + DESC_FIXED + 4 * i) == cover)
+        if (get32(d + 14 + 4 * i) == cover)
             rr_len = rr_count = 0;                 /* already in the form */
     if (rr_off + rr_len > chain->len)
         return 0;

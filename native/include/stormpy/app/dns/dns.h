@@ -93,7 +93,9 @@ enum sp_dns_verdict {
 #define SP_DNS_USER_DNAME (1u << 7)
 /* A DNAME word with the rcode field at 63 (no rcode): a DNSSEC form whose NSEC3 proof
  * depends on the asked name's hash (nsec3.c). The response is a descriptor, not an
- * answer: the form without that proof, and the zone's NSEC3 chain to take it from. */
+ * answer: the form's header, then the form without that proof and the zone's NSEC3
+ * chain to take it from. Both kinds have no question INSERT in their patch list, so
+ * the common renderer declines them and dns.c completes them apart. */
 #define SP_DNS_USER_NSEC3 (SP_DNS_USER_DNAME | 0x3fu)
 /* On a DNSSEC form only (never a key's own response): the form depends on the label
  * of the name asked just below the key's ancestor (NSEC proofs), and this response is
@@ -209,9 +211,6 @@ const struct sp_response *sp_dns_gap_pick(const struct sp_table *t, const struct
 size_t sp_dns_nsec3_render(const struct sp_table *t, const struct sp_response *desc,
                            const uint8_t *msg, const struct sp_dns_query *q, uint8_t *out,
                            size_t cap);
-/* The form an NSEC3 descriptor completes (its header and rcode), NULL if malformed. */
-const struct sp_response *sp_dns_nsec3_form(const struct sp_table *t,
-                                            const struct sp_response *desc);
 
 /* r's answer to q when its word says SP_DNS_USER_DNAME (dname.c): header, question and
  * records, the synthesized CNAME completed (or YXDOMAIN); no OPT. The length written,
