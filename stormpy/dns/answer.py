@@ -13,12 +13,14 @@ import dns.flags
 import dns.message
 import dns.name
 import dns.rcode
+import dns.rdataclass
 import dns.rdatatype
 import dns.rrset
 
 from stormpy.errors import ZoneError
 
 CNAME = dns.rdatatype.CNAME
+IN = dns.rdataclass.IN
 
 
 @dataclass

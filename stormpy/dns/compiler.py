@@ -20,11 +20,10 @@ import dns.rrset
 
 from stormpy import _core
 from stormpy.errors import ZoneError
-from stormpy.dns.answer import Answer, encode_fixed, encode_variable
-from stormpy.dns.dnssec import Gaps, Nsec3Splice, Signed
+from stormpy.dns.answer import IN, Answer, encode_fixed
+from stormpy.dns.dnssec import Encoder, Gaps, Nsec3Splice
 from stormpy.dns.zone import Zone
 
-IN = dns.rdataclass.IN
 CH = dns.rdataclass.CH
 ANY = dns.rdatatype.ANY
 CNAME = dns.rdatatype.CNAME
@@ -318,38 +317,8 @@ def _sample_below(name: dns.name.Name, ix: ZoneIndex):
     return None
 
 
-class _Encoder:
-    """A zone's answers in wire form: (plain, DNSSEC form or None) for a signed zone."""
-
-    def __init__(self, ix: ZoneIndex):
-        self.ix = ix
-        self.signed = Signed(ix) if Signed.applies(ix) else None
-
-    def fixed(self, name: dns.name.Name, rdtype: int) -> tuple:
-        answer = self.ix.resolve(name, rdtype)
-        signed = self.signed.sign(answer) if self.signed else None
-        return (encode_fixed(name, rdtype, IN, answer),
-                None if signed is None else encode_fixed(name, rdtype, IN, signed))
-
-    def variable(self, sample: dns.name.Name, rdtype: int) -> tuple:
-        answer = self.ix.resolve(sample, rdtype)
-        plain = encode_variable(sample, answer)
-        if self.signed is None:
-            return plain, None
-        signed = self.signed.sign(answer, variable=sample)
-        if signed is not None and signed.cover_next_closer:
-            return plain, self.signed.splice(sample, signed)
-        if signed is not None:
-            return plain, encode_variable(sample, signed)
-        gaps = self.signed.gap_samples(sample.parent())
-        if not gaps:
-            return plain, None
-        return plain, Gaps((bound, encode_variable(name, self.signed.sign(
-            self.ix.resolve(name, rdtype)))) for bound, name in gaps)
-
-
 def _emit_zone(ix: ZoneIndex, deeper: list, out: _Emitter) -> None:
-    enc = _Encoder(ix)
+    enc = Encoder(ix)
     nxdomain_cache = None
     for name in sorted(ix.names):
         if any(name.is_subdomain(o) for o in deeper):
@@ -440,7 +409,7 @@ def compile_zones(zones: list[Zone], chaos_version: str | None = None,
         if parents:
             parent = max(parents, key=lambda p: len(p.origin))
             out.zone = zone_slots.get(parent.origin, 0)
-            out.add(_core.DNS_EXACT, IN, DS, child.origin, _Encoder(parent).fixed(child.origin, DS))
+            out.add(_core.DNS_EXACT, IN, DS, child.origin, Encoder(parent).fixed(child.origin, DS))
     out.zone = 0
     _emit_chaos(out, chaos_version, chaos_identity)
 

@@ -28,7 +28,7 @@ import dns.rdatatype
 from dns.rdatatype import DNSKEY, DS, NSEC, NSEC3, NSEC3PARAM, RRSIG
 import dns.rrset
 
-from stormpy.dns.answer import Answer, encode_variable, section_wire
+from stormpy.dns.answer import IN, Answer, encode_fixed, encode_variable, section_wire
 
 WILD = b"*"
 
@@ -275,3 +275,34 @@ def _add(out: list, seen: set, rrset) -> None:
     if key not in seen:
         seen.add(key)
         out.append(rrset)
+
+
+class Encoder:
+    """A zone's answers (`ix`, the compiler's ZoneIndex, decides them) in wire form:
+    (plain, DNSSEC form or None: signed zones only) for the compiler's emitter."""
+
+    def __init__(self, ix):
+        self.ix = ix
+        self.signed = Signed(ix) if Signed.applies(ix) else None
+
+    def fixed(self, name: dns.name.Name, rdtype: int) -> tuple:
+        answer = self.ix.resolve(name, rdtype)
+        signed = self.signed.sign(answer) if self.signed else None
+        return (encode_fixed(name, rdtype, IN, answer),
+                None if signed is None else encode_fixed(name, rdtype, IN, signed))
+
+    def variable(self, sample: dns.name.Name, rdtype: int) -> tuple:
+        answer = self.ix.resolve(sample, rdtype)
+        plain = encode_variable(sample, answer)
+        if self.signed is None:
+            return plain, None
+        signed = self.signed.sign(answer, variable=sample)
+        if signed is not None and signed.cover_next_closer:
+            return plain, self.signed.splice(sample, signed)
+        if signed is not None:
+            return plain, encode_variable(sample, signed)
+        gaps = self.signed.gap_samples(sample.parent())
+        if not gaps:
+            return plain, None
+        return plain, Gaps((bound, encode_variable(name, self.signed.sign(
+            self.ix.resolve(name, rdtype)))) for bound, name in gaps)
