@@ -24,7 +24,6 @@ import struct
 
 import dns.dnssec
 import dns.name
-import dns.rdatatype
 from dns.rdatatype import DNSKEY, DS, NSEC, NSEC3, NSEC3PARAM, RRSIG
 import dns.rrset
 
