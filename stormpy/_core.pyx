@@ -28,6 +28,11 @@ DNS_BELOW = SP_DNS_BELOW
 DNS_BELOW_OTHER = SP_DNS_BELOW_OTHER
 DNS_ZONE_SLOTS = SP_DNS_ZONE_SLOTS   # answers counted per zone: slot 0 and 63 zones
 DNS_USER_WILDCARD = SP_DNS_USER_WILDCARD   # a BELOW_OTHER response: BELOW keys at its name
+DNS_USER_SIGNED = SP_DNS_USER_SIGNED       # the next response is its DNSSEC form (DO)
+DNS_USER_DNAME = SP_DNS_USER_DNAME         # a DNAME's answer, completed per name asked
+DNS_USER_GAPS = SP_DNS_USER_GAPS           # a DNSSEC form chosen by the label asked (NSEC)
+DNS_GAP_ENTRY = SP_DNS_GAP_ENTRY
+DNS_USER_NSEC3 = SP_DNS_USER_NSEC3         # a DNSSEC form completed by the name's NSEC3 hash
 RESPONSE_SLOW_PATH = SP_RESPONSE_SLOW_PATH
 
 

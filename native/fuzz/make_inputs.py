@@ -19,6 +19,8 @@ from scapy.layers.l2 import ARP, Dot1Q, Ether
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, REPO)
+sys.path.insert(0, os.path.join(REPO, "tests"))
+from support import signing  # noqa: E402
 from stormpy.dns.compiler import compile_zones  # noqa: E402
 from stormpy.dns.zone import load_zone  # noqa: E402
 from stormpy.http.site import compile_site  # noqa: E402
@@ -31,7 +33,8 @@ MAC, PEER = "02:00:00:00:00:01", "02:00:00:00:00:02"
 
 def queries(zones, rng):
     names = sorted({str(n.derelativize(z.origin)) for z in zones for n in z.zone.nodes} | {
-                   "nothere.example.com.",
+                   "nothere.example.com.", "x.y.old.signed.example.", "q.x.wild.nsec.example.",
+                   "zz.signed.example.", "q.x.wild.signed.example.", "a.b.old.nsec.example.",
                                                                "a.b.nowhere.example.net.",
                                                                "example.org."})
     out = []
@@ -152,8 +155,24 @@ def write(directory, items):
             f.write(data)
 
 
+def signed_zones(directory):
+    """tests/zones/signed.example.zone signed with NSEC3 (nsec3.c's hashing and
+    splicing, DNAME), and again as nsec.example. with NSEC (the gap lists), when
+    ldns-signzone is there (make deps-test installs it)."""
+    if not signing.available():
+        return []
+    source = os.path.join(REPO, "tests", "zones", "signed.example.zone")
+    renamed = os.path.join(directory, "nsec.example.zone")
+    with open(source) as f, open(renamed, "w") as out:
+        out.write(f.read().replace("signed.example.", "nsec.example."))
+    return [load_zone(signing.sign_zone(source, "signed.example.", directory, nsec3=True)),
+            load_zone(signing.sign_zone(renamed, "nsec.example.", directory, nsec3=False))]
+
+
 def main(out):
     zones = [load_zone(os.path.join(REPO, "tests", "zones", f), origin) for origin, f in ZONES]
+    keys = tempfile.TemporaryDirectory()
+    zones += signed_zones(keys.name)
     table, _ = compile_zones(zones)
     os.makedirs(out, exist_ok=True)
     blob = table.flat_bytes()

@@ -11,25 +11,29 @@ import struct
 from dataclasses import dataclass, field
 
 import dns.exception
-import dns.flags
-import dns.message
 import dns.name
 import dns.rcode
 import dns.rdataclass
 import dns.rdatatype
+import dns.rdtypes.ANY.CNAME
 import dns.rrset
 
 from stormpy import _core
 from stormpy.errors import ZoneError
+from stormpy.dns.answer import IN, Answer, encode_fixed
+from stormpy.dns.dnssec import Encoder, Gaps, Nsec3Splice
 from stormpy.dns.zone import Zone
 
-IN = dns.rdataclass.IN
 CH = dns.rdataclass.CH
 ANY = dns.rdatatype.ANY
 CNAME = dns.rdatatype.CNAME
 DS = dns.rdatatype.DS
 NS = dns.rdatatype.NS
+NSEC = dns.rdatatype.NSEC
+NSEC3 = dns.rdatatype.NSEC3
+RRSIG = dns.rdatatype.RRSIG
 SOA = dns.rdatatype.SOA
+DNAME = dns.rdatatype.DNAME
 OTHER_TYPE = 0          # stands for "any type not listed" while compiling
 MAX_CHAIN = 5           # CNAMEs followed in one answer (Knot DNS: 5)
 WILD = b"*"
@@ -42,21 +46,14 @@ DNS_PATCHES = (
     (_core.PATCH_COPY_BITS, _FIELD_MESSAGE, 2, 2, 0, 0x01),
     (_core.PATCH_COPY_BITS, _FIELD_MESSAGE, 3, 3, 0, 0x10),
 )
+# A response dns.c completes per name (DNAME, NSEC3 descriptor): no INSERT, so the
+# common renderer declines it (dns.h: SP_DNS_USER_DNAME)
+SPLICED_PATCHES = DNS_PATCHES[1:]
 _ADDITIONAL_TARGET = {NS: "target", dns.rdatatype.MX: "exchange", dns.rdatatype.SRV: "target"}
 
 
 def tag(kind: int, rdclass: int, rdtype: int) -> int:
     return (kind << 32) | (rdclass << 16) | rdtype
-
-
-@dataclass
-class Answer:
-    rcode: int = dns.rcode.NOERROR
-    aa: bool = True
-    answer: list = field(default_factory=list)
-    authority: list = field(default_factory=list)
-    additional: list = field(default_factory=list)
-    referral: bool = False
 
 
 def _renamed(rrset: dns.rrset.RRset, owner: dns.name.Name) -> dns.rrset.RRset:
@@ -75,11 +72,20 @@ class ZoneIndex:
         self.origin = zone.origin
         self.nodes: dict[dns.name.Name, dict[int, dns.rrset.RRset]] = {}
         self.types: set[int] = set()
+        # DNSSEC data apart: RRSIGs by owner and covered type; NSEC3 records, whose
+        # hashed owners are no names of the zone (a query for one is NXDOMAIN)
+        self.sigs: dict[dns.name.Name, dict[int, dns.rrset.RRset]] = {}
+        self.nsec3: dict[dns.name.Name, dns.rrset.RRset] = {}
         for name, rdataset in zone.zone.iterate_rdatasets():
-            rrset = dns.rrset.RRset(name, rdataset.rdclass, rdataset.rdtype)
+            rrset = dns.rrset.RRset(name, rdataset.rdclass, rdataset.rdtype, rdataset.covers)
             rrset.update(rdataset)
-            self.nodes.setdefault(name, {})[rdataset.rdtype] = rrset
-            self.types.add(rdataset.rdtype)
+            if rdataset.rdtype == RRSIG:
+                self.sigs.setdefault(name, {})[rdataset.covers] = rrset
+            elif rdataset.rdtype == NSEC3:
+                self.nsec3[name] = rrset
+            else:
+                self.nodes.setdefault(name, {})[rdataset.rdtype] = rrset
+                self.types.add(rdataset.rdtype)
         self.names: set[dns.name.Name] = set()
         for name in self.nodes:
             while name not in self.names:      # the name and its empty non-terminals
@@ -88,6 +94,7 @@ class ZoneIndex:
                     break
                 name = name.parent()
         self.cuts = {n for n, node in self.nodes.items() if NS in node and n != self.origin}
+        self.dnames = {n for n, node in self.nodes.items() if DNAME in node}
         soa = self.nodes[self.origin][SOA]
         self.negative_soa = dns.rrset.RRset(self.origin, IN, SOA)
         self.negative_soa.update(soa)
@@ -112,31 +119,50 @@ class ZoneIndex:
         return Answer(aa=bool(answer), answer=answer, authority=[ns],
                       additional=self._addresses([ns]), referral=True)
 
+    def dname_above(self, name: dns.name.Name):
+        """The topmost DNAME owner strictly above name, if any: it rewrites name."""
+        found = None
+        while name != self.origin:
+            name = name.parent()
+            if name in self.dnames:
+                found = name
+        return found
+
     def resolve(self, qname: dns.name.Name, qtype: int) -> Answer:
         """The complete answer to (qname, qtype), as Knot DNS gives it."""
         answer: list = []
+        expanded: list = []
         seen: set = set()
         name = qname
         while True:
             cut = self.cut_above(name)
             if cut is not None and not (qtype == DS and name == cut):
                 return self.referral(cut, answer)
-            node = self.nodes.get(name)
+            dname = self.dname_above(name)
+            if dname is not None:
+                return self._synthesized(name, dname, answer)
+            node, owner = self.nodes.get(name), name
             if node is None:
                 if name in self.names:       # empty non-terminal
-                    return Answer(answer=answer, authority=[self.negative_soa])
-                wildcard = dns.name.Name((WILD,) + self.closest_encloser(name).labels)
-                node = self.nodes.get(wildcard)
+                    return Answer(answer=answer, authority=[self.negative_soa],
+                                  denial=("nodata", name, name), expanded=expanded)
+                closest = self.closest_encloser(name)
+                owner = dns.name.Name((WILD,) + closest.labels)
+                node = self.nodes.get(owner)
                 if node is None:
                     return Answer(rcode=dns.rcode.NXDOMAIN, answer=answer,
-                                  authority=[self.negative_soa])
-            if qtype == ANY:                 # RFC 8482: one RRset, the lowest type
-                answer.append(_renamed(node[min(node)], name))
-                break
-            if qtype in node:
+                                  authority=[self.negative_soa],
+                                  denial=("nxdomain", name, closest), expanded=expanded)
+                expanded.append((name, owner))
+            if qtype in (ANY, RRSIG):        # RFC 8482: one RRset, the lowest type
+                rrsets = node if qtype == ANY else self.sigs.get(owner, {})
+                if rrsets:
+                    answer.append(_renamed(rrsets[min(rrsets)], name))
+                    break
+            elif qtype in node:
                 answer.append(_renamed(node[qtype], name))
                 break
-            if CNAME in node:
+            if CNAME in node and qtype != NSEC:     # Knot answers NSEC at the alias itself
                 if len(seen) == MAX_CHAIN:       # the chain stops here, as in Knot DNS
                     break
                 answer.append(_renamed(node[CNAME], name))
@@ -146,8 +172,23 @@ class ZoneIndex:
                     break
                 name = target
                 continue
-            return Answer(answer=answer, authority=[self.negative_soa])
-        return Answer(answer=answer, additional=self._addresses(answer))
+            return Answer(answer=answer, authority=[self.negative_soa],
+                          denial=("nodata", name, owner), expanded=expanded)
+        return Answer(answer=answer, additional=self._addresses(answer), expanded=expanded)
+
+    def _synthesized(self, name: dns.name.Name, dname: dns.name.Name, answer: list) -> Answer:
+        """RFC 6672: the DNAME, and a CNAME from name to name with the DNAME's owner
+        replaced by its target (not followed further); YXDOMAIN when that is too long."""
+        rrset = self.nodes[dname][DNAME]
+        answer.append(rrset)
+        try:
+            target = name.relativize(dname).concatenate(rrset[0].target)
+        except dns.name.NameTooLong:
+            return Answer(rcode=dns.rcode.YXDOMAIN, answer=answer)
+        cname = dns.rrset.from_rdata(name, rrset.ttl, dns.rdtypes.ANY.CNAME.CNAME(
+            IN, CNAME, target))
+        answer.append(cname)
+        return Answer(answer=answer, splice=(name, rrset[0].target))
 
     def _addresses(self, rrsets: list) -> list:
         """A and AAAA of in-zone NS, MX and SRV targets, as Knot adds them."""
@@ -168,58 +209,6 @@ class ZoneIndex:
         return out
 
 
-def _header(answer: Answer, counts: tuple[int, int, int]) -> bytes:
-    flags = dns.flags.QR | (dns.flags.AA if answer.aa else 0) | (answer.rcode & 0xF)
-    return struct.pack("!HHHHHH", 0, flags, 1, *counts)
-
-
-def encode_fixed(qname: dns.name.Name, qtype: int, rdclass: int, answer: Answer) -> tuple[bytes, int]:
-    """Wire format for a question of known length: full name compression, which may
-    point into the question. Returns (header + sections after the question, length
-    without the additional section or 0 when that is not droppable)."""
-    msg = dns.message.Message(id=0)
-    msg.flags = dns.flags.QR | (dns.flags.AA if answer.aa else 0)
-    msg.set_rcode(answer.rcode)
-    msg.question = [dns.rrset.RRset(qname, rdclass, qtype)]
-    msg.answer, msg.authority, msg.additional = answer.answer, answer.authority, answer.additional
-    try:
-        wire = msg.to_wire(max_size=65535)
-    except dns.exception.TooBig:
-        raise ZoneError(f"the response to {qname} {dns.rdatatype.to_text(qtype)} is larger "
-                        f"than 65535 bytes") from None
-    qlen = len(qname.to_wire()) + 4
-    droppable = 0
-    if answer.additional and not answer.referral:
-        msg.additional = []
-        droppable = len(msg.to_wire(max_size=65535)) - qlen
-    return wire[:12] + wire[12 + qlen:], droppable
-
-
-def encode_variable(qname: dns.name.Name, answer: Answer) -> tuple[bytes, int]:
-    """Wire format for a question of unknown length (wildcards, NXDOMAIN, referrals
-    below a cut): the asked name is a pointer to the question, nothing else is
-    compressed, so no offset depends on the question's length."""
-    sections = []
-    for rrsets in (answer.answer, answer.authority, answer.additional):
-        body, count = bytearray(), 0
-        for rrset in rrsets:
-            owner = b"\xc0\x0c" if rrset.name == qname else rrset.name.to_wire()
-            for rdata in rrset:
-                data = rdata.to_wire()
-                body += owner + struct.pack("!HHIH", rrset.rdtype, rrset.rdclass, rrset.ttl, len(data))
-                body += data
-                count += 1
-        sections.append((bytes(body), count))
-    head = _header(answer, tuple(c for _, c in sections))
-    wire = head + b"".join(b for b, _ in sections)
-    if len(wire) + 255 + 4 > 65535:
-        raise ZoneError(f"the response below {qname.parent()} is larger than 65535 bytes")
-    droppable = 0
-    if answer.additional and not answer.referral:
-        droppable = len(wire) - len(sections[2][0])
-    return wire, droppable
-
-
 @dataclass
 class CompileStats:
     zones: int = 0
@@ -233,21 +222,75 @@ class CompileStats:
 
 
 class _Emitter:
-    """Collects (tag, key) -> response bytes, storing identical responses once per zone
-    counter slot (`zone`, set before each zone's responses are added). `wildcard` marks
-    a BELOW_OTHER response whose name has BELOW keys (dns.h: SP_DNS_USER_WILDCARD)."""
+    """Collects (tag, key) -> response, storing identical responses once per zone
+    counter slot (`zone`, set before each zone's responses are added). A response is
+    its wire form (encode_*), its DNSSEC form or None, and its flags: `wildcard` marks
+    a BELOW_OTHER response whose name has BELOW keys, `spliced` one that dns.c
+    completes with the asked name (dns.h: SP_DNS_USER_WILDCARD, SP_DNS_USER_DNAME)."""
 
     def __init__(self):
         self.keys: dict[tuple[int, bytes], int] = {}
-        self.responses: dict[tuple[bytes, int, int], int] = {}
+        self.responses: dict[tuple, int] = {}
         self.used: set[int] = set()      # the responses the zone being emitted refers to
         self.zone = 0
 
-    def add(self, kind: int, rdclass: int, rdtype: int, name: dns.name.Name, wire: tuple[bytes, int],
-            wildcard: bool = False):
-        index = self.responses.setdefault(wire + (self.zone, wildcard), len(self.responses))
+    def add(self, kind: int, rdclass: int, rdtype: int, name: dns.name.Name, wires: tuple,
+            wildcard: bool = False, spliced: bool = False):
+        index = self.responses.setdefault(wires + (self.zone, wildcard, spliced),
+                                          len(self.responses))
         self.used.add(index)
         self.keys[(tag(kind, rdclass, rdtype), name.canonicalize().to_wire())] = index
+
+
+def _user_word(wire: bytes, droppable: int, zone: int, flags: int) -> int:
+    return _rcode_of(wire) | flags | zone << 8 | droppable << 16
+
+
+def _build(out: _Emitter, extend):
+    """The table: each response, and right after it its DNSSEC form when it has one
+    (dns.c takes the next response for a DO query when SP_DNS_USER_SIGNED is set), or
+    the list of the forms for each gap (`Gaps`, SP_DNS_USER_GAPS), stored first."""
+    builder = _core.TableBuilder()
+    forms: dict[tuple, int] = {}
+
+    def stored(form, zone, data=None):
+        if (form, zone) not in forms:
+            forms[(form, zone)] = (builder.add_response(form[0], DNS_PATCHES, _user_word(*form, zone, 0))
+                                   if data is None else builder.add_response(data, (), zone << 8))
+        return forms[(form, zone)]
+
+    for (_, signed, zone, _, _) in out.responses:
+        for _, form in signed if isinstance(signed, Gaps) else ():
+            stored(form, zone)
+        if isinstance(signed, Nsec3Splice):
+            stored(signed[0], zone)
+            stored((signed[4], 0), zone, signed[4])
+    first = {}
+    for (plain, signed, zone, wildcard, spliced), index in out.responses.items():
+        flags = ((_core.DNS_USER_WILDCARD if wildcard else 0) |
+                 (_core.DNS_USER_DNAME if spliced else 0))
+        signed_flag = _core.DNS_USER_SIGNED if signed is not None else 0
+        patches = SPLICED_PATCHES if spliced else DNS_PATCHES
+        first[index] = builder.add_response(plain[0], patches,
+                                            _user_word(*plain, zone, flags | signed_flag))
+        if isinstance(signed, Gaps):
+            entries = b"".join(struct.pack("!IB", forms[(form, zone)], len(bound)) + bound.ljust(63, b"\0")
+                               for bound, form in signed)
+            builder.add_response(entries, (), _core.DNS_USER_GAPS | zone << 8)
+        elif isinstance(signed, Nsec3Splice):
+            form, insert, ancestor, present, chain = signed
+            descriptor = form[0][:12] + struct.pack("!IIIBB", forms[(form, zone)],
+                                                    forms[((chain, 0), zone)], insert, ancestor,
+                                                    len(present))
+            builder.add_response(descriptor + b"".join(struct.pack("!I", i) for i in present),
+                                 SPLICED_PATCHES, _core.DNS_USER_NSEC3 | zone << 8)
+        elif signed is not None:
+            builder.add_response(signed[0], patches, _user_word(*signed, zone, flags))
+    for (t, key), index in out.keys.items():
+        builder.add_key(t, key, first[index])
+    if extend is not None:
+        extend(builder)
+    return builder.finish()
 
 
 def assign_zone_slots(slots: dict[dns.name.Name, int], zones: list[Zone]) -> None:
@@ -275,46 +318,51 @@ def _sample_below(name: dns.name.Name, ix: ZoneIndex):
 
 
 def _emit_zone(ix: ZoneIndex, deeper: list, out: _Emitter) -> None:
+    enc = Encoder(ix)
     nxdomain_cache = None
     for name in sorted(ix.names):
         if any(name.is_subdomain(o) for o in deeper):
             continue                                 # served by its own zone
+        if ix.dname_above(name) is not None:
+            continue                                 # occluded: the DNAME rewrites it
         sample = _sample_below(name, ix)
         cut = ix.cut_above(name)
         if cut is not None:
-            referral = ix.referral(cut, [])
-            out.add(_core.DNS_OTHER, IN, 0, name, encode_fixed(name, 0, IN, referral))
+            out.add(_core.DNS_OTHER, IN, 0, name, enc.fixed(name, 0))
             if sample is not None:
-                out.add(_core.DNS_BELOW_OTHER, IN, 0, name, encode_variable(sample, referral))
+                out.add(_core.DNS_BELOW_OTHER, IN, 0, name, enc.variable(sample, 0))
             if name == cut:
-                out.add(_core.DNS_EXACT, IN, DS, name, encode_fixed(name, DS, IN, ix.resolve(name, DS)))
+                out.add(_core.DNS_EXACT, IN, DS, name, enc.fixed(name, DS))
             continue
         node = ix.nodes.get(name, {})
-        other = encode_fixed(name, OTHER_TYPE, IN, ix.resolve(name, OTHER_TYPE))
+        other = enc.fixed(name, OTHER_TYPE)
         out.add(_core.DNS_OTHER, IN, 0, name, other)
-        types = set(node) | {ANY}
+        types = set(node) | {ANY, RRSIG}
         if CNAME in node:
-            types |= ix.types | {DS}      # DS never follows a chain into a referral
+            types |= ix.types | {DS, NSEC}    # neither follows a chain (DS: into a referral)
         for rdtype in sorted(types):
-            wire = encode_fixed(name, rdtype, IN, ix.resolve(name, rdtype))
+            wire = enc.fixed(name, rdtype)
             if wire != other:
                 out.add(_core.DNS_EXACT, IN, rdtype, name, wire)
 
         if sample is None:
             continue                                 # no name fits below this one
+        if name in ix.dnames:
+            out.add(_core.DNS_BELOW_OTHER, IN, 0, name, enc.variable(sample, 0), spliced=True)
+            continue
         wild = ix.nodes.get(dns.name.Name((WILD,) + name.labels))
         if wild is None:
-            if nxdomain_cache is None:
-                nxdomain_cache = encode_variable(sample, ix.resolve(sample, OTHER_TYPE))
+            if nxdomain_cache is None or enc.signed:   # signed: each name's own proofs
+                nxdomain_cache = enc.variable(sample, OTHER_TYPE)
             out.add(_core.DNS_BELOW_OTHER, IN, 0, name, nxdomain_cache)
             continue
-        other = encode_variable(sample, ix.resolve(sample, OTHER_TYPE))
+        other = enc.variable(sample, OTHER_TYPE)
         out.add(_core.DNS_BELOW_OTHER, IN, 0, name, other, wildcard=True)
-        types = set(wild) | {ANY}
+        types = set(wild) | {ANY, RRSIG}
         if CNAME in wild:
-            types |= ix.types | {DS}
+            types |= ix.types | {DS, NSEC}
         for rdtype in sorted(types):
-            wire = encode_variable(sample, ix.resolve(sample, rdtype))
+            wire = enc.variable(sample, rdtype)
             if wire != other:
                 out.add(_core.DNS_BELOW, IN, rdtype, name, wire)
 
@@ -329,7 +377,8 @@ def _emit_chaos(out: _Emitter, version: str | None, identity: str | None) -> Non
             rrset = dns.rrset.from_text(name, 0, CH, dns.rdatatype.TXT,
                                         '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"')
             out.add(_core.DNS_EXACT, CH, dns.rdatatype.TXT, name,
-                    encode_fixed(name, dns.rdatatype.TXT, CH, Answer(aa=False, answer=[rrset])))
+                    (encode_fixed(name, dns.rdatatype.TXT, CH, Answer(aa=False, answer=[rrset])),
+                     None))
 
 
 def compile_zones(zones: list[Zone], chaos_version: str | None = None,
@@ -360,20 +409,11 @@ def compile_zones(zones: list[Zone], chaos_version: str | None = None,
         if parents:
             parent = max(parents, key=lambda p: len(p.origin))
             out.zone = zone_slots.get(parent.origin, 0)
-            out.add(_core.DNS_EXACT, IN, DS, child.origin,
-                    encode_fixed(child.origin, DS, IN, parent.resolve(child.origin, DS)))
+            out.add(_core.DNS_EXACT, IN, DS, child.origin, Encoder(parent).fixed(child.origin, DS))
     out.zone = 0
     _emit_chaos(out, chaos_version, chaos_identity)
 
-    builder = _core.TableBuilder()
-    for (wire, droppable, zone, wildcard) in out.responses:
-        builder.add_response(wire, DNS_PATCHES, _rcode_of(wire) | zone << 8 | droppable << 16 |
-                             (_core.DNS_USER_WILDCARD if wildcard else 0))
-    for (t, key), index in out.keys.items():
-        builder.add_key(t, key, index)
-    if extend is not None:
-        extend(builder)
-    table = builder.finish()
+    table = _build(out, extend)
     info = table.info()
     stats = CompileStats(zones=len(zones), records=sum(z.record_count for z in zones),
                          names=sum(len(ix.names) for ix in indexes), keys=info["keys"],

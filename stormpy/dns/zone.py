@@ -102,6 +102,8 @@ def load_zone(path: str, origin: str | None = None) -> Zone:
         raise ZoneError(_syntax_message(path, name, e)) from None
     except dns.zonefile.CNAMEAndOtherData as e:
         raise ZoneError(_cname_message(path, e)) from None
+    except ValueError as e:                 # dnspython: "add() has non-origin SOA"
+        raise ZoneError(_soa_message(path, e)) from None
     except dns.exception.DNSException as e:
         raise ZoneError(f"{path}: {e}") from None
     except UnicodeDecodeError as e:
@@ -114,9 +116,6 @@ def load_zone(path: str, origin: str | None = None) -> Zone:
         if z.get_rdataset(z.origin, rdtype) is None:
             raise ZoneError(f"{path}: no SOA record at the zone origin {z.origin}")
     for name_, rdataset in z.iterate_rdatasets():
-        if rdataset.rdtype == dns.rdatatype.DNAME:
-            raise ZoneError(f"{path}: {name_} has a DNAME record; DNAME (RFC 6672) is not "
-                            f"supported yet")
         if rdataset.rdclass != dns.rdataclass.IN:
             raise ZoneError(f"{path}: {name_} has class {dns.rdataclass.to_text(rdataset.rdclass)}; "
                             f"only IN zones are served")
@@ -167,17 +166,28 @@ def _syntax_message(path: str, origin: dns.name.Name | None, e: dns.exception.Sy
     return _at(path, where, line, m.group("msg"))
 
 
-def _cname_message(path: str, e: dns.zonefile.CNAMEAndOtherData) -> str:
+def _reader_message(path: str, e: Exception, problem) -> str:
     """dnspython's message names neither the owner nor the line; its reader, still on
-    the traceback, knows both. It has read the record's newline unless the file ended."""
+    the traceback, knows both. It has read the record's newline unless the file ended.
+    problem(owner) says what is wrong with the record."""
     reader = next((frame.f_locals["self"] for frame, _ in traceback.walk_tb(e.__traceback__)
                    if isinstance(frame.f_locals.get("self"), dns.zonefile.Reader)), None)
     if reader is None:
-        return f"{path}: {e}"
+        return f"{path}: {problem(None)}"
     where, line = reader.tok.where()
-    return _at(path, where, line if reader.tok.eof else line - 1,
-               f"{reader.last_name} has a CNAME and other records; a CNAME must be alone at "
-               f"its name (RFC 1034 section 3.6.2)")
+    return _at(path, where, line if reader.tok.eof else line - 1, problem(reader.last_name))
+
+
+def _cname_message(path: str, e: dns.zonefile.CNAMEAndOtherData) -> str:
+    return _reader_message(path, e, lambda owner: f"{owner} has a CNAME and other records; a "
+                           f"CNAME must be alone at its name (RFC 1034 section 3.6.2)")
+
+
+def _soa_message(path: str, e: ValueError) -> str:
+    if "SOA" not in str(e):
+        return f"{path}: {e}"
+    return _reader_message(path, e, lambda owner: f"an SOA record at {owner or 'a name'} other "
+                           f"than the zone origin; the SOA belongs at the origin only")
 
 
 def _source(path: str, where: str) -> str:

@@ -74,6 +74,11 @@ cdef extern from "stormpy/app/dns/dns.h" nogil:
         SP_DNS_BELOW_OTHER
         SP_DNS_ZONE_SLOTS
         SP_DNS_USER_WILDCARD
+        SP_DNS_USER_SIGNED
+        SP_DNS_USER_DNAME
+        SP_DNS_USER_GAPS
+        SP_DNS_USER_NSEC3
+        SP_DNS_GAP_ENTRY
     struct sp_dns_query:
         uint8_t opcode
         bint has_question

@@ -20,6 +20,32 @@ size_t sp_dns_udp_limit(const struct sp_dns_query *q, const struct sp_dns_config
     return q->edns_size < cfg->max_udp ? q->edns_size : cfg->max_udp;
 }
 
+/* r, or its DNSSEC form for a query with DO: the compiler stores it next (dns.h). A
+ * query without DO pays one test of a byte the parser wrote. */
+static inline const struct sp_response *signed_form(const struct sp_response *r,
+                                                    const struct sp_dns_query *q)
+{
+    return __builtin_expect(q->edns_do, 0) && (r->user & SP_DNS_USER_SIGNED) ? r + 1 : r;
+}
+
+/* signed_form() below the ancestor at offset `suffix` of the name, where the form may
+ * be a gap list chosen by the asked name's label just below the ancestor (nsec.c). */
+static inline const struct sp_response *signed_below(const struct sp_table *t,
+                                                     const struct sp_response *r,
+                                                     const struct sp_dns_query *q, size_t suffix)
+{
+    if (__builtin_expect(!q->edns_do, 1) || !(r->user & SP_DNS_USER_SIGNED))
+        return r;
+    const struct sp_response *s = r + 1;
+    if (s->user & SP_DNS_USER_GAPS) {
+        size_t label = 0;        /* found again here, not carried through the walk */
+        while (label + 1 + q->name_lower[label] < suffix)
+            label += 1 + (size_t)q->name_lower[label];
+        s = sp_dns_gap_pick(t, s, q->name_lower + label);
+    }
+    return s ? s : r;
+}
+
 const struct sp_response *sp_dns_lookup(const struct sp_table *t, const struct sp_dns_query *q)
 {
     const struct sp_response *r;
@@ -27,11 +53,11 @@ const struct sp_response *sp_dns_lookup(const struct sp_table *t, const struct s
     r = sp_table_find_hashed(t, sp_dns_tag(SP_DNS_EXACT, qclass, q->qtype), q->name_hash,
                              q->name_lower, q->name_len);
     if (r)
-        return r;
+        return signed_form(r, q);
     r = sp_table_find_hashed(t, sp_dns_tag(SP_DNS_OTHER, qclass, 0), q->name_hash,
                              q->name_lower, q->name_len);
     if (r)
-        return r;
+        return signed_form(r, q);
     /* Closest encloser first: every ancestor, ending with the root label. */
     for (size_t off = 0; q->name_lower[off] != 0;) {
         off += 1 + (size_t)q->name_lower[off];
@@ -45,9 +71,9 @@ const struct sp_response *sp_dns_lookup(const struct sp_table *t, const struct s
             const struct sp_response *w =
                 sp_table_find_hashed(t, sp_dns_tag(SP_DNS_BELOW, qclass, q->qtype), h, suffix, n);
             if (w)
-                return w;
+                return signed_below(t, w, q, off);
         }
-        return r;
+        return signed_below(t, r, q, off);
     }
     return NULL;
 }
@@ -146,6 +172,8 @@ static inline size_t count_answer(struct sp_dns_counters *c, const struct sp_res
 size_t sp_dns_full_len(const struct sp_response *r, const struct sp_dns_query *q,
                        const struct sp_dns_config *cfg, size_t cap)
 {
+    if (r->user & SP_DNS_USER_DNAME)     /* and SP_DNS_USER_NSEC3 */
+        return 0;
     size_t limit = sp_dns_udp_limit(q, cfg);
     if (limit > cap)
         limit = cap;
@@ -222,6 +250,34 @@ static inline size_t render_dns(const struct sp_table *t, const struct sp_respon
     return r->len + qlen;
 }
 
+/* An answer completed per name asked: a DNAME's (dname.c) or one with an NSEC3 proof
+ * spliced in (nsec3.c); with OPT when asked, or truncated; summed whole (rare). Such a
+ * response has no question INSERT, so the specialised renderer declines it and the
+ * common path pays nothing; its stored head is a header (an NSEC3 descriptor starts
+ * with its form's), so a slip or a truncation needs nothing of its own. */
+static size_t answer_spliced(const struct sp_table *t, const struct sp_dns_config *cfg,
+                             const uint8_t *msg, uint8_t *out, size_t limit,
+                             const struct sp_dns_query *q, const struct sp_response *r,
+                             struct sp_dns_counters *c, uint32_t *sum)
+{
+    bool nsec3 = (r->user & SP_DNS_USER_NSEC3) == SP_DNS_USER_NSEC3;
+    size_t opt = q->edns ? SP_DNS_OPT_LEN : 0, n = 0;
+    if (limit > opt)
+        n = nsec3 ? sp_dns_nsec3_render(t, r, msg, q, out, limit - opt)
+                  : sp_dns_dname_render(t, r, msg, q, out, limit - opt);
+    if (!n) {
+        c->truncated++;
+        n = write_truncated(t, r, msg, q, cfg, out, limit);
+        return count_rcode(c, out[3] & 0x0f, summed(out, n, sum));
+    }
+    if (opt) {
+        sp_put16(out + 10, (uint16_t)(sp_get16(out + 10) + 1));
+        n += write_opt(out + n, q, cfg, 0);
+    }
+    c->zone[SP_DNS_USER_ZONE(r->user)]++;
+    return count_rcode(c, out[3] & 0x0f, summed(out, n, sum));
+}
+
 /* An answer from the table's response r: whole, without its additional section, or
  * truncated; with an OPT record when the query had one. */
 static inline __attribute__((always_inline)) size_t
@@ -238,6 +294,8 @@ answer_from_table(const struct sp_table *t, const struct sp_dns_config *cfg, con
         return count_answer(c, r, summed(out, write_truncated(t, r, msg, q, cfg, out, limit), sum));
     size_t stored = r->len;
     if (stored + q->question_len + opt > limit) {
+        if (r->user & SP_DNS_USER_DNAME)     /* its length is the name's: it decides */
+            return answer_spliced(t, cfg, msg, out, limit, q, r, c, sum);
         /* Optional additional records go first; then the whole answer, with TC. */
         stored = SP_DNS_USER_DROPPABLE(r->user);
         if (!stored || stored + q->question_len + opt > limit) {
@@ -251,6 +309,8 @@ answer_from_table(const struct sp_table *t, const struct sp_dns_config *cfg, con
         .field_len = {(uint16_t)len, q->question_len},
     };
     size_t n = stored == r->len ? render_dns(t, r, msg, q, out, limit - opt) : 0;
+    if (!n && (r->user & SP_DNS_USER_DNAME))     /* and SP_DNS_USER_NSEC3 */
+        return answer_spliced(t, cfg, msg, out, limit, q, r, c, sum);
     if (!n)
         n = sp_response_render_prefix(t, r, &req, stored, out, limit - opt);
     if (!n)

@@ -21,7 +21,9 @@
  *   BELOW_OTHER(A)            NXDOMAIN, wildcard NODATA or a referral at A;
  *   BELOW(A, qtype)           a wildcard *.A answering qtype, looked up only when
  *                             BELOW_OTHER(A)'s word says SP_DNS_USER_WILDCARD.
- * So an ancestor costs one probe, and a wildcard's two. No key at all means the name
+ * So an ancestor costs one probe, and a wildcard's two. The response found is then
+ * swapped for its DNSSEC form when the query has DO and its word says
+ * SP_DNS_USER_SIGNED (no probe: the next response in the array). No key at all means the name
  * is outside every served zone: REFUSED.
  *
  * Stored DNS responses are the 12-byte header followed by everything after the
@@ -75,11 +77,35 @@ enum sp_dns_verdict {
     SP_DNS_SLIP,         /* set by rate limiting: header and question only, TC=1 */
 };
 
-/* The table's per-response word: rcode in the low byte; in the next, the zone's
- * counter slot (below); and in the high 16 bits the stored length without the
- * additional section when that section may be dropped to fit a client's limit (0: it
- * may not, as for referral glue). */
-#define SP_DNS_USER_RCODE(u) ((uint16_t)((u) & 0xff))
+/* The table's per-response word: rcode in the low 6 bits, then two flags (below); in
+ * the next byte, the zone's counter slot (below); and in the high 16 bits the stored
+ * length without the additional section when that section may be dropped to fit a
+ * client's limit (0: it may not, as for referral glue). */
+#define SP_DNS_USER_RCODE(u) ((uint16_t)((u) & 0x3f))
+/* The response has a DNSSEC form (RRSIGs, NSEC/NSEC3 proofs), stored right after it
+ * in the table's response array: a query with the DO bit gets that one instead. */
+#define SP_DNS_USER_SIGNED (1u << 6)
+/* A DNAME's answer (RFC 6672) for any name below its owner: the last answer record is
+ * the synthesized CNAME, owned by the question (0xC00C), whose stored RDATA is the
+ * DNAME's target; the answer puts the asked name's labels above the DNAME's owner in
+ * front of it, or answers YXDOMAIN without the CNAME when that name would pass 255
+ * octets. Such an answer is never precopied (its bytes depend on the name). */
+#define SP_DNS_USER_DNAME (1u << 7)
+/* A DNAME word with the rcode field at 63 (no rcode): a DNSSEC form whose NSEC3 proof
+ * depends on the asked name's hash (nsec3.c). The response is a descriptor, not an
+ * answer: the form's header, then the form without that proof and the zone's NSEC3
+ * chain to take it from. Both kinds have no question INSERT in their patch list, so
+ * the common renderer declines them and dns.c completes them apart. */
+#define SP_DNS_USER_NSEC3 (SP_DNS_USER_DNAME | 0x3fu)
+/* On a DNSSEC form only (never a key's own response): the form depends on the label
+ * of the name asked just below the key's ancestor (NSEC proofs), and this response is
+ * a list of gaps, not an answer: entries of SP_DNS_GAP_ENTRY bytes sorted by their
+ * bound, each a 32-bit response index then the bound as a length-prefixed lower-case
+ * label (the first one empty); the name's label picks the last bound not above it.
+ * The lookup resolves it, so it never leaves sp_dns_lookup(); the rules app's
+ * SP_RESPONSE_SLOW_PATH, the same bit, is on its own responses, never on a form. */
+#define SP_DNS_USER_GAPS (1u << 15)
+#define SP_DNS_GAP_ENTRY (4u + 64u)
 #define SP_DNS_USER_DROPPABLE(u) ((size_t)((u) >> 16))
 /* On a BELOW_OTHER response: BELOW keys exist at its name (a wildcard is there). */
 #define SP_DNS_USER_WILDCARD (1u << 14)
@@ -107,6 +133,7 @@ enum sp_dns_verdict {
 #define SP_RCODE_NXDOMAIN 3
 #define SP_RCODE_NOTIMP 4
 #define SP_RCODE_REFUSED 5
+#define SP_RCODE_YXDOMAIN 6
 #define SP_RCODE_NOTAUTH 9
 #define SP_RCODE_BADVERS 16
 
@@ -176,9 +203,29 @@ size_t sp_dns_answer_summed(const struct sp_table *t, const struct sp_dns_config
                             const struct sp_response *r, struct sp_dns_counters *c,
                             uint32_t *sum);
 
+/* The response a gap list (SP_DNS_USER_GAPS) gives the length-prefixed, lower-case
+ * label (nsec.c); NULL when the list is empty. */
+const struct sp_response *sp_dns_gap_pick(const struct sp_table *t, const struct sp_response *list,
+                                          const uint8_t *label);
+
+/* The answer an NSEC3 descriptor (SP_DNS_USER_NSEC3) gives q (nsec3.c): header,
+ * question, the form's records with the covering NSEC3 and its RRSIGs spliced in; no
+ * OPT. The length written, 0 when it does not fit in cap. */
+size_t sp_dns_nsec3_render(const struct sp_table *t, const struct sp_response *desc,
+                           const uint8_t *msg, const struct sp_dns_query *q, uint8_t *out,
+                           size_t cap);
+
+/* r's answer to q when its word says SP_DNS_USER_DNAME (dname.c): header, question and
+ * records, the synthesized CNAME completed (or YXDOMAIN); no OPT. The length written,
+ * 0 when it does not fit in cap. */
+size_t sp_dns_dname_render(const struct sp_table *t, const struct sp_response *r,
+                           const uint8_t *msg, const struct sp_dns_query *q, uint8_t *out,
+                           size_t cap);
+
 /* The length of r's whole answer to q over UDP (question echoed, OPT when asked)
  * when it fits both cap and the client's limit, unshortened; 0 when sp_dns_answer()
- * would drop the additional section or truncate. */
+ * would drop the additional section or truncate, or r's bytes depend on the name
+ * (SP_DNS_USER_DNAME). */
 size_t sp_dns_full_len(const struct sp_response *r, const struct sp_dns_query *q,
                        const struct sp_dns_config *cfg, size_t cap);
 
