@@ -41,7 +41,9 @@ bool sp_dns_rate_limit(struct sp_dns_worker *d, uint8_t family, const uint8_t *s
     }
 }
 
-size_t sp_dns_frame_answer(const struct sp_table *t, struct sp_dns_worker *d,
+/* One function with everything it calls inlined: the calls' register saves and
+ * restores were a sixth of the DNS layer's instructions. */
+__attribute__((flatten)) size_t sp_dns_frame_answer(const struct sp_table *t, struct sp_dns_worker *d,
                            const struct sp_frame_config *cfg, const uint8_t *rx, size_t len,
                            uint8_t *tx, size_t cap, struct sp_frame_counters *c)
 {

@@ -348,9 +348,9 @@ size_t sp_dns_answer_summed(const struct sp_table *t, const struct sp_dns_config
 /* A function of its own, by its own name, even where the build inlines and clones across
  * files (-flto): callgrind counts the DNS layer inside it (stormpy bench fastpath). */
 #ifdef __clang__
-#define MEASURED __attribute__((noinline))
+#define MEASURED __attribute__((noinline, flatten))
 #else
-#define MEASURED __attribute__((noinline, noclone))
+#define MEASURED __attribute__((noinline, noclone, flatten))
 #endif
 
 MEASURED size_t
