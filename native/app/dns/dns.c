@@ -20,14 +20,12 @@ size_t sp_dns_udp_limit(const struct sp_dns_query *q, const struct sp_dns_config
     return q->edns_size < cfg->max_udp ? q->edns_size : cfg->max_udp;
 }
 
-const struct sp_response *sp_dns_lookup(const struct sp_table *t, const struct sp_dns_query *q)
+/* The lookup order after EXACT(name, qtype) found nothing (dns.h). */
+static inline const struct sp_response *lookup_rest(const struct sp_table *t,
+                                                    const struct sp_dns_query *q)
 {
     const struct sp_response *r;
     uint16_t qclass = q->qclass == SP_DNS_CLASS_ANY ? SP_DNS_CLASS_IN : q->qclass;
-    r = sp_table_find_hashed(t, sp_dns_tag(SP_DNS_EXACT, qclass, q->qtype), q->name_hash,
-                             q->name_lower, q->name_len);
-    if (r)
-        return r;
     r = sp_table_find_hashed(t, sp_dns_tag(SP_DNS_OTHER, qclass, 0), q->name_hash,
                              q->name_lower, q->name_len);
     if (r)
@@ -50,6 +48,21 @@ const struct sp_response *sp_dns_lookup(const struct sp_table *t, const struct s
         return r;
     }
     return NULL;
+}
+
+const struct sp_response *sp_dns_lookup(const struct sp_table *t, const struct sp_dns_query *q)
+{
+    const struct sp_response *r =
+        sp_table_find_hashed(t, sp_dns_first_tag(q), q->name_hash, q->name_lower, q->name_len);
+    return r ? r : lookup_rest(t, q);
+}
+
+const struct sp_response *sp_dns_lookup_tagged(const struct sp_table *t,
+                                               const struct sp_dns_query *q, uint64_t first_hash)
+{
+    const struct sp_response *r =
+        sp_table_find_tagged(t, sp_dns_first_tag(q), first_hash, q->name_lower, q->name_len);
+    return r ? r : lookup_rest(t, q);
 }
 
 /* The response OPT: our payload size, the client's DO bit, the upper bits of an
