@@ -182,17 +182,30 @@ static inline bool dns_shaped(const struct sp_response *r)
            r->insert_field == SP_DNS_FIELD_QUESTION;
 }
 
+/* The fields the table's general renderer and sums read (only where render_dns() and
+ * the DNS patch list's sum do not apply). */
+static inline struct sp_request request(const uint8_t *msg, size_t len,
+                                        const struct sp_dns_query *q)
+{
+    return (struct sp_request){
+        .field = {msg, q->question},
+        .field_len = {(uint16_t)len, q->question_len},
+    };
+}
+
 /* The sum of r's answer in out, from the table's stored sums and the question's (dns.h).
  * For the DNS patch list: the stored head's sum with its first 4 bytes replaced by the
  * answer's (one's-complement subtraction adds the complement), the question's, and the
  * tail's, byte-swapped behind a question of odd length. */
 static inline uint32_t table_sum(const struct sp_table *t, const struct sp_response *r,
-                                 const struct sp_request *req, const struct sp_dns_query *q,
+                                 const uint8_t *msg, size_t len, const struct sp_dns_query *q,
                                  const uint8_t *out)
 {
-    if (!dns_shaped(r))
+    if (!dns_shaped(r)) {
+        struct sp_request req = request(msg, len, q);
         return r->insert_field == SP_DNS_FIELD_QUESTION
-            ? sp_response_sum_with(t, r, req, q->question_sum) : sp_response_sum(t, r, req);
+            ? sp_response_sum_with(t, r, &req, q->question_sum) : sp_response_sum(t, r, &req);
+    }
     const uint8_t *b = sp_response_bytes(t, r);
     uint32_t sum = sp_csum_reduce(r->sum_head) + (0xffffu - sp_get16(b)) +
                    (0xffffu - sp_get16(b + 2)) + sp_get16(out) + sp_get16(out + 2) +
@@ -259,13 +272,11 @@ answer_from_table(const struct sp_table *t, const struct sp_dns_config *cfg, con
         }
     }
 
-    struct sp_request req = {
-        .field = {msg, q->question},
-        .field_len = {(uint16_t)len, q->question_len},
-    };
     size_t n = stored == r->len ? render_dns(t, r, msg, q, out, limit - opt) : 0;
-    if (!n)
+    if (!n) {
+        struct sp_request req = request(msg, len, q);
         n = sp_response_render_prefix(t, r, &req, stored, out, limit - opt);
+    }
     if (!n)
         return count_answer(c, r, 0);
     if (stored != r->len) {
@@ -281,7 +292,7 @@ answer_from_table(const struct sp_table *t, const struct sp_dns_config *cfg, con
         write_opt(out + n, q, cfg, 0);
         if (sum && arcount != 0xffff) {   /* ARCOUNT one more (an even offset), the OPT at n */
             uint32_t opt_sum = sp_csum_partial(out + n, opt, 0);
-            *sum = sp_csum_add(sp_csum_add(table_sum(t, r, &req, q, out), 1),
+            *sum = sp_csum_add(sp_csum_add(table_sum(t, r, msg, len, q, out), 1),
                                n & 1 ? sp_csum_swap(opt_sum) : opt_sum);
         } else {
             summed(out, n + opt, sum);
@@ -289,7 +300,7 @@ answer_from_table(const struct sp_table *t, const struct sp_dns_config *cfg, con
         return count_answer(c, r, n + opt);
     }
     if (sum)
-        *sum = table_sum(t, r, &req, q, out);
+        *sum = table_sum(t, r, msg, len, q, out);
     return count_answer(c, r, n);
 }
 
