@@ -1,6 +1,8 @@
 """Precopy mode through the real worker loop on the memory backend: the same mixed
 corpus answered in memcpy and precopy mode must give the same reply frames, byte for
-byte, while precopy really sends from its pool (hits and fills)."""
+byte, while precopy really sends from its pool (hits and fills). With a table larger
+than the cache, memcpy mode answers in groups with prefetch stages, precopy one frame
+at a time: the same bytes again."""
 import random
 
 import pytest
@@ -67,6 +69,27 @@ def test_precopy_replies_equal_memcpy_replies(ref, batch):
     assert cm["precopy_hits"] == cm["precopy_fills"] == 0
     for key in ("rx", "tx", "queries", "dropped", "truncated", "rcode", "malformed"):
         assert cp[key] == cm[key], key
+
+
+def test_a_table_larger_than_the_cache_answers_the_same_in_stages(tmp_path):
+    """3,000 names: an index past sp_table_worth_prefetching()'s 256 KB, so memcpy mode
+    answers in groups of 16 (prefetch stages) and precopy one by one."""
+    from stormpy.bench.workload import CompiledWorkload
+    wl = CompiledWorkload(3000, 3000, 20261121, str(tmp_path))
+    info = wl.table.info()
+    assert info["slots"] * 8 + info["keys"] * 24 > 256 * 1024
+    rng = random.Random(7)
+    frames = [bytearray(f) for f in wl.frames]
+    for f in frames[::20]:                    # damage: dropped, or an error answer
+        f[rng.randrange(14, len(f))] ^= 1 << rng.randrange(8)
+    frames = [bytes(f) for f in frames]
+    for batch in (5, 32):                     # groups cut short, and two whole groups
+        want, cp = _core.run_memory_worker(wl.ref, frames, batch=batch, mode="precopy")
+        got, cm = _core.run_memory_worker(wl.ref, frames, batch=batch)
+        assert len(got) == len(want) > 2800
+        assert got == want
+        for key in ("rx", "tx", "queries", "dropped", "rcode", "malformed"):
+            assert cp[key] == cm[key], key
 
 
 def test_a_small_pool_falls_back_and_stays_right(ref):

@@ -5,35 +5,7 @@
 #include <string.h>
 
 #include "stormpy/proto/csum.h"
-
-/* Zero bytes after the arena's last key: keys are compared a whole word at a time. */
-#define ARENA_PAD 8u
-
-struct entry {
-    uint64_t tag;
-    uint32_t key_off;
-    uint32_t key_len;
-    uint32_t response;
-};
-
-/* Open addressing, linear probing; a slot keeps 32 bits of the hash so most
- * probes are rejected without touching the entry. */
-struct slot {
-    uint32_t hash;
-    uint32_t entry_plus1;   /* 0: empty */
-};
-
-struct sp_table {
-    uint8_t *arena;
-    struct sp_response *responses;
-    struct sp_patch *patches;
-    struct entry *entries;
-    struct slot *slots;
-    uint64_t mask;
-    uint64_t nentries, nresponses, npatches, arena_len;
-    uint64_t program_off, program_len;   /* in the arena; len 0: none */
-    bool flat;                  /* one block the caller owns (sp_table_flatten) */
-};
+#include "table_layout.h"
 
 struct sp_table_builder {
     struct sp_table t;
@@ -55,15 +27,6 @@ static bool grow(void **p, uint64_t *cap, uint64_t need, size_t elem)
     *p = q;
     *cap = n;
     return true;
-}
-
-/* The tag mixed into a key's hash (table.h: the bytes are hashed apart from it). */
-static inline uint64_t hash_tagged(uint64_t key_hash, uint64_t tag)
-{
-    uint64_t h = (key_hash ^ tag) * 0xd6e8feb86659fd93ULL;
-    h ^= h >> 32;
-    h *= SP_KEY_HASH_MUL;
-    return h ^ (h >> 32);
 }
 
 static inline uint64_t hash_key(uint64_t tag, const uint8_t *k, size_t n)
@@ -358,6 +321,13 @@ const struct sp_response *sp_table_find_hashed(const struct sp_table *t, uint64_
                                                size_t key_len)
 {
     return probe(t, hash_tagged(key_hash, tag), tag, key, key_len, true);
+}
+
+const struct sp_response *sp_table_find_tagged(const struct sp_table *t, uint64_t tag,
+                                               uint64_t tagged_hash, const uint8_t *key,
+                                               size_t key_len)
+{
+    return probe(t, tagged_hash, tag, key, key_len, true);
 }
 
 static inline size_t shifted(const struct sp_response *r, uint16_t dst, size_t ins_len)

@@ -1,5 +1,6 @@
 /* The whole fast path: one raw Ethernet frame (VLAN, IPv4, IPv6, UDP, DNS, and
- * ARP/ICMP/NDP with the own stack on) against a compiled zone. */
+ * ARP/ICMP/NDP with the own stack on) against a compiled zone; and, without the own
+ * stack, in a group answered in stages (sp_dns_frame_answer_group). */
 #include <stdint.h>
 
 #include "fuzz_common.h"
@@ -29,11 +30,31 @@ static void answer(const struct sp_frame_config *cfg, const uint8_t *rx, size_t 
     }
 }
 
+/* The frame twice in a group, between TX buffers of two sizes: at most one reply each,
+ * within its buffer. */
+static void group(const struct sp_frame_config *cfg, const uint8_t *rx, size_t len)
+{
+    static struct sp_dns_worker dns = {.cfg = {.max_udp = 1232}};
+    struct sp_frame_counters c = {0};
+    static uint8_t small[600], large[SP_FRAME_MAX];
+    struct sp_frame in[2] = {{.data = (uint8_t *)rx, .len = (uint32_t)len},
+                             {.data = (uint8_t *)rx, .len = (uint32_t)len}};
+    struct sp_frame tx[2] = {{.data = small, .cap = sizeof(small)},
+                             {.data = large, .cap = sizeof(large)}};
+    unsigned n = sp_dns_frame_answer_group(fuzz_table(), &dns, cfg, in, 2, tx, &c);
+    if (n > 2)
+        __builtin_trap();
+    for (unsigned i = 0; i < n; i++)
+        if (tx[i].len > tx[i].cap || tx[i].len < SP_ETH_HEADER_LEN)
+            __builtin_trap();
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     uint8_t *rx = fuzz_copy(data, size);
     struct sp_frame_config cfg = {.port = 53, .ttl = 64};
     answer(&cfg, rx, size, NULL);                 /* a socket-like view: no identity */
+    group(&cfg, rx, size);
 
     memcpy(cfg.mac, MAC, 6);                      /* an owned interface: ARP, ping, NDP */
     cfg.check_dst = 1, cfg.mtu = 1500, cfg.own_stack = 1;

@@ -31,20 +31,11 @@ bool sp_udpip_parse(const uint8_t *ip, size_t len, struct sp_udpip *u)
            parse_udp(ip, h.l4, h.end, u);
 }
 
-/* The pseudo-header's addresses, summed as the machine loads them (sp_csum_acc). The
- * sum is the same with source and destination swapped, so a reply reuses it. Constant
- * lengths, so that each sum is a few additions. */
-static inline uint64_t addresses_acc(const struct sp_udpip *u)
+/* The pseudo-header's addresses (sp_ip_addresses_sum()): the same with source and
+ * destination swapped, so a reply reuses the query's. */
+static inline uint32_t addresses_sum(const struct sp_udpip *u)
 {
-    if (u->family == 4)
-        return sp_csum_acc(u->dst, 4, sp_csum_acc(u->src, 4, 0));
-    return sp_csum_acc(u->dst, 16, sp_csum_acc(u->src, 16, 0));
-}
-
-/* A 16-bit value in network order as the machine loads it. */
-static inline uint64_t word_acc(uint32_t v)
-{
-    return sp_csum_native(sp_csum_reduce(v));
+    return sp_ip_addresses_sum(u->family, u->src, u->dst);
 }
 
 bool sp_udpip_checksums_ok(const uint8_t *ip, const struct sp_udpip *u)
@@ -62,13 +53,14 @@ bool sp_udpip_checksums_ok(const uint8_t *ip, const struct sp_udpip *u)
     if (field == 0)
         return u->family == 4;
     size_t udp_len = SP_UDP_HEADER_LEN + u->payload_len;
-    uint64_t acc = addresses_acc(u) + word_acc(PROTO_UDP + (uint32_t)udp_len);
-    if (sp_csum_acc_done(sp_csum_acc(ip + l4, udp_len, acc)) == 0xffff)
+    /* the pseudo-header's sum in network order, added to the datagram's once */
+    uint32_t pseudo = addresses_sum(u) + PROTO_UDP + (uint32_t)udp_len;
+    if (sp_csum_reduce(sp_csum_acc_done(sp_csum_acc(ip + l4, udp_len, 0)) + pseudo) == 0xffff)
         return true;
     /* A sender on this host (a veth peer, a container) hands over CHECKSUM_PARTIAL
      * frames: the field holds only the pseudo-header sum, for a device that never
      * runs. The kernel trusts those; so do we. */
-    return field == sp_csum_acc_done(acc);
+    return field == sp_csum_reduce(pseudo);
 }
 
 size_t sp_udpip_write_reply(uint8_t *out, const struct sp_udpip *req, size_t payload_len,
@@ -78,17 +70,20 @@ size_t sp_udpip_write_reply(uint8_t *out, const struct sp_udpip *req, size_t pay
     uint16_t udp_len = (uint16_t)(SP_UDP_HEADER_LEN + payload_len);
     uint8_t *udp = out + ip_len;
 
-    sp_ip_write_reply(out, req->family, req->dst, req->src, PROTO_UDP, udp_len, ttl);
+    uint32_t addresses = addresses_sum(req);
+    sp_ip_write_reply_summed(out, req->family, req->dst, req->src, PROTO_UDP, udp_len, ttl,
+                             addresses);
     sp_put16(udp, req->dport);
     sp_put16(udp + 2, req->sport);
     sp_put16(udp + 4, udp_len);
     sp_put16(udp + 6, 0);
 
     /* Pseudo-header + UDP header + payload; swapping addresses and ports does not
-     * change their sum, only the lengths are new (once in each header). */
-    uint64_t acc = addresses_acc(req) + word_acc(PROTO_UDP + 2u * udp_len) +
-                   word_acc((uint32_t)req->sport + req->dport) + word_acc(payload_sum);
-    uint16_t check = (uint16_t)~sp_csum_acc_done(acc);
+     * change their sum, only the lengths are new (once in each header). All in network
+     * order, folded once: below 2^19. */
+    uint32_t sum = addresses + PROTO_UDP + 2u * udp_len + req->sport + req->dport +
+                   sp_csum_reduce(payload_sum);
+    uint16_t check = sp_csum_fold(sum);
     sp_put16(udp + 6, check ? check : 0xffff);
     return ip_len + SP_UDP_HEADER_LEN;
 }

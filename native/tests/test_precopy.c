@@ -1,7 +1,8 @@
 /* Precopy mode against memcpy mode: for many random queries, the frame sent from
  * the pool must be byte for byte what sp_dns_frame_answer() writes, with valid IP and UDP
  * checksums; repeats must hit; copies in flight and copies of an old table must
- * never be reused. */
+ * never be reused. And a group answered in stages (sp_dns_frame_answer_group) against
+ * the same frames answered one by one. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -367,6 +368,53 @@ static void test_new_table_forgets_copies(void)
     sp_table_free(t2);
 }
 
+/* Random groups of frames (some damaged, some to another port) answered in stages and one
+ * by one: the same replies in the same order, the same counts. */
+static void test_groups_match_one_by_one(void)
+{
+    struct sp_table *t = make_table(60);
+    struct sp_frame_config cfg = config();
+    struct counts one, grouped;
+    counts_init(&one);
+    counts_init(&grouped);
+    static uint8_t rxbuf[SP_DNS_GROUP][CAP], txbuf[SP_DNS_GROUP][CAP], want[SP_DNS_GROUP][CAP];
+    size_t want_len[SP_DNS_GROUP];
+    int mismatches = 0, groups_with_gaps = 0;
+    for (int round = 0; round < 2000 && mismatches <= 5; round++) {
+        unsigned n = 1 + rnd() % SP_DNS_GROUP, nwant = 0;
+        struct sp_frame rx[SP_DNS_GROUP], tx[SP_DNS_GROUP];
+        for (unsigned j = 0; j < n; j++) {
+            struct qspec s;
+            random_spec(&s);
+            size_t len = make_frame(rxbuf[j], &s);
+            if (rnd() % 8 == 0)               /* damage: dropped, or an error answer */
+                rxbuf[j][rnd() % len] ^= (uint8_t)(1u << (rnd() % 8));
+            else if (rnd() % 16 == 0)         /* to another port: not ours */
+                sp_put16(rxbuf[j] + (s.vlan ? 18 : 14) + (s.family == 4 ? 20 : 40) + 2, 5353);
+            rx[j] = (struct sp_frame){.data = rxbuf[j], .len = (uint32_t)len, .cap = CAP};
+            tx[j] = (struct sp_frame){.data = txbuf[j], .cap = CAP, .pool = -1};
+            size_t m = sp_dns_frame_answer(t, &one.dns, &cfg, rxbuf[j], len, want[nwant], CAP,
+                                           &one.frame);
+            if (m)
+                want_len[nwant++] = m;
+        }
+        groups_with_gaps += nwant < n;
+        int before = checks_failed;
+        unsigned got = sp_dns_frame_answer_group(t, &grouped.dns, &cfg, rx, n, tx,
+                                                 &grouped.frame);
+        CHECK_EQ(got, nwant);
+        for (unsigned k = 0; k < got && k < nwant; k++) {
+            CHECK_EQ(tx[k].len, want_len[k]);
+            CHECK(memcmp(tx[k].data, want[k], want_len[k]) == 0);
+        }
+        mismatches += checks_failed != before;
+    }
+    CHECK_EQ(mismatches, 0);
+    CHECK(groups_with_gaps > 100);    /* replies moved up past frames without one */
+    CHECK(same_counts(&one, &grouped));
+    sp_table_free(t);
+}
+
 static void test_pool_sizes(void)
 {
     CHECK(sp_precopy_new(7) == NULL);
@@ -385,5 +433,6 @@ int main(void)
     test_in_flight_copies_are_never_rewritten();
     test_new_table_forgets_copies();
     test_pool_sizes();
+    test_groups_match_one_by_one();
     return check_report("test_precopy");
 }

@@ -46,14 +46,12 @@ static inline const struct sp_response *signed_below(const struct sp_table *t,
     return s ? s : r;
 }
 
-const struct sp_response *sp_dns_lookup(const struct sp_table *t, const struct sp_dns_query *q)
+/* The lookup order after EXACT(name, qtype) found nothing (dns.h). */
+static inline const struct sp_response *lookup_rest(const struct sp_table *t,
+                                                    const struct sp_dns_query *q)
 {
     const struct sp_response *r;
     uint16_t qclass = q->qclass == SP_DNS_CLASS_ANY ? SP_DNS_CLASS_IN : q->qclass;
-    r = sp_table_find_hashed(t, sp_dns_tag(SP_DNS_EXACT, qclass, q->qtype), q->name_hash,
-                             q->name_lower, q->name_len);
-    if (r)
-        return signed_form(r, q);
     r = sp_table_find_hashed(t, sp_dns_tag(SP_DNS_OTHER, qclass, 0), q->name_hash,
                              q->name_lower, q->name_len);
     if (r)
@@ -76,6 +74,21 @@ const struct sp_response *sp_dns_lookup(const struct sp_table *t, const struct s
         return signed_below(t, r, q, off);
     }
     return NULL;
+}
+
+const struct sp_response *sp_dns_lookup(const struct sp_table *t, const struct sp_dns_query *q)
+{
+    const struct sp_response *r =
+        sp_table_find_hashed(t, sp_dns_first_tag(q), q->name_hash, q->name_lower, q->name_len);
+    return r ? signed_form(r, q) : lookup_rest(t, q);
+}
+
+const struct sp_response *sp_dns_lookup_tagged(const struct sp_table *t,
+                                               const struct sp_dns_query *q, uint64_t first_hash)
+{
+    const struct sp_response *r =
+        sp_table_find_tagged(t, sp_dns_first_tag(q), first_hash, q->name_lower, q->name_len);
+    return r ? signed_form(r, q) : lookup_rest(t, q);
 }
 
 /* The response OPT: our payload size, the client's DO bit, the upper bits of an
@@ -197,17 +210,30 @@ static inline bool dns_shaped(const struct sp_response *r)
            r->insert_field == SP_DNS_FIELD_QUESTION;
 }
 
+/* The fields the table's general renderer and sums read (only where render_dns() and
+ * the DNS patch list's sum do not apply). */
+static inline struct sp_request request(const uint8_t *msg, size_t len,
+                                        const struct sp_dns_query *q)
+{
+    return (struct sp_request){
+        .field = {msg, q->question},
+        .field_len = {(uint16_t)len, q->question_len},
+    };
+}
+
 /* The sum of r's answer in out, from the table's stored sums and the question's (dns.h).
  * For the DNS patch list: the stored head's sum with its first 4 bytes replaced by the
  * answer's (one's-complement subtraction adds the complement), the question's, and the
  * tail's, byte-swapped behind a question of odd length. */
 static inline uint32_t table_sum(const struct sp_table *t, const struct sp_response *r,
-                                 const struct sp_request *req, const struct sp_dns_query *q,
+                                 const uint8_t *msg, size_t len, const struct sp_dns_query *q,
                                  const uint8_t *out)
 {
-    if (!dns_shaped(r))
+    if (!dns_shaped(r)) {
+        struct sp_request req = request(msg, len, q);
         return r->insert_field == SP_DNS_FIELD_QUESTION
-            ? sp_response_sum_with(t, r, req, q->question_sum) : sp_response_sum(t, r, req);
+            ? sp_response_sum_with(t, r, &req, q->question_sum) : sp_response_sum(t, r, &req);
+    }
     const uint8_t *b = sp_response_bytes(t, r);
     uint32_t sum = sp_csum_reduce(r->sum_head) + (0xffffu - sp_get16(b)) +
                    (0xffffu - sp_get16(b + 2)) + sp_get16(out) + sp_get16(out + 2) +
@@ -304,15 +330,13 @@ answer_from_table(const struct sp_table *t, const struct sp_dns_config *cfg, con
         }
     }
 
-    struct sp_request req = {
-        .field = {msg, q->question},
-        .field_len = {(uint16_t)len, q->question_len},
-    };
     size_t n = stored == r->len ? render_dns(t, r, msg, q, out, limit - opt) : 0;
     if (!n && (r->user & SP_DNS_USER_DNAME))     /* and SP_DNS_USER_NSEC3 */
         return answer_spliced(t, cfg, msg, out, limit, q, r, c, sum);
-    if (!n)
+    if (!n) {
+        struct sp_request req = request(msg, len, q);
         n = sp_response_render_prefix(t, r, &req, stored, out, limit - opt);
+    }
     if (!n)
         return count_answer(c, r, 0);
     if (stored != r->len) {
@@ -328,7 +352,7 @@ answer_from_table(const struct sp_table *t, const struct sp_dns_config *cfg, con
         write_opt(out + n, q, cfg, 0);
         if (sum && arcount != 0xffff) {   /* ARCOUNT one more (an even offset), the OPT at n */
             uint32_t opt_sum = sp_csum_partial(out + n, opt, 0);
-            *sum = sp_csum_add(sp_csum_add(table_sum(t, r, &req, q, out), 1),
+            *sum = sp_csum_add(sp_csum_add(table_sum(t, r, msg, len, q, out), 1),
                                n & 1 ? sp_csum_swap(opt_sum) : opt_sum);
         } else {
             summed(out, n + opt, sum);
@@ -336,7 +360,7 @@ answer_from_table(const struct sp_table *t, const struct sp_dns_config *cfg, con
         return count_answer(c, r, n + opt);
     }
     if (sum)
-        *sum = table_sum(t, r, &req, q, out);
+        *sum = table_sum(t, r, msg, len, q, out);
     return count_answer(c, r, n);
 }
 
@@ -408,9 +432,9 @@ size_t sp_dns_answer_summed(const struct sp_table *t, const struct sp_dns_config
 /* A function of its own, by its own name, even where the build inlines and clones across
  * files (-flto): callgrind counts the DNS layer inside it (stormpy bench fastpath). */
 #ifdef __clang__
-#define MEASURED __attribute__((noinline))
+#define MEASURED __attribute__((noinline, flatten))
 #else
-#define MEASURED __attribute__((noinline, noclone))
+#define MEASURED __attribute__((noinline, noclone, flatten))
 #endif
 
 MEASURED size_t

@@ -34,6 +34,24 @@ answer_to_tx(struct sp_dns_worker *d, const struct sp_table *t, struct sp_batch 
     b->sent = b->used = used;
 }
 
+/* memcpy mode on whole frames, with a table larger than the cache: groups of frames
+ * answered in stages, so that their lookups wait for memory together (answer.h). Each group gets no more frames than TX
+ * buffers are left, one reply at most per frame. */
+static void answer_groups(struct sp_dns_worker *d, const struct sp_table *t, struct sp_batch *b)
+{
+    unsigned used = 0, n = b->n;
+    for (unsigned i = 0; i < n;) {
+        if (sp_batch_full(b, i, used))
+            break;
+        unsigned g = n - i, room = b->reserved - used;
+        g = g < room ? g : room;
+        g = g < SP_DNS_GROUP ? g : SP_DNS_GROUP;
+        used += sp_dns_frame_answer_group(t, d, b->cfg, &b->rx[i], g, &b->tx[used], b->counters);
+        i += g;
+    }
+    b->sent = b->used = used;
+}
+
 /* precopy mode: replies from the pool where they can be, else from TX buffers. Every
  * reply takes a TX ring slot, so there are at most `reserved` of them; they are
  * listed in out, and `used` counts the TX buffers among them. */
@@ -77,7 +95,10 @@ void sp_dns_worker_batch(struct sp_dns_worker *d, const struct sp_table *t, stru
         answer_precopy(d, t, b);
     } else if (b->datagrams) {
         answer_to_tx(d, t, b, true);
+    } else if (!b->cfg->own_stack && sp_table_worth_prefetching(t)) {
+        answer_groups(d, t, b);
     } else {
+        /* a table in the cache, or the own stack, which replies while frames are parsed */
         answer_to_tx(d, t, b, false);
     }
 }

@@ -168,6 +168,26 @@ const struct sp_response *sp_table_find_hashed(const struct sp_table *t, uint64_
                                                uint64_t key_hash, const uint8_t *key,
                                                size_t key_len);
 
+/* Prefetches for lookups a batch makes together (DPDK's way: the whole batch waits for
+ * memory at once, not one miss after another). A lookup of a large table misses the
+ * cache three times in a chain: the slot, the entry it names, and then the entry's
+ * key and response. Each stage below reads only what the stage before fetched, so
+ * running stage 1 over the batch, then stage 2, then stage 3, overlaps every frame's
+ * misses. sp_table_prefetch_slot() returns the tagged hash the later stages take.
+ * Prefetches are hints: none changes what sp_table_find_hashed() finds. */
+/* Whether t's index outgrows a core's own caches, so that lookups miss and the stages
+ * pay for themselves; below that they cost only their instructions. */
+bool sp_table_worth_prefetching(const struct sp_table *t);
+uint64_t sp_table_prefetch_slot(const struct sp_table *t, uint64_t tag, uint64_t key_hash);
+void sp_table_prefetch_entry(const struct sp_table *t, uint64_t tagged_hash);
+void sp_table_prefetch_key(const struct sp_table *t, uint64_t tagged_hash);
+/* sp_table_find_hashed() with the hash sp_table_prefetch_slot() returned for tag. */
+const struct sp_response *sp_table_find_tagged(const struct sp_table *t, uint64_t tag,
+                                               uint64_t tagged_hash, const uint8_t *key,
+                                               size_t key_len);
+/* ... and a found response's stored bytes, before rendering it. */
+void sp_response_prefetch(const struct sp_table *t, const struct sp_response *r);
+
 /* Render a response for one request into out. Returns the length written, or 0
  * when it does not fit in cap or a patch reads past a request field. */
 size_t sp_response_render(const struct sp_table *t, const struct sp_response *r,

@@ -108,7 +108,7 @@ static inline uint32_t sp_csum_sub(uint32_t a, uint32_t b)
 }
 
 /* The sum of a block moved by an odd number of bytes is the byte-swapped sum. */
-static inline uint32_t sp_csum_swap(uint32_t sum)
+static inline __attribute__((always_inline)) uint32_t sp_csum_swap(uint32_t sum)
 {
     uint32_t s = sp_csum_reduce(sum);
     return ((s & 0xff) << 8) | (s >> 8);

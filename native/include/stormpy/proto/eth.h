@@ -44,7 +44,10 @@ static inline void sp_eth_write_reply(uint8_t *tx, const uint8_t *dst, const uin
 {
     memcpy(tx, dst, 6);
     memcpy(tx + 6, src, 6);
-    memcpy(tx + 12, request + 12, l2 - 12);
+    if (l2 == SP_ETH_HEADER_LEN)   /* constant lengths: no call to libc */
+        memcpy(tx + 12, request + 12, 2);
+    else
+        memcpy(tx + 12, request + 12, SP_VLAN_TAG_LEN + 2);
 }
 
 #endif

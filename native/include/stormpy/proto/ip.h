@@ -67,24 +67,36 @@ static inline bool sp_ip_parse(const uint8_t *ip, size_t len, uint8_t proto, uin
     return false;
 }
 
-/* Writes the IP header of a reply from `from` to `to` carrying l4_len bytes of protocol
- * proto (IPv4 with DF and its header checksum); returns its length. */
-static inline size_t sp_ip_write_reply(uint8_t *out, uint8_t family, const uint8_t *from,
-                                       const uint8_t *to, uint8_t proto, size_t l4_len,
-                                       uint8_t ttl)
+/* The reduced partial sum (network order) of two addresses of a family: the
+ * pseudo-header's, and the IPv4 header's, in either order. Constant lengths, so that
+ * each is a few additions. */
+static inline __attribute__((always_inline)) uint32_t sp_ip_addresses_sum(uint8_t family, const uint8_t *a, const uint8_t *b)
+{
+    if (family == 4)
+        return sp_csum_acc_done(sp_csum_acc(b, 4, sp_csum_acc(a, 4, 0)));
+    return sp_csum_acc_done(sp_csum_acc(b, 16, sp_csum_acc(a, 16, 0)));
+}
+
+/* sp_ip_write_reply() where the caller has the addresses' sum (sp_ip_addresses_sum()),
+ * as a UDP or TCP reply does for its pseudo-header: the IPv4 header's checksum is
+ * composed from it and the constant fields, not summed over the header. */
+static inline size_t sp_ip_write_reply_summed(uint8_t *out, uint8_t family, const uint8_t *from,
+                                              const uint8_t *to, uint8_t proto, size_t l4_len,
+                                              uint8_t ttl, uint32_t addresses_sum)
 {
     if (family == 4) {
+        uint16_t total = (uint16_t)(SP_IPV4_HEADER_LEN + l4_len);
         out[0] = 0x45;
         out[1] = 0;
-        sp_put16(out + 2, (uint16_t)(SP_IPV4_HEADER_LEN + l4_len));
+        sp_put16(out + 2, total);
         sp_put16(out + 4, 0);
         sp_put16(out + 6, 0x4000);   /* DF: path MTU discovery */
         out[8] = ttl;
         out[9] = proto;
-        sp_put16(out + 10, 0);
         memcpy(out + 12, from, 4);
         memcpy(out + 16, to, 4);
-        sp_put16(out + 10, (uint16_t)~sp_csum_acc_done(sp_csum_acc(out, SP_IPV4_HEADER_LEN, 0)));
+        uint32_t sum = 0x4500u + total + 0x4000u + ((uint32_t)ttl << 8 | proto) + addresses_sum;
+        sp_put16(out + 10, sp_csum_fold(sum));
         return SP_IPV4_HEADER_LEN;
     }
     sp_put16(out, 0x6000);
@@ -95,6 +107,16 @@ static inline size_t sp_ip_write_reply(uint8_t *out, uint8_t family, const uint8
     memcpy(out + 8, from, 16);
     memcpy(out + 24, to, 16);
     return SP_IPV6_HEADER_LEN;
+}
+
+/* Writes the IP header of a reply from `from` to `to` carrying l4_len bytes of protocol
+ * proto (IPv4 with DF and its header checksum); returns its length. */
+static inline size_t sp_ip_write_reply(uint8_t *out, uint8_t family, const uint8_t *from,
+                                       const uint8_t *to, uint8_t proto, size_t l4_len,
+                                       uint8_t ttl)
+{
+    uint32_t addresses = family == 4 ? sp_ip_addresses_sum(4, from, to) : 0;
+    return sp_ip_write_reply_summed(out, family, from, to, proto, l4_len, ttl, addresses);
 }
 
 #endif

@@ -49,7 +49,8 @@ static inline bool sp_words_equal(const uint8_t *a, const uint8_t *b, size_t n)
 /* Copies n bytes without a call to libc, whose dispatch costs more than the copy for
  * the few dozen bytes of a header, a question or a small answer: whole 8-byte words,
  * the last one overlapping the one before; longer copies go to memcpy. */
-static inline void sp_copy_short(uint8_t *dst, const uint8_t *src, size_t n)
+static inline __attribute__((always_inline)) void sp_copy_short(uint8_t *dst, const uint8_t *src,
+                                                            size_t n)
 {
     if (n > 128) {
         memcpy(dst, src, n);

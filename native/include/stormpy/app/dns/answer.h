@@ -28,6 +28,20 @@ size_t sp_dns_frame_answer(const struct sp_table *t, struct sp_dns_worker *d,
                            const struct sp_frame_config *cfg, const uint8_t *rx, size_t len,
                            uint8_t *tx, size_t cap, struct sp_frame_counters *c);
 
+/* Frames sp_dns_frame_answer_group() answers together: enough lookups waiting for
+ * memory at once to cover a cache miss, few enough that their queries stay in L1. */
+#define SP_DNS_GROUP 16
+
+/* sp_dns_frame_answer() for rx[0, n) (n <= SP_DNS_GROUP) in stages, DPDK's way: every
+ * frame parsed and its name hashed, then the lookups' memory fetched ahead for all of
+ * them (table.h's prefetch stages), then each looked up and answered in order. The
+ * replies go to tx[0, returned), byte for byte sp_dns_frame_answer()'s, in the frames'
+ * order; frame j's reply needs at most tx[j].cap. Not for cfg->own_stack, whose replies
+ * sp_frame_parse() writes while it parses. */
+unsigned sp_dns_frame_answer_group(const struct sp_table *t, struct sp_dns_worker *d,
+                                   const struct sp_frame_config *cfg, const struct sp_frame *rx,
+                                   unsigned n, struct sp_frame *tx, struct sp_frame_counters *c);
+
 /* The reply to a datagram (its payload alone), written to tx; its length, or 0 for
  * no reply. Counted as a frame in c. */
 size_t sp_dns_datagram_answer(const struct sp_table *t, struct sp_dns_worker *d,

@@ -183,8 +183,21 @@ size_t sp_dns_answer(const struct sp_table *t, const struct sp_dns_config *cfg,
                      const uint8_t *msg, size_t len, bool tcp, uint8_t *out, size_t cap,
                      struct sp_dns_query *q, struct sp_dns_counters *c);
 
+/* The tag of a parsed query's first lookup, EXACT(name, qtype) in its class (ANY is
+ * looked up in IN): a batch prefetches it (answer.h). */
+static inline uint64_t sp_dns_first_tag(const struct sp_dns_query *q)
+{
+    uint16_t qclass = q->qclass == SP_DNS_CLASS_ANY ? SP_DNS_CLASS_IN : q->qclass;
+    return sp_dns_tag(SP_DNS_EXACT, qclass, q->qtype);
+}
+
 /* The table response chosen for a parsed query (NULL: REFUSED). */
 const struct sp_response *sp_dns_lookup(const struct sp_table *t, const struct sp_dns_query *q);
+
+/* sp_dns_lookup() where the first lookup's tagged hash is known: what
+ * sp_table_prefetch_slot() returned for sp_dns_first_tag(q) and q->name_hash. */
+const struct sp_response *sp_dns_lookup_tagged(const struct sp_table *t,
+                                               const struct sp_dns_query *q, uint64_t first_hash);
 
 /* sp_dns_answer() after the caller ran sp_dns_parse() (verdict) and, for
  * SP_DNS_LOOKUP, sp_dns_lookup() (r): precopy mode looks at the choice before it
