@@ -34,7 +34,8 @@ import dns.xfr
 import dns.zone
 
 from stormpy import _core
-from stormpy.dns.compiler import DNS_PATCHES, IN, Answer, encode_variable, tag
+from stormpy.dns.answer import IN, Answer, encode_variable
+from stormpy.dns.compiler import DNS_PATCHES, tag
 from stormpy.dns.transfer import keyring_of, newer
 from stormpy.dns.zone import Zone
 
