@@ -10,7 +10,6 @@ from dataclasses import dataclass, field
 
 import dns.exception
 import dns.name
-import dns.rdatatype
 
 from stormpy import _core
 from stormpy.config import ServerConfig
@@ -101,9 +100,8 @@ class DnsServer(Server):
         now = time.time()
         for f, z in zip(self.files, fresh):
             if z is not f.zone:
-                soa = z.zone.get_rdataset(z.origin, dns.rdatatype.SOA)
                 f.zone, f.loaded_at, f.last_error = z, now, None
-                f.serial, f.records = soa[0].serial, z.record_count
+                f.serial, f.records = z.serial, z.record_count
 
     def zone_name(self, name: str) -> str:
         try:
