@@ -40,14 +40,8 @@ struct compiler {
 
 static void hash2(const uint8_t *p, size_t n, uint64_t *h1, uint64_t *h2)
 {
-    uint64_t a = 0x243f6a8885a308d3ULL ^ n, b = 0x13198a2e03707344ULL + n;
-    for (size_t i = 0; i < n; i++) {
-        a = (a ^ p[i]) * 0x100000001b3ULL;
-        b = (b + p[i] + 1) * 0x9e3779b97f4a7c15ULL;
-        b ^= b >> 31;
-    }
-    *h1 = a ^ (a >> 29);
-    *h2 = b;
+    *h1 = sp_zone_hash(p, n, 0x243f6a8885a308d3ULL);
+    *h2 = sp_zone_hash(p, n, 0x13198a2e03707344ULL) * 0xff51afd7ed558ccdULL;
 }
 
 static int grow_known(struct compiler *c)
@@ -134,6 +128,8 @@ static bool room_below(const struct sp_zone *z, uint32_t name)
     for (int i = 0; i < 2; i++) {
         if (len + sizes[i] > SP_ZONE_NAME_MAX)
             continue;
+        if (!z->nul_labels)
+            return true;      /* both samples start with a zero byte: none can be held */
         memcpy(sample, labels[i], sizes[i]);
         memcpy(sample + sizes[i], sp_zone_name_wire(z, name), len);
         if (sp_zone_lookup(z, sample, len + sizes[i]) == SP_ZONE_NONE)
@@ -216,11 +212,8 @@ static int emit_name(struct compiler *c, uint32_t name, int64_t *nxdomain)
         rc = typed_keys(c, name, name, false, other_len, other_drop);
     if (rc != SP_ZONE_OK || !sample)
         return rc;
-    uint8_t wild[SP_ZONE_NAME_MAX + 2] = {1, '*'};
-    memcpy(wild + 2, sp_zone_name_wire(z, name), z->names[name].len);
-    uint32_t node = z->names[name].len + 2 <= SP_ZONE_NAME_MAX
-                    ? sp_zone_lookup(z, wild, z->names[name].len + 2) : SP_ZONE_NONE;
-    if (node == SP_ZONE_NONE || z->names[node].nrrsets == 0) {
+    uint32_t node = z->names[name].wildcard;
+    if (node == SP_ZONE_NONE) {
         if (*nxdomain < 0) {
             len = answer(c, SP_ZONE_NONE, name, 0, c->wire, &drop);
             if (len == 0)

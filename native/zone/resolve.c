@@ -137,11 +137,8 @@ int sp_zone_resolve(const struct sp_zone *z, uint32_t name, uint32_t below, uint
             return 0;
         }
         if (node == SP_ZONE_NONE) {
-            uint8_t wild[SP_ZONE_NAME_MAX + 2] = {1, '*'};
-            size_t celen = z->names[c.ce].len;
-            memcpy(wild + 2, sp_zone_name_wire(z, c.ce), celen);
-            node = celen + 2 <= SP_ZONE_NAME_MAX ? sp_zone_lookup(z, wild, celen + 2) : SP_ZONE_NONE;
-            if (node == SP_ZONE_NONE || z->names[node].nrrsets == 0) {
+            node = z->names[c.ce].wildcard;
+            if (node == SP_ZONE_NONE) {
                 negative(z, a, RCODE_NXDOMAIN);
                 return 0;
             }

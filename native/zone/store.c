@@ -61,12 +61,9 @@ static inline uint8_t lower(uint8_t c)
     return c >= 'A' && c <= 'Z' ? c + 32 : c;
 }
 
-static uint64_t name_hash(const uint8_t *wire, size_t len)
+static inline uint64_t name_hash(const uint8_t *wire, size_t len)
 {
-    uint64_t h = 0xcbf29ce484222325ULL;
-    for (size_t i = 0; i < len; i++)
-        h = (h ^ wire[i]) * 0x100000001b3ULL;
-    return h ^ (h >> 32);
+    return sp_zone_hash(wire, len, 0);
 }
 
 size_t sp_zone_wire_len(const uint8_t *name, size_t cap)
@@ -144,7 +141,8 @@ uint32_t sp_zone_intern(struct sp_zone *z, const uint8_t *wire, size_t len)
     z->names_cap = (uint32_t)cap;
     id = z->nnames++;
     z->names[id] = (struct sp_zone_name){.off = (uint32_t)z->arena_len, .len = (uint8_t)len,
-                                         .parent = SP_ZONE_NONE, .cut_top = SP_ZONE_NONE};
+                                         .parent = SP_ZONE_NONE, .cut_top = SP_ZONE_NONE,
+                                         .wildcard = SP_ZONE_NONE};
     memcpy(z->arena + z->arena_len, low, len);
     z->arena_len += len;
     uint32_t s = (uint32_t)name_hash(low, len) & z->slots_mask;
@@ -304,6 +302,10 @@ static int link_parents(struct sp_zone *z)
         if (p == SP_ZONE_NONE)
             return SP_ZONE_NOMEM;
         z->names[id].parent = p;
+        if (w[0] == 1 && w[1] == '*' && n.nrrsets)
+            z->names[p].wildcard = id;
+        if (w[0] && w[1] == 0)
+            z->nul_labels = true;
     }
     return SP_ZONE_OK;
 }

@@ -24,6 +24,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "stormpy/engine/table.h"
 
@@ -45,6 +46,7 @@ struct sp_zone_name {
     uint8_t len;
     uint8_t is_cut;        /* NS here and not the origin */
     uint32_t cut_top;      /* the topmost cut at or above it, or SP_ZONE_NONE */
+    uint32_t wildcard;     /* its child '*' when that holds records, or SP_ZONE_NONE */
 };
 
 struct sp_zone_rrset {
@@ -90,6 +92,7 @@ struct sp_zone {
     uint32_t soa;               /* the origin's SOA RRset */
     uint32_t negative_ttl;      /* min(SOA TTL, SOA minimum): RFC 2308 */
     uint32_t serial;
+    bool nul_labels;            /* some name's first label starts with a zero byte */
     char why[512];              /* SP_ZONE_DECLINED: the reason, for the debug log */
 };
 
@@ -118,6 +121,27 @@ int sp_zone_read(struct sp_zone *z, const char *path, const char *origin);
 bool sp_zone_reader_available(void);
 
 /* Helpers the layers share. */
+static inline uint64_t sp_zone_hash(const uint8_t *p, size_t n, uint64_t seed)
+{
+    const uint64_t mul = 0x9e3779b97f4a7c15ULL;
+    uint64_t h = (seed ^ n) * mul, w;
+    for (; n >= 8; n -= 8, p += 8) {
+        memcpy(&w, p, 8);
+        h = (h ^ w) * mul;
+        h ^= h >> 29;
+    }
+    if (n) {
+        w = 0;
+        memcpy(&w, p, n);
+        h = (h ^ w) * mul;
+    }
+    h ^= h >> 33;                 /* MurmurHash3's finalizer: every bit reaches the low ones */
+    h *= 0xff51afd7ed558ccdULL;
+    h ^= h >> 33;
+    h *= 0xc4ceb9fe1a85ec53ULL;
+    return h ^ (h >> 33);
+}
+
 bool sp_zone_is_subdomain(const uint8_t *name, size_t len, const uint8_t *parent, size_t plen);
 size_t sp_zone_wire_len(const uint8_t *name, size_t cap);   /* 0: malformed */
 uint32_t sp_zone_find_rrset(const struct sp_zone *z, uint32_t name, uint16_t type);
