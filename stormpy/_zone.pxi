@@ -13,15 +13,18 @@ cdef class NativeZone:
     Raises ZoneDeclined for what the C path does not handle."""
     cdef sp_zone *z
 
-    def __cinit__(self, str path, str origin=None):
-        cdef bytes bpath = path.encode()
-        cdef bytes borigin = origin.encode() if origin is not None else None
-        cdef const char *corigin = NULL
-        cdef const char *cpath = bpath
-        cdef int rc
+    def __cinit__(self):
         self.z = sp_zone_new()
         if self.z is NULL:
             raise MemoryError()
+
+    def read(self, str path, str origin=None):
+        """Read the master file (without the GIL: records_read shows the progress)."""
+        cdef bytes bpath = path.encode()
+        cdef bytes borigin = origin.encode() if origin is not None else None
+        cdef const char *cpath = bpath
+        cdef const char *corigin = NULL
+        cdef int rc
         if borigin is not None:
             corigin = borigin
         with nogil:
@@ -30,6 +33,11 @@ cdef class NativeZone:
             raise MemoryError()
         if rc != SP_ZONE_OK:
             raise ZoneDeclined(self.z.why.decode(errors="replace"))
+
+    @property
+    def records_read(self):
+        """Records read so far (a progress line reads it while read() runs)."""
+        return self.z.nrecords if self.z.nrecords else self.z.nrdatas
 
     def __dealloc__(self):
         sp_zone_free(self.z)

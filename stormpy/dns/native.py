@@ -8,8 +8,12 @@ took and why. STORMPY_ZONE_LOADER=python forces the Python path (tests compare b
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import sys
+import threading
+import time
 
 import dns.name
 
@@ -46,14 +50,45 @@ class NativeZone:
         return self.native.serial
 
 
+@contextlib.contextmanager
+def progress(what: str, count=None, stream=None):
+    """A line on the terminal, rewritten each second, while a load lasts over a second:
+    what it is doing, the records read so far (count()) and the time taken."""
+    stream = stream or sys.stderr
+    if not stream.isatty():
+        yield
+        return
+    done, start, shown = threading.Event(), time.monotonic(), []
+
+    def report():
+        while not done.wait(1.0):
+            counted = f", {count():,} records" if count else ""
+            stream.write(f"\rstormpy: {what}{counted}, {time.monotonic() - start:.0f} s ")
+            stream.flush()
+            shown.append(True)
+    reporter = threading.Thread(target=report, daemon=True)
+    reporter.start()
+    try:
+        yield
+    finally:
+        done.set()
+        reporter.join()
+        if shown:
+            stream.write(f"\rstormpy: {what}: done in {time.monotonic() - start:.1f} s\n")
+            stream.flush()
+
+
 def load(path: str, origin: str | None) -> NativeZone | None:
     """The zone read in C, or None (the reason logged) when the Python loader must read it."""
     if not enabled():
         return None
     if origin is not None and not origin.endswith("."):
         origin += "."
+    reader = _core.NativeZone()
     try:
-        zone = NativeZone(path, origin, _core.NativeZone(path, origin))
+        with progress(f"reading {path}", lambda: reader.records_read):
+            reader.read(path, origin)
+        zone = NativeZone(path, origin, reader)
     except _core.ZoneDeclined as e:
         log.debug("%s: read by dnspython, not ldns: %s", path, e)
         return None
@@ -80,7 +115,8 @@ def compile_zones(zones, chaos_version, chaos_identity, zone_slots):
     zone_responses, keys = {}, 0
     for z in zones:
         try:
-            added, responses = z.native.compile_into(builder, zone_slots.get(z.origin, 0))
+            with progress(f"compiling {z.origin.to_text()}"):
+                added, responses = z.native.compile_into(builder, zone_slots.get(z.origin, 0))
         except _core.ZoneDeclined as e:
             log.debug("%s: compiling in Python: %s", z.path, e)
             return None

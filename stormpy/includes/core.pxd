@@ -641,7 +641,7 @@ cdef extern from "stormpy/zone/zone.h" nogil:
         SP_ZONE_DECLINED
         SP_ZONE_NOMEM
     struct sp_zone:
-        uint32_t nnames, nrrsets, nrdatas, origin, serial
+        uint32_t nnames, nrrsets, nrdatas, nrecords, origin, serial
         char why[512]
     struct sp_zone_compile_stats:
         uint64_t keys, responses
