@@ -74,22 +74,22 @@ def assert_same_answers(paths, monkeypatch, **kw):
     asked = 0
     for path in paths:
         monkeypatch.setenv("STORMPY_ZONE_LOADER", "python")
-        for qname, qtype in _questions(load_zone(path), random.Random(path)):
-            for edns in (False, True):
-                q = dns.message.make_query(qname, qtype, use_edns=0 if edns else None,
-                                           payload=1232)
-                q.id = 4242
-                want = _meaning(py.dns_answer(q.to_wire(), tcp=True))
-                got = _meaning(c.dns_answer(q.to_wire(), tcp=True))
-                assert got == want, f"{qname} {qtype} edns={edns}"
-                asked += 1
+        rng = random.Random(path)
+        for qname, qtype in _questions(load_zone(path), rng):
+            edns = rng.random() < 0.5
+            q = dns.message.make_query(qname, qtype, use_edns=0 if edns else None, payload=1232)
+            want = _meaning(py.dns_answer(q.to_wire(), tcp=True))
+            got = _meaning(c.dns_answer(q.to_wire(), tcp=True))
+            assert got == want, f"{qname} {qtype} edns={edns}"
+            asked += 1
     return asked
 
 
 def test_edge_cases_zone_answers_alike(monkeypatch):
-    assert assert_same_answers([os.path.join(ZONES, "native", "edge.zone")], monkeypatch) > 1000
+    assert assert_same_answers([os.path.join(ZONES, "native", "edge.zone")], monkeypatch) > 500
 
 
 def test_repo_zones_answer_alike(monkeypatch):
-    paths = [os.path.join(ZONES, "example.net.zone"), os.path.join(ZONES, "gen.example.expanded.zone")]
+    paths = [os.path.join(ZONES, name) for name in
+             ("example.com.zone", "example.net.zone", "gen.example.expanded.zone")]
     assert_same_answers(paths, monkeypatch, chaos_version="v1", chaos_identity="id")

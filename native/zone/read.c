@@ -34,6 +34,7 @@ struct reader {
     bool zone_origin_set;
     uint8_t zone_origin[SP_ZONE_NAME_MAX];
     size_t zone_origin_len;
+    char base[4096];         /* the top file's directory: $INCLUDE paths start there */
 };
 
 static int decline(struct reader *r, unsigned line, const char *why, const char *detail)
@@ -186,7 +187,7 @@ static int directive(struct reader *r, unsigned line)
         return SP_ZONE_OK;
     }
     if (strcasecmp(word, "$ORIGIN") != 0)
-        return decline(r, line, "a directive left to dnspython", word);   /* $INCLUDE, $GENERATE */
+        return decline(r, line, "a directive left to dnspython", word);   /* $GENERATE */
     if (end == arg || end[-1] != '.')
         return decline(r, line, "a relative $ORIGIN", arg);
     ldns_rdf *origin = ldns_dname_new_frm_str(arg);
@@ -228,27 +229,6 @@ static int record(struct reader *r, unsigned line)
     return rc;
 }
 
-static int read_text(struct reader *r)
-{
-    for (size_t i = 0; i < r->len; i++)   /* dnspython reads UTF-8 and judges the rest */
-        if ((unsigned char)r->text[i] >= 0x80 || r->text[i] == 0)
-            return decline(r, 1, "bytes other than ASCII", NULL);
-    unsigned line;
-    int got;
-    while ((got = next_record(r, &line)) > 0) {
-        if (got == 2)
-            return decline(r, line, "an unclosed parenthesis or quote", NULL);
-        int rc = r->record[0] == '$' ? directive(r, line) : record(r, line);
-        if (rc != SP_ZONE_OK)
-            return rc;
-    }
-    if (got < 0)
-        return SP_ZONE_NOMEM;
-    if (!r->zone_origin_set)
-        return decline(r, line, "no $ORIGIN", NULL);
-    return sp_zone_finish(r->z, r->zone_origin, r->zone_origin_len);
-}
-
 static char *slurp(const char *path, size_t *len)
 {
     FILE *f = fopen(path, "rb");
@@ -280,15 +260,117 @@ static char *slurp(const char *path, size_t *len)
     return buf;
 }
 
+static int read_file(struct reader *r, const char *path, unsigned depth);
+
+/* $INCLUDE file [origin]: the file read with the origin given (else the current one);
+ * the origin, owner and $TTL come back afterwards, as in dnspython. Relative paths
+ * start from the top file's directory, as the Python loader reads them. */
+static int include(struct reader *r, char *arg, unsigned line, unsigned depth)
+{
+    char *file = arg, *origin = arg;
+    while (*origin && !isspace((unsigned char)*origin))
+        origin++;
+    if (*origin)
+        *origin++ = 0;
+    while (isspace((unsigned char)*origin))
+        origin++;
+    if (*file == 0 || *file == '"' || depth >= 8 || strpbrk(origin, " \t") != NULL)
+        return decline(r, line, "an $INCLUDE left to dnspython", file);
+    char path[4096];
+    int n = *file == '/' ? snprintf(path, sizeof(path), "%s", file)
+                         : snprintf(path, sizeof(path), "%s/%s", r->base, file);
+    if (n < 0 || (size_t)n >= sizeof(path))
+        return decline(r, line, "an $INCLUDE path too long", NULL);
+    ldns_rdf *saved_origin = r->origin ? ldns_rdf_clone(r->origin) : NULL;
+    ldns_rdf *saved_prev = r->prev ? ldns_rdf_clone(r->prev) : NULL;
+    uint32_t saved_ttl = r->default_ttl;
+    bool saved_have_ttl = r->have_ttl;
+    int rc = SP_ZONE_OK;
+    if (*origin) {
+        if (origin[strlen(origin) - 1] != '.')
+            rc = decline(r, line, "a relative $INCLUDE origin", origin);
+        ldns_rdf *o = rc == SP_ZONE_OK ? ldns_dname_new_frm_str(origin) : NULL;
+        if (rc == SP_ZONE_OK && o == NULL)
+            rc = decline(r, line, "an $INCLUDE origin ldns does not read", origin);
+        if (o != NULL) {
+            ldns_rdf_deep_free(r->origin);
+            r->origin = o;
+        }
+    }
+    if (rc == SP_ZONE_OK)
+        rc = read_file(r, path, depth + 1);
+    ldns_rdf_deep_free(r->origin);
+    ldns_rdf_deep_free(r->prev);
+    r->prev = saved_prev;
+    r->origin = saved_origin;
+    r->have_ttl = saved_have_ttl;
+    r->default_ttl = saved_ttl;
+    return rc;
+}
+
+static int read_records(struct reader *r, unsigned depth)
+{
+    for (size_t i = 0; i < r->len; i++)   /* dnspython reads UTF-8 and judges the rest */
+        if ((unsigned char)r->text[i] >= 0x80 || r->text[i] == 0)
+            return decline(r, 1, "bytes other than ASCII", NULL);
+    unsigned line;
+    int got;
+    while ((got = next_record(r, &line)) > 0) {
+        if (got == 2)
+            return decline(r, line, "an unclosed parenthesis or quote", NULL);
+        int rc;
+        if (strncasecmp(r->record, "$INCLUDE", 8) == 0 && isspace((unsigned char)r->record[8])) {
+            char arg[4096];
+            snprintf(arg, sizeof(arg), "%s", r->record + 9);   /* the next file reuses record */
+            char *end = arg + strlen(arg);
+            while (end > arg && isspace((unsigned char)end[-1]))
+                *--end = 0;
+            char *start = arg;
+            while (isspace((unsigned char)*start))
+                start++;
+            rc = include(r, start, line, depth);
+        } else {
+            rc = r->record[0] == '$' ? directive(r, line) : record(r, line);
+        }
+        if (rc != SP_ZONE_OK)
+            return rc;
+    }
+    return got < 0 ? SP_ZONE_NOMEM : SP_ZONE_OK;
+}
+
+static int read_file(struct reader *r, const char *path, unsigned depth)
+{
+    size_t len;
+    char *text = slurp(path, &len);
+    if (text == NULL) {
+        snprintf(r->z->why, sizeof(r->z->why), "%s: cannot read: %s", path, strerror(errno));
+        return SP_ZONE_DECLINED;
+    }
+    const char *saved_text = r->text;
+    size_t saved_len = r->len, saved_pos = r->pos;
+    unsigned saved_line = r->line;
+    r->len = len;
+    r->text = text;
+    r->pos = 0;
+    r->line = 1;
+    int rc = read_records(r, depth);
+    r->text = saved_text;
+    r->len = saved_len;
+    r->pos = saved_pos;
+    r->line = saved_line;
+    free(text);
+    return rc;
+}
+
 int sp_zone_read(struct sp_zone *z, const char *path, const char *origin)
 {
     struct reader r = {.z = z, .line = 1};
-    char *text = slurp(path, &r.len);
-    if (text == NULL) {
-        snprintf(z->why, sizeof(z->why), "cannot read: %s", strerror(errno));
-        return SP_ZONE_DECLINED;
-    }
-    r.text = text;
+    snprintf(r.base, sizeof(r.base), "%s", path);
+    char *slash = strrchr(r.base, '/');
+    if (slash != NULL)
+        *slash = 0;
+    else
+        snprintf(r.base, sizeof(r.base), ".");
     r.rdata = ldns_buffer_new(4096);
     int rc = r.rdata ? SP_ZONE_OK : SP_ZONE_NOMEM;
     if (rc == SP_ZONE_OK && origin != NULL) {
@@ -302,12 +384,15 @@ int sp_zone_read(struct sp_zone *z, const char *path, const char *origin)
         }
     }
     if (rc == SP_ZONE_OK)
-        rc = read_text(&r);
+        rc = read_file(&r, path, 0);
+    if (rc == SP_ZONE_OK && !r.zone_origin_set)
+        rc = decline(&r, r.line, "no $ORIGIN", NULL);
+    if (rc == SP_ZONE_OK)
+        rc = sp_zone_finish(z, r.zone_origin, r.zone_origin_len);
     ldns_rdf_deep_free(r.origin);
     ldns_rdf_deep_free(r.prev);
     if (r.rdata)
         ldns_buffer_free(r.rdata);
     free(r.record);
-    free(text);
     return rc;
 }
