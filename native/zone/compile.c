@@ -138,6 +138,11 @@ static bool room_below(const struct sp_zone *z, uint32_t name)
     return false;
 }
 
+static int type_order(const void *a, const void *b)
+{
+    return (int)*(const uint16_t *)a - (int)*(const uint16_t *)b;
+}
+
 /* The types with keys of their own at a node: its own and ANY, and every type in the
  * zone and DS where a CNAME is (DS never follows a chain into a referral). */
 static size_t key_types(const struct sp_zone *z, uint32_t node, uint16_t *types)
@@ -152,7 +157,12 @@ static size_t key_types(const struct sp_zone *z, uint32_t node, uint16_t *types)
         types[count++] = z->types[i];
     if (cname)
         types[count++] = TYPE_DS;
-    return count;   /* repeats are harmless: the same key gets the same response */
+    qsort(types, count, sizeof(*types), type_order);
+    size_t unique = 0;
+    for (size_t i = 0; i < count; i++)      /* each key once: the table counts repeats */
+        if (unique == 0 || types[unique - 1] != types[i])
+            types[unique++] = types[i];
+    return unique;
 }
 
 /* EXACT or BELOW keys for each type whose answer differs from OTHER's. */
