@@ -20,11 +20,12 @@ static const struct sp_patch dns_patches[] = {
     {.op = SP_PATCH_COPY_BITS, .field = SP_DNS_FIELD_MESSAGE, .dst = 3, .src = 3, .mask = 0x10},
 };
 
-/* A response already added, known by two independent 64-bit hashes of its bytes, its
- * length and its word: a collision of all of them is not a practical concern. */
+/* A response already added, known by 96 bits of two hashes of its bytes, length and
+ * word (16 bytes a response at 1M responses matter: this table is part of the peak). A
+ * collision of both needs about 2^48 responses. */
 struct known {
-    uint64_t h1, h2;
-    uint32_t len, user, index_plus1;
+    uint64_t h1;
+    uint32_t h2, index_plus1;
 };
 
 struct compiler {
@@ -38,10 +39,10 @@ struct compiler {
     uint8_t other[SP_RESPONSE_MAX + 1], wire[SP_RESPONSE_MAX + 1];
 };
 
-static void hash2(const uint8_t *p, size_t n, uint64_t *h1, uint64_t *h2)
+static void hash2(const uint8_t *p, size_t n, uint32_t user, uint64_t *h1, uint32_t *h2)
 {
-    *h1 = sp_zone_hash(p, n, 0x243f6a8885a308d3ULL);
-    *h2 = sp_zone_hash(p, n, 0x13198a2e03707344ULL) * 0xff51afd7ed558ccdULL;
+    *h1 = sp_zone_hash(p, n, 0x243f6a8885a308d3ULL ^ user);
+    *h2 = (uint32_t)(sp_zone_hash(p, n, 0x13198a2e03707344ULL + user) >> 16);
 }
 
 static int grow_known(struct compiler *c)
@@ -69,19 +70,20 @@ static int64_t response(struct compiler *c, const uint8_t *wire, size_t len, uin
 {
     if ((c->nknown + 1) * 2 > c->mask && grow_known(c) != SP_ZONE_OK)
         return -1;
-    uint64_t h1, h2;
-    hash2(wire, len, &h1, &h2);
+    uint64_t h1;
+    uint32_t h2;
+    hash2(wire, len, user, &h1, &h2);
     uint64_t s = h1 & c->mask;
     for (; c->known[s].index_plus1; s = (s + 1) & c->mask) {
         const struct known *k = &c->known[s];
-        if (k->h1 == h1 && k->h2 == h2 && k->len == len && k->user == user)
+        if (k->h1 == h1 && k->h2 == h2)
             return k->index_plus1 - 1;
     }
     int64_t index = sp_table_add_response(c->b, wire, (uint32_t)len, dns_patches,
                                           sizeof(dns_patches) / sizeof(dns_patches[0]), user);
     if (index < 0)
         return -1;
-    c->known[s] = (struct known){h1, h2, (uint32_t)len, user, (uint32_t)index + 1};
+    c->known[s] = (struct known){h1, h2, (uint32_t)index + 1};
     c->nknown++;
     c->stats->responses++;
     return index;
