@@ -16,6 +16,9 @@ import threading
 import time
 
 import dns.name
+import dns.rdata
+import dns.rdataclass
+import dns.zone
 
 from stormpy import _core
 
@@ -36,9 +39,17 @@ class NativeZone:
 
     @property
     def zone(self):
+        """dnspython's zone from the records C holds (the file is not read again: it may
+        have changed, or be a pipe), for the Python compiler and tools."""
         if self._zone is None:
-            from stormpy.dns.zone import load_zone
-            self._zone = load_zone(self.path, self._origin_arg, native=False).zone
+            zone = dns.zone.Zone(self.origin, relativize=False)
+            for owner, rdtype, ttl, datas in self.native.rrsets():
+                name = dns.name.from_wire(owner, 0)[0]
+                rdataset = zone.find_rdataset(name, rdtype, create=True)
+                for data in datas:
+                    rdataset.add(dns.rdata.from_wire(dns.rdataclass.IN, rdtype, data, 0, len(data)),
+                                 ttl)
+            self._zone = zone
         return self._zone
 
     @property

@@ -640,8 +640,20 @@ cdef extern from "stormpy/zone/zone.h" nogil:
         SP_ZONE_OK
         SP_ZONE_DECLINED
         SP_ZONE_NOMEM
+    struct sp_zone_name:
+        uint8_t len
+    struct sp_zone_rrset:
+        uint32_t name, ttl, first
+        uint16_t type, count
+    struct sp_zone_rdata:
+        uint32_t off
+        uint16_t len
     struct sp_zone:
         uint32_t nnames, nrrsets, nrdatas, nrecords, origin, serial
+        sp_zone_name *names
+        sp_zone_rrset *rrsets
+        sp_zone_rdata *rdatas
+        uint8_t *rdata_arena
         char why[512]
     struct sp_zone_compile_stats:
         uint64_t keys, responses
