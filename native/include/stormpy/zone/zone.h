@@ -6,8 +6,8 @@
  * reference; tests compare every key's answer both ways). What it does not handle
  * it declines, and the control plane then loads and compiles the zone in Python:
  * sp_zone_read() and sp_zone_finish() return SP_ZONE_DECLINED with the reason in
- * zone->why (DNSSEC records, DNAME, $INCLUDE, $GENERATE, a record without a TTL
- * before any $TTL, anything ldns rejects: the Python loader words each error).
+ * zone->why (DNSSEC records, DNAME, $GENERATE, a record without a TTL before any
+ * $TTL, anything ldns rejects: the Python loader words each error).
  *
  * Layers, one file each:
  *   store.c    names interned (lower-cased wire), records, then RRsets, empty
