@@ -32,11 +32,13 @@ define need
 	  else echo "make: not root, so not installing:$$missing"; fi; fi
 endef
 
-# Python's headers and venv support come separately on Debian; AF_XDP needs libxdp.
+# Python's headers and venv support come separately on Debian; AF_XDP needs libxdp;
+# the C zone reader needs ldns.
 PY_CHECK := if ! $(PYTHON) -c 'import ensurepip, sysconfig, os, sys; \
 	  sys.exit(not os.path.exists(sysconfig.get_paths()["include"] + "/Python.h"))' \
 	  2>/dev/null; then missing="$$missing python3-venv python3-dev"; fi; \
-	  pkg-config --exists libxdp libbpf 2>/dev/null || missing="$$missing libxdp-dev libbpf-dev";
+	  pkg-config --exists libxdp libbpf 2>/dev/null || missing="$$missing libxdp-dev libbpf-dev"; \
+	  pkg-config --exists ldns 2>/dev/null || missing="$$missing libldns-dev";
 
 FUZZ_SECONDS ?= 60
 FUZZ_SMOKE_SECONDS ?= 10

@@ -3,7 +3,7 @@
 Optional backends are compiled in when what they need is present at build time:
 AF_XDP when pkg-config finds libxdp and libbpf and clang can build the XDP program
 (STORMPY_NO_XDP=1 leaves it out); netmap when NETMAP_INCLUDE names a directory
-holding net/netmap_user.h.
+holding net/netmap_user.h; the C zone reader when pkg-config finds ldns.
 """
 import glob
 import os
@@ -15,7 +15,8 @@ from setuptools import Extension, setup
 
 NOT_CORE = ("native/tests/", "native/fuzz/", "native/bpf/")   # built by their own Makefiles
 XDP = ["native/io/xdp_program.c", "native/io/xdp_socket.c"]
-OPTIONAL = {"native/io/netmap.c", *XDP}
+ZONE_READERS = ["native/zone/read.c", "native/zone/read_none.c"]   # with ldns, without
+OPTIONAL = {"native/io/netmap.c", *XDP, *ZONE_READERS}
 native = sorted(f for f in glob.glob("native/**/*.c", recursive=True)
                 if not f.startswith(NOT_CORE) and f not in OPTIONAL)
 macros, cflags, libraries = [], [], []
@@ -53,6 +54,21 @@ if bpf_objs:
     macros += [("SP_WITH_XDP", "1"), ("SP_XDP_BPF_OBJ", f'"{bpf_objs["steer"]}"'),
                ("SP_TCP_GUARD_OBJ", f'"{bpf_objs["guard"]}"')]
     libraries += ["xdp", "bpf"]
+
+def have_ldns() -> bool:
+    """The C zone reader needs NLnetLabs' ldns (Debian: libldns-dev); without it every
+    zone is read by dnspython (STORMPY_NO_LDNS=1 leaves it out)."""
+    if os.environ.get("STORMPY_NO_LDNS") or not shutil.which("pkg-config"):
+        return False
+    return subprocess.run(["pkg-config", "--exists", "ldns"]).returncode == 0
+
+
+if have_ldns():
+    native.append(ZONE_READERS[0])
+    libraries.append("ldns")
+else:
+    native.append(ZONE_READERS[1])
+    print("stormpy: ldns not found (libldns-dev), so zone files are read by dnspython")
 
 core = Extension(
     "stormpy._core",

@@ -66,6 +66,7 @@ cdef _copy_exact(uint8_t *dst, src, size_t n, str what):
 
 include "_proto.pxi"
 include "_table.pxi"
+include "_zone.pxi"
 include "_tap.pxi"
 include "_table_ref.pxi"
 include "_xdp_program.pxi"

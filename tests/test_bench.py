@@ -10,6 +10,7 @@ import types
 
 import pytest
 
+from stormpy import _core
 from stormpy.bench import BenchError, cli, peers
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -72,10 +73,12 @@ def test_sweep_zone_has_a_row_per_zone_size():
 
 
 def test_compile_reports_time_and_memory():
-    r = bench("compile", "--records", "100", "--rounds", "1", "--no-knot", "--json")
+    r = bench("compile", "--records", "100", "--rounds", "1", "--no-knot", "--python-path", "--json")
     assert r.returncode == 0, r.stderr
     rows = json.loads(r.stdout)["rows"]
-    assert {row["tool"] for row in rows} >= {"stormpy: read + compile, in one process"}
+    compiled = {row["path"]: row for row in rows if "path" in row}
+    assert set(compiled) == ({"C", "Python"} if _core.ZONE_READER else {"Python"})
+    assert len({row["keys"] for row in compiled.values()}) == 1   # the same table both ways
     assert all(row["seconds"] > 0 and row["peak_mib"] > 0 for row in rows)
 
 

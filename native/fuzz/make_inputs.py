@@ -188,6 +188,9 @@ def main(out):
     write(os.path.join(out, "seeds", "fuzz_http"), HTTP_SEEDS)
     write(os.path.join(out, "seeds", "fuzz_tcpip"), tcp_segments())
     write(os.path.join(out, "seeds", "fuzz_ring_sack"), ring_sack_steps())
+    # records as (owner, type, data) byte triples: a cut with glue, a wildcard, a CNAME loop
+    write(os.path.join(out, "seeds", "fuzz_zone"), [bytes([0x40, 1, 0, 0x43, 1, 0, 0x40 | 1, 1, 0x43,
+                                                           0x82, 0, 1, 0x42, 2, 0x81, 0x41, 2, 0x42])])
     with tempfile.TemporaryDirectory() as site:
         with open(os.path.join(out, "site.bin"), "wb") as f:
             f.write(site_table(site))

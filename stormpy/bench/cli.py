@@ -95,6 +95,8 @@ def build_parser(p: argparse.ArgumentParser = None) -> argparse.ArgumentParser:
     c.add_argument("--rounds", type=positive, default=3, metavar="N",
                    help="loads of each file per tool, the best is kept (default 3)")
     c.add_argument("--no-knot", dest="knot", action="store_false", help="stormpy only")
+    c.add_argument("--python-path", action="store_true",
+                   help="also the Python reference path (dnspython and compiler.py): slow")
     c.add_argument("--timeout", type=positive, default=1800, metavar="S",
                    help="seconds one load may take (default 1800)")
     c.add_argument("--seed", type=int, default=20261121)

@@ -3,9 +3,10 @@ table, beside Knot DNS loading the same files.
 
 Each load runs in a child process of its own, so its peak memory (the kernel's high-water
 mark of resident memory, `ru_maxrss` or `VmHWM`) is the load's alone:
-- stormpy in one process (what `stormpy check-zone` does): read the file with dnspython,
-  then resolve every answer and build the table; the time excludes the interpreter's
-  start, the memory is the whole process's.
+- stormpy in one process (what `stormpy check-zone` does): read the file (ldns, the C
+  path; dnspython where C declines the zone) and build the table; the time excludes the
+  interpreter's start, the memory is the whole process's. With --python-path, the
+  Python reference path too (dnspython and compiler.py).
 - `stormpy serve-dns FILE` on loopback: from start until it answers the SOA (the compile
   plus start-up, sockets, one worker).
 - `knotd` on loopback: from start until it answers the SOA with NOERROR (Knot loads a zone
@@ -32,16 +33,20 @@ from stormpy.bench.workload import ZONE_ORIGIN, write_compile_zone
 
 
 COMPILE_CHILD = """
-import json, sys, time
+import json, os, resource, sys, time
+os.environ["STORMPY_ZONE_LOADER"] = sys.argv[2]
 from stormpy.dns.compiler import compile_zones
+from stormpy.dns.native import NativeZone
 from stormpy.dns.zone import load_zone
-t0 = time.perf_counter()
+cpu = lambda: sum(resource.getrusage(resource.RUSAGE_SELF)[:2])
+c0, t0 = cpu(), time.perf_counter()
 zone = load_zone(sys.argv[1])
 t1 = time.perf_counter()
 table, stats = compile_zones([zone])
 t2 = time.perf_counter()
-print(json.dumps({"read": t1 - t0, "compile": t2 - t1, "keys": stats.keys,
-                  "table_bytes": stats.memory_bytes}))
+print(json.dumps({"read": t1 - t0, "compile": t2 - t1, "cpu": cpu() - c0, "keys": stats.keys,
+                  "table_bytes": stats.memory_bytes,
+                  "path": "C" if isinstance(zone, NativeZone) else "Python"}))
 """
 
 
@@ -67,7 +72,9 @@ def _serve_until_soa(argv: list, port: int, timeout: float, cwd=None) -> tuple[f
 
 def compile_rows(args) -> list[dict]:
     py = sys.executable
-    tools = [("stormpy: read + compile, in one process", "check")]
+    tools = [("stormpy: read + compile, in one process", "c")]
+    if args.python_path:   # the reference path: minutes at 1M records
+        tools.append(("stormpy, Python path (dnspython): read + compile", "python"))
     tools.append(("stormpy serve-dns (start to first answer)", "serve"))
     if args.knot:
         if find_tool("knotd") is None:
@@ -88,8 +95,9 @@ def compile_rows(args) -> list[dict]:
                 for label, kind in tools:  # interleaved: every tool once per round
                     say(f"compile: {records:,} records, round {rnd + 1}/{args.rounds}: {label}")
                     port = pick_free_port(set())
-                    if kind == "check":
-                        _, kib, out = run_child([py, "-c", COMPILE_CHILD, zone], args.timeout, REPO_ROOT)
+                    if kind in ("c", "python"):
+                        _, kib, out = run_child([py, "-c", COMPILE_CHILD, zone, kind], args.timeout,
+                                                REPO_ROOT)
                         got = json.loads(out.strip().splitlines()[-1])
                         res = (got["read"] + got["compile"], kib, got)
                     elif kind == "serve":
@@ -112,7 +120,9 @@ def compile_rows(args) -> list[dict]:
                 if len(best[label]) > 2:  # stormpy's own split
                     got = best[label][2]
                     row.update(read_s=round(got["read"], 3), compile_s=round(got["compile"], 3),
-                               keys=got["keys"], table_mib=round(got["table_bytes"] / 2**20, 1))
+                               cpu_s=round(got["cpu"], 3), path=got["path"], keys=got["keys"],
+                               table_mib=round(got["table_bytes"] / 2**20, 1))
+                    row["tool"] += f" [{got['path']} path]"
                 rows.append(row)
     return rows
 
@@ -123,13 +133,14 @@ def run_compile(args) -> int:
         print(json.dumps({"rows": rows}))
         return 0
     ref = {r["records"]: r for r in rows if r["tool"].startswith("knotd")}
-    header = ["records", "what", "seconds (best)", "of which compile", "peak memory MiB",
-              "table MiB", "time vs knotd", "memory vs knotd"]
+    header = ["records", "what", "seconds (best)", "of which compile", "CPU seconds",
+              "peak memory MiB", "table MiB", "time vs knotd", "memory vs knotd"]
     table = []
     for r in rows:
         k = ref.get(r["records"])
         table.append([f"{r['records']:,}", r["tool"], f"{r['seconds']:.3f}",
                       f"{r['compile_s']:.3f}" if "compile_s" in r else "",
+                      f"{r['cpu_s']:.3f}" if "cpu_s" in r else "",
                       f"{r['peak_mib']:,.1f}", f"{r['table_mib']:,.1f}" if "table_mib" in r else "",
                       f"{r['seconds'] / k['seconds']:.2f}x" if k else "n/a",
                       f"{r['peak_mib'] / k['peak_mib']:.2f}x" if k and k["peak_mib"] else "n/a"])

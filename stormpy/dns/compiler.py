@@ -388,6 +388,11 @@ def compile_zones(zones: list[Zone], chaos_version: str | None = None,
     responder's names and rules, stormpy.responder). zone_slots (origin -> counter
     slot, assign_zone_slots) numbers each zone's answers for the per-zone counters."""
     zone_slots = zone_slots or {}
+    if extend is None:
+        from stormpy.dns import native     # the C path, when every zone was read in C
+        compiled = native.compile_zones(zones, chaos_version, chaos_identity, zone_slots)
+        if compiled is not None:
+            return compiled
     origins = [z.origin for z in zones]
     if len(set(origins)) != len(origins):
         dup = next(o for o in origins if origins.count(o) > 1)

@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 
 import dns.exception
 import dns.name
-import dns.rdatatype
 
 from stormpy import _core
 from stormpy.config import ServerConfig
@@ -152,11 +151,10 @@ class DnsServer(Server):
             if z is None:
                 f.zone, f.serial, f.records = None, 0, 0
             elif z is not f.zone:
-                soa = z.zone.get_rdataset(z.origin, dns.rdatatype.SOA)
-                if f.serial and soa[0].serial != f.serial:
-                    self._notify(z.origin, soa[0].serial)
+                if f.serial and z.serial != f.serial:
+                    self._notify(z.origin, z.serial)
                 f.zone, f.loaded_at, f.last_error = z, now, None
-                f.serial, f.records = soa[0].serial, z.record_count
+                f.serial, f.records = z.serial, z.record_count
 
     def _notify(self, origin, serial: int) -> None:
         """Tell --notify's secondaries of origin's new serial (off the loop)."""

@@ -28,6 +28,10 @@ class Zone:
     def record_count(self) -> int:
         return sum(len(rds) for _, rds in self.zone.iterate_rdatasets())
 
+    @property
+    def serial(self) -> int:
+        return self.zone.get_rdataset(self.origin, dns.rdatatype.SOA)[0].serial
+
 
 _cwd_lock = threading.Lock()
 
@@ -68,15 +72,22 @@ def _soa_owner(path: str) -> dns.name.Name | None:
     return None
 
 
-def load_zone(path: str, origin: str | None = None) -> Zone:
+def load_zone(path: str, origin: str | None = None, native: bool = True) -> Zone:
     """Load one master file. The origin comes from `origin`, else the file's $ORIGIN,
-    else its SOA owner. Raises ZoneError with a one-line, file:line message."""
+    else its SOA owner. Raises ZoneError with a one-line, file:line message. Read in C
+    (dns/native.py) unless native is False or the C reader declines the file; every
+    error is worded by the Python loader."""
     if not os.path.exists(path):
         raise ZoneError(f"{path}: no such file")
     if os.path.isdir(path):
         raise ZoneError(f"{path}: is a directory, not a zone file")
     if not os.access(path, os.R_OK):
         raise ZoneError(f"{path}: permission denied")
+    if native:
+        from stormpy.dns import native as c_path
+        loaded = c_path.load(path, origin)
+        if loaded is not None:
+            return loaded
     try:
         name = dns.name.from_text(origin) if origin else None
     except dns.exception.DNSException as e:

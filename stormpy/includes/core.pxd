@@ -644,3 +644,33 @@ cdef extern from "stormpy/gen/gen.h" nogil:
     void sp_gen_stop(sp_gen *g)
     void sp_gen_snapshot(const sp_gen_counters *c, sp_gen_counters *out)
     const sp_latency *sp_gen_latency(const sp_gen *g)
+
+cdef extern from "stormpy/zone/zone.h" nogil:
+    enum:
+        SP_ZONE_OK
+        SP_ZONE_DECLINED
+        SP_ZONE_NOMEM
+    struct sp_zone_name:
+        uint8_t len
+    struct sp_zone_rrset:
+        uint32_t name, ttl, first
+        uint16_t type, count
+    struct sp_zone_rdata:
+        uint32_t off
+        uint16_t len
+    struct sp_zone:
+        uint32_t nnames, nrrsets, nrdatas, nrecords, origin, serial
+        sp_zone_name *names
+        sp_zone_rrset *rrsets
+        sp_zone_rdata *rdatas
+        uint8_t *rdata_arena
+        char why[512]
+    struct sp_zone_compile_stats:
+        uint64_t keys, responses
+    sp_zone *sp_zone_new()
+    void sp_zone_free(sp_zone *z)
+    int sp_zone_read(sp_zone *z, const char *path, const char *origin)
+    bint sp_zone_reader_available()
+    const uint8_t *sp_zone_name_wire(const sp_zone *z, uint32_t id)
+    int sp_zone_compile(sp_zone *z, sp_table_builder *b, uint32_t slot,
+                        sp_zone_compile_stats *stats)

@@ -1,0 +1,88 @@
+/* The zone compiler (native/zone/, the layers after ldns): zones built from the
+ * input's bytes, two at a time a record (which owner, which type), out of a few
+ * labels ("a", "b", "*", "ns", a 60-byte one for long names) so that cuts under cuts,
+ * wildcards, empty non-terminals, CNAME chains and loops, glue and names near the
+ * 255-octet limit all occur; every record's data names one of those names. Then
+ * sp_zone_finish() and sp_zone_compile() into a table, and every response must be a
+ * DNS message the size rules allow. Needs no SP_FUZZ_TABLE. */
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "fuzz_common.h"
+#include "stormpy/zone/zone.h"
+
+#define CHECK(cond)                  \
+    do {                             \
+        if (!(cond))                 \
+            __builtin_trap();        \
+    } while (0)
+
+static const uint8_t ORIGIN[] = "\x01z";   /* z. */
+
+/* A name under the origin from one byte: up to 3 labels, 2 bits each. */
+static size_t make_name(uint8_t pick, uint8_t *out)
+{
+    static const char *labels[] = {"a", "b", "*", "ns"};
+    static char longest[61];
+    if (!longest[0])
+        memset(longest, 'l', 60);
+    size_t len = 0;
+    int depth = pick >> 6;
+    for (int i = 0; i < depth; i++) {
+        const char *l = (pick & 0x20) && i == 0 ? longest : labels[(pick >> (2 * i)) & 3];
+        size_t n = strlen(l);
+        out[len++] = (uint8_t)n;
+        memcpy(out + len, l, n);
+        len += n;
+    }
+    memcpy(out + len, ORIGIN, sizeof(ORIGIN));
+    return len + sizeof(ORIGIN);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    static const uint16_t types[] = {1, 2, 5, 15, 33, 16, 43, 28};
+    struct sp_zone *z = sp_zone_new();
+    CHECK(z != NULL);
+    uint8_t owner[SP_ZONE_NAME_MAX], target[SP_ZONE_NAME_MAX], rdata[SP_ZONE_NAME_MAX + 32];
+    static const uint8_t soa[] = "\x02ns\x01z\x00\x01h\x01z\x00\0\0\0\1\0\0\0\2\0\0\0\3\0\0\0\4\0\0\0\5";
+    CHECK(sp_zone_add_record(z, ORIGIN, sizeof(ORIGIN), 6, 60, soa, sizeof(soa) - 1) == 0);
+    CHECK(sp_zone_add_record(z, ORIGIN, sizeof(ORIGIN), 2, 60, (const uint8_t *)"\x02ns\x01z", 6) == 0);
+    for (size_t i = 0; i + 2 < size && i < 3 * 64; i += 3) {
+        size_t olen = make_name(data[i], owner), tlen = make_name(data[i + 2], target);
+        uint16_t type = types[data[i + 1] & 7];
+        size_t skip = type == 15 ? 2 : type == 33 ? 6 : 0, rdlen;
+        memset(rdata, data[i + 1], 8);
+        if (type == 1 || type == 28 || type == 16 || type == 43) {
+            rdlen = type == 1 ? 4 : type == 28 ? 16 : 8;
+            memset(rdata, data[i + 2], rdlen);
+            if (type == 16)
+                rdata[0] = 7;
+        } else {
+            memcpy(rdata + skip, target, tlen);
+            rdlen = skip + tlen;
+        }
+        CHECK(sp_zone_add_record(z, owner, olen, type, 30 + (data[i + 1] >> 3), rdata, rdlen) == 0);
+    }
+    int rc = sp_zone_finish(z, ORIGIN, sizeof(ORIGIN));
+    CHECK(rc != SP_ZONE_NOMEM);
+    if (rc == SP_ZONE_OK) {
+        struct sp_table_builder *b = sp_table_builder_new();
+        struct sp_zone_compile_stats stats;
+        CHECK(b != NULL);
+        rc = sp_zone_compile(z, b, 1, &stats);
+        CHECK(rc != SP_ZONE_NOMEM);
+        struct sp_table *t = sp_table_builder_finish(b);
+        CHECK(t != NULL);
+        for (uint32_t r = 0; rc == SP_ZONE_OK && r < stats.responses; r++) {
+            const struct sp_response *resp = sp_table_response(t, r);
+            CHECK(resp != NULL && resp->len >= 12 && resp->len <= 65535);
+            const uint8_t *bytes = sp_response_bytes(t, resp);
+            CHECK((bytes[2] & 0x80) && bytes[4] == 0 && bytes[5] == 1);
+        }
+        sp_table_free(t);
+    }
+    sp_zone_free(z);
+    return 0;
+}

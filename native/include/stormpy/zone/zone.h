@@ -1,0 +1,201 @@
+/*
+ * A zone in C: master files read with NLnetLabs' ldns, answers decided and encoded
+ * into a response table without a Python step per record.
+ *
+ * It makes exactly the decisions stormpy/dns/compiler.py makes (that file is the
+ * reference; tests compare every key's answer both ways). What it does not handle
+ * it declines, and the control plane then loads and compiles the zone in Python:
+ * sp_zone_read() and sp_zone_finish() return SP_ZONE_DECLINED with the reason in
+ * zone->why (DNSSEC records, DNAME, $GENERATE, a record without a TTL before any
+ * $TTL, anything ldns rejects: the Python loader words each error).
+ *
+ * Layers, one file each:
+ *   store.c    names interned (lower-cased wire), records, then RRsets, empty
+ *              non-terminals and zone cuts (sp_zone_finish);
+ *   read.c     the master file, record by record, through ldns (optional: built
+ *              when pkg-config finds ldns);
+ *   resolve.c  the answer to (name, type): CNAME chains, wildcards, referrals, glue;
+ *   encode.c   an answer in wire format, names compressed;
+ *   compile.c  every key of the zone into a table builder (dns.h's key kinds).
+ */
+#ifndef STORMPY_ZONE_ZONE_H
+#define STORMPY_ZONE_ZONE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "stormpy/engine/table.h"
+
+#define SP_ZONE_NONE UINT32_MAX
+#define SP_ZONE_NAME_MAX 255
+
+enum sp_zone_status {
+    SP_ZONE_OK = 0,
+    SP_ZONE_DECLINED = 1,   /* not for the C path: load it in Python (why says which) */
+    SP_ZONE_NOMEM = -1,
+};
+
+/* A name the zone holds: an owner, or an empty non-terminal between one and the origin. */
+struct sp_zone_name {
+    uint32_t off;          /* lower-cased wire form in zone->arena */
+    uint32_t parent;       /* SP_ZONE_NONE at the origin */
+    uint32_t first_rrset;  /* its RRsets, ordered by type */
+    uint16_t nrrsets;      /* 0: an empty non-terminal */
+    uint8_t len;
+    uint8_t is_cut;        /* NS here and not the origin */
+    uint32_t cut_top;      /* the topmost cut at or above it, or SP_ZONE_NONE */
+    uint32_t wildcard;     /* its child '*' when that holds records, or SP_ZONE_NONE */
+};
+
+struct sp_zone_rrset {
+    uint32_t name;
+    uint32_t ttl;
+    uint32_t first;        /* into zone->rdatas, canonical order, no duplicates */
+    uint16_t type;
+    uint16_t count;
+};
+
+struct sp_zone_rdata {
+    uint32_t off;          /* into zone->rdata_arena */
+    uint16_t len;
+};
+
+/* A record as read, before sp_zone_finish() groups them. */
+struct sp_zone_record {
+    uint32_t name;
+    uint32_t ttl;
+    uint32_t rdata;        /* into zone->rdata_arena */
+    uint16_t type;
+    uint16_t rdlen;
+};
+
+struct sp_zone {
+    uint8_t *arena;             /* names */
+    size_t arena_len, arena_cap;
+    struct sp_zone_name *names;
+    uint32_t nnames, names_cap;
+    uint32_t *slots;            /* name hash: id + 1, 0 empty */
+    uint32_t slots_mask;
+    uint8_t *rdata_arena;
+    size_t rdata_len, rdata_cap;
+    struct sp_zone_record *records;
+    uint32_t nrecords, records_cap;
+    struct sp_zone_rrset *rrsets;
+    uint32_t nrrsets;
+    struct sp_zone_rdata *rdatas;
+    uint32_t nrdatas;
+    uint16_t *types;            /* every type the zone holds, ascending */
+    uint32_t ntypes;
+    uint32_t origin;            /* a name id */
+    uint32_t soa;               /* the origin's SOA RRset */
+    uint32_t negative_ttl;      /* min(SOA TTL, SOA minimum): RFC 2308 */
+    uint32_t serial;
+    bool nul_labels;            /* some name's first label starts with a zero byte */
+    char why[512];              /* SP_ZONE_DECLINED: the reason, for the debug log */
+};
+
+struct sp_zone *sp_zone_new(void);
+void sp_zone_free(struct sp_zone *z);
+
+/* The id of a name (any case), added when absent; SP_ZONE_NONE when out of memory. */
+uint32_t sp_zone_intern(struct sp_zone *z, const uint8_t *wire, size_t len);
+/* The id of a lower-cased name, or SP_ZONE_NONE when the zone does not hold it. */
+uint32_t sp_zone_lookup(const struct sp_zone *z, const uint8_t *wire, size_t len);
+static inline const uint8_t *sp_zone_name_wire(const struct sp_zone *z, uint32_t id)
+{
+    return z->arena + z->names[id].off;
+}
+
+/* One record; owner any case. 0, or SP_ZONE_NOMEM. */
+int sp_zone_add_record(struct sp_zone *z, const uint8_t *owner, size_t owner_len, uint16_t type,
+                       uint32_t ttl, const uint8_t *rdata, size_t rdlen);
+/* Group the records into RRsets under the origin (a name wire), add the empty
+ * non-terminals, find the cuts. SP_ZONE_OK, SP_ZONE_DECLINED or SP_ZONE_NOMEM. */
+int sp_zone_finish(struct sp_zone *z, const uint8_t *origin, size_t origin_len);
+
+/* Read a master file with ldns. origin: text, or NULL to take the file's first
+ * $ORIGIN. SP_ZONE_DECLINED when this build has no ldns. */
+int sp_zone_read(struct sp_zone *z, const char *path, const char *origin);
+bool sp_zone_reader_available(void);
+
+/* Helpers the layers share. */
+static inline uint64_t sp_zone_hash(const uint8_t *p, size_t n, uint64_t seed)
+{
+    const uint64_t mul = 0x9e3779b97f4a7c15ULL;
+    uint64_t h = (seed ^ n) * mul, w;
+    for (; n >= 8; n -= 8, p += 8) {
+        memcpy(&w, p, 8);
+        h = (h ^ w) * mul;
+        h ^= h >> 29;
+    }
+    if (n) {
+        w = 0;
+        memcpy(&w, p, n);
+        h = (h ^ w) * mul;
+    }
+    h ^= h >> 33;                 /* MurmurHash3's finalizer: every bit reaches the low ones */
+    h *= 0xff51afd7ed558ccdULL;
+    h ^= h >> 33;
+    h *= 0xc4ceb9fe1a85ec53ULL;
+    return h ^ (h >> 33);
+}
+
+bool sp_zone_is_subdomain(const uint8_t *name, size_t len, const uint8_t *parent, size_t plen);
+size_t sp_zone_wire_len(const uint8_t *name, size_t cap);   /* 0: malformed */
+uint32_t sp_zone_find_rrset(const struct sp_zone *z, uint32_t name, uint16_t type);
+
+/* --- resolve.c --- */
+#define SP_ZONE_MAX_CHAIN 5           /* CNAMEs followed in one answer (Knot DNS: 5) */
+#define SP_ZONE_ADDITIONAL_MAX 1024
+
+/* An RRset in an answer under the name it is given: its own, a wildcard's asker, or
+ * (owner NULL) the question's name itself. */
+struct sp_zone_rref {
+    uint32_t rrset;
+    uint32_t ttl;           /* the RRset's, or the negative TTL for a denial's SOA */
+    const uint8_t *owner;   /* lower-cased wire; NULL: the question's name */
+    uint8_t owner_len;
+};
+
+struct sp_zone_answer {
+    uint8_t rcode;
+    bool aa, referral;
+    uint16_t nan, nns, nad;
+    struct sp_zone_rref an[SP_ZONE_MAX_CHAIN + 1];
+    struct sp_zone_rref ns[1];
+    struct sp_zone_rref ad[SP_ZONE_ADDITIONAL_MAX];
+    uint8_t names[SP_ZONE_MAX_CHAIN + 1][SP_ZONE_NAME_MAX];  /* chain targets, lower-cased */
+};
+
+/* The answer to (name, qtype) as compiler.py's ZoneIndex.resolve gives it. name is a
+ * name id; SP_ZONE_NONE with below set means a name the zone does not hold, just
+ * below the name `below` (compile.c's BELOW keys). qtype 0: any type not listed.
+ * 0, or -1 when the additional section would exceed SP_ZONE_ADDITIONAL_MAX. */
+int sp_zone_resolve(const struct sp_zone *z, uint32_t name, uint32_t below, uint16_t qtype,
+                    struct sp_zone_answer *a);
+/* The referral at cut (a name id) after `answer` so far. */
+int sp_zone_referral(const struct sp_zone *z, uint32_t cut, struct sp_zone_answer *a);
+
+/* --- encode.c --- */
+/* The stored response: header, then the sections after the question. qname (lower-
+ * cased wire) is the question's name for a fixed response (compressed throughout,
+ * pointers into the question allowed); NULL for a variable one (the asked name is a
+ * pointer to the question, nothing else compressed). Returns the stored length, or 0
+ * when the message would exceed 65535 bytes; *droppable as compiler.py's encoders. */
+size_t sp_zone_encode(const struct sp_zone *z, const struct sp_zone_answer *a,
+                      const uint8_t *qname, size_t qlen, uint8_t *out, uint32_t *droppable);
+
+/* --- compile.c --- */
+struct sp_zone_compile_stats {
+    uint64_t keys;        /* keys added */
+    uint64_t responses;   /* distinct responses this zone refers to */
+};
+
+/* Every key of the zone into b; each response's word carries the zone's counter
+ * slot. SP_ZONE_OK, SP_ZONE_DECLINED (why says which answer) or SP_ZONE_NOMEM. */
+int sp_zone_compile(struct sp_zone *z, struct sp_table_builder *b, uint32_t slot,
+                    struct sp_zone_compile_stats *stats);
+
+#endif

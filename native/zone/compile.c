@@ -1,0 +1,269 @@
+/* Every key of a zone into a table builder, as compiler.py's _emit_zone makes them
+ * (dns.h has the key kinds and the lookup order); see zone.h. Identical responses
+ * are stored once. */
+#include "stormpy/zone/zone.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "stormpy/app/dns/dns.h"
+
+enum { CLASS_IN = 1, TYPE_CNAME = 5, TYPE_DS = 43, TYPE_ANY = 255 };
+
+/* The question spliced in at 12, the ID copied, RD and CD copied (compiler.py's
+ * DNS_PATCHES). */
+static const struct sp_patch dns_patches[] = {
+    {.op = SP_PATCH_INSERT, .field = SP_DNS_FIELD_QUESTION, .dst = 12},
+    {.op = SP_PATCH_COPY, .field = SP_DNS_FIELD_MESSAGE, .dst = 0, .src = 0, .len = 2},
+    {.op = SP_PATCH_COPY_BITS, .field = SP_DNS_FIELD_MESSAGE, .dst = 2, .src = 2, .mask = 0x01},
+    {.op = SP_PATCH_COPY_BITS, .field = SP_DNS_FIELD_MESSAGE, .dst = 3, .src = 3, .mask = 0x10},
+};
+
+/* A response already added, known by 96 bits of two hashes of its bytes, length and
+ * word (16 bytes a response at 1M responses matter: this table is part of the peak). A
+ * collision of both needs about 2^48 responses. */
+struct known {
+    uint64_t h1;
+    uint32_t h2, index_plus1;
+};
+
+struct compiler {
+    struct sp_zone *z;
+    struct sp_table_builder *b;
+    uint32_t slot;
+    struct known *known;
+    uint64_t mask, nknown;
+    struct sp_zone_compile_stats *stats;
+    struct sp_zone_answer answer;
+    uint8_t other[SP_RESPONSE_MAX + 1], wire[SP_RESPONSE_MAX + 1];
+};
+
+static void hash2(const uint8_t *p, size_t n, uint32_t user, uint64_t *h1, uint32_t *h2)
+{
+    *h1 = sp_zone_hash(p, n, 0x243f6a8885a308d3ULL ^ user);
+    *h2 = (uint32_t)(sp_zone_hash(p, n, 0x13198a2e03707344ULL + user) >> 16);
+}
+
+static int grow_known(struct compiler *c)
+{
+    uint64_t mask = c->mask ? c->mask * 2 + 1 : 4095;
+    struct known *k = calloc(mask + 1, sizeof(*k));
+    if (k == NULL)
+        return SP_ZONE_NOMEM;
+    for (uint64_t i = 0; c->known && i <= c->mask; i++) {
+        if (!c->known[i].index_plus1)
+            continue;
+        uint64_t s = c->known[i].h1 & mask;
+        while (k[s].index_plus1)
+            s = (s + 1) & mask;
+        k[s] = c->known[i];
+    }
+    free(c->known);
+    c->known = k;
+    c->mask = mask;
+    return SP_ZONE_OK;
+}
+
+/* The response's index, added the first time it is seen; -1 when the builder refuses. */
+static int64_t response(struct compiler *c, const uint8_t *wire, size_t len, uint32_t user)
+{
+    if ((c->nknown + 1) * 2 > c->mask && grow_known(c) != SP_ZONE_OK)
+        return -1;
+    uint64_t h1;
+    uint32_t h2;
+    hash2(wire, len, user, &h1, &h2);
+    uint64_t s = h1 & c->mask;
+    for (; c->known[s].index_plus1; s = (s + 1) & c->mask) {
+        const struct known *k = &c->known[s];
+        if (k->h1 == h1 && k->h2 == h2)
+            return k->index_plus1 - 1;
+    }
+    int64_t index = sp_table_add_response(c->b, wire, (uint32_t)len, dns_patches,
+                                          sizeof(dns_patches) / sizeof(dns_patches[0]), user);
+    if (index < 0)
+        return -1;
+    c->known[s] = (struct known){h1, h2, (uint32_t)index + 1};
+    c->nknown++;
+    c->stats->responses++;
+    return index;
+}
+
+static int add(struct compiler *c, enum sp_dns_kind kind, uint16_t type, uint32_t name,
+               const uint8_t *wire, size_t len, uint32_t droppable, bool wildcard)
+{
+    uint32_t user = (wire[3] & 0x0f) | c->slot << 8 | droppable << 16 |
+                    (wildcard ? SP_DNS_USER_WILDCARD : 0);
+    int64_t index = response(c, wire, len, user);
+    if (index < 0 || sp_table_add_key(c->b, sp_dns_tag(kind, CLASS_IN, type),
+                                      sp_zone_name_wire(c->z, name), c->z->names[name].len,
+                                      (uint32_t)index) < 0)
+        return SP_ZONE_NOMEM;
+    c->stats->keys++;
+    return SP_ZONE_OK;
+}
+
+static int too_big(struct compiler *c, uint32_t name, uint16_t type)
+{
+    snprintf(c->z->why, sizeof(c->z->why), "an answer (name %u, type %u) over 65535 bytes or "
+             "with more than %d additional RRsets", name, type, SP_ZONE_ADDITIONAL_MAX);
+    return SP_ZONE_DECLINED;
+}
+
+/* Encode the answer to (name, type), or below `below` when name is NONE, into out. */
+static size_t answer(struct compiler *c, uint32_t name, uint32_t below, uint16_t type,
+                     uint8_t *out, uint32_t *droppable)
+{
+    if (sp_zone_resolve(c->z, name, below, type, &c->answer) < 0)
+        return 0;
+    return sp_zone_encode(c->z, &c->answer, name != SP_ZONE_NONE ? sp_zone_name_wire(c->z, name)
+                          : NULL, name != SP_ZONE_NONE ? c->z->names[name].len : 0, out, droppable);
+}
+
+/* compiler.py's _sample_below: whether a name the zone lacks fits below this one. */
+static bool room_below(const struct sp_zone *z, uint32_t name)
+{
+    static const uint8_t labels[2][17] = {"\x0f\x00stormpy-asked\x00", "\x01\x00"};
+    static const size_t sizes[2] = {16, 2};
+    size_t len = z->names[name].len;
+    uint8_t sample[SP_ZONE_NAME_MAX + 16];
+    for (int i = 0; i < 2; i++) {
+        if (len + sizes[i] > SP_ZONE_NAME_MAX)
+            continue;
+        if (!z->nul_labels)
+            return true;      /* both samples start with a zero byte: none can be held */
+        memcpy(sample, labels[i], sizes[i]);
+        memcpy(sample + sizes[i], sp_zone_name_wire(z, name), len);
+        if (sp_zone_lookup(z, sample, len + sizes[i]) == SP_ZONE_NONE)
+            return true;
+    }
+    return false;
+}
+
+static int type_order(const void *a, const void *b)
+{
+    return (int)*(const uint16_t *)a - (int)*(const uint16_t *)b;
+}
+
+/* The types with keys of their own at a node: its own and ANY, and every type in the
+ * zone and DS where a CNAME is (DS never follows a chain into a referral). */
+static size_t key_types(const struct sp_zone *z, uint32_t node, uint16_t *types)
+{
+    const struct sp_zone_name *n = &z->names[node];
+    size_t count = 0;
+    bool cname = sp_zone_find_rrset(z, node, TYPE_CNAME) != SP_ZONE_NONE;
+    for (uint32_t i = 0; i < n->nrrsets; i++)
+        types[count++] = z->rrsets[n->first_rrset + i].type;
+    types[count++] = TYPE_ANY;
+    for (uint32_t i = 0; cname && i < z->ntypes; i++)
+        types[count++] = z->types[i];
+    if (cname)
+        types[count++] = TYPE_DS;
+    qsort(types, count, sizeof(*types), type_order);
+    size_t unique = 0;
+    for (size_t i = 0; i < count; i++)      /* each key once: the table counts repeats */
+        if (unique == 0 || types[unique - 1] != types[i])
+            types[unique++] = types[i];
+    return unique;
+}
+
+/* EXACT or BELOW keys for each type whose answer differs from OTHER's. */
+static int typed_keys(struct compiler *c, uint32_t name, uint32_t node, bool below,
+                      size_t other_len, uint32_t other_drop)
+{
+    uint16_t *types = malloc((c->z->names[node].nrrsets + c->z->ntypes + 2) * sizeof(*types));
+    if (types == NULL)
+        return SP_ZONE_NOMEM;
+    size_t n = key_types(c->z, node, types);
+    int rc = SP_ZONE_OK;
+    for (size_t i = 0; i < n && rc == SP_ZONE_OK; i++) {
+        uint32_t drop;
+        size_t len = answer(c, below ? SP_ZONE_NONE : name, name, types[i], c->wire, &drop);
+        if (len == 0)
+            rc = too_big(c, name, types[i]);
+        else if (len != other_len || drop != other_drop || memcmp(c->wire, c->other, len))
+            rc = add(c, below ? SP_DNS_BELOW : SP_DNS_EXACT, types[i], name, c->wire, len, drop, false);
+    }
+    free(types);
+    return rc;
+}
+
+static int emit_name(struct compiler *c, uint32_t name, int64_t *nxdomain)
+{
+    struct sp_zone *z = c->z;
+    uint32_t cut = z->names[name].cut_top, drop;
+    bool sample = room_below(z, name);
+    size_t len;
+    if (cut != SP_ZONE_NONE) {
+        memset(&c->answer, 0, offsetof(struct sp_zone_answer, an));
+        if (sp_zone_referral(z, cut, &c->answer) < 0)
+            return too_big(c, name, 0);
+        len = sp_zone_encode(z, &c->answer, sp_zone_name_wire(z, name), z->names[name].len,
+                             c->wire, &drop);
+        if (len == 0)
+            return too_big(c, name, 0);
+        int rc = add(c, SP_DNS_OTHER, 0, name, c->wire, len, drop, false);
+        if (rc == SP_ZONE_OK && sample) {
+            len = sp_zone_encode(z, &c->answer, NULL, 0, c->wire, &drop);
+            rc = len ? add(c, SP_DNS_BELOW_OTHER, 0, name, c->wire, len, drop, false)
+                     : too_big(c, name, 0);
+        }
+        if (rc == SP_ZONE_OK && name == cut) {
+            len = answer(c, name, name, TYPE_DS, c->wire, &drop);
+            rc = len ? add(c, SP_DNS_EXACT, TYPE_DS, name, c->wire, len, drop, false)
+                     : too_big(c, name, TYPE_DS);
+        }
+        return rc;
+    }
+    uint32_t other_drop;
+    size_t other_len = answer(c, name, name, 0, c->other, &other_drop);
+    if (other_len == 0)
+        return too_big(c, name, 0);
+    int rc = add(c, SP_DNS_OTHER, 0, name, c->other, other_len, other_drop, false);
+    if (rc == SP_ZONE_OK && z->names[name].nrrsets)
+        rc = typed_keys(c, name, name, false, other_len, other_drop);
+    if (rc != SP_ZONE_OK || !sample)
+        return rc;
+    uint32_t node = z->names[name].wildcard;
+    if (node == SP_ZONE_NONE) {
+        if (*nxdomain < 0) {
+            len = answer(c, SP_ZONE_NONE, name, 0, c->wire, &drop);
+            if (len == 0)
+                return too_big(c, name, 0);
+            uint32_t user = (c->wire[3] & 0x0f) | c->slot << 8 | drop << 16;
+            *nxdomain = response(c, c->wire, len, user);
+            if (*nxdomain < 0)
+                return SP_ZONE_NOMEM;
+        }
+        if (sp_table_add_key(c->b, sp_dns_tag(SP_DNS_BELOW_OTHER, CLASS_IN, 0),
+                             sp_zone_name_wire(z, name), z->names[name].len, (uint32_t)*nxdomain) < 0)
+            return SP_ZONE_NOMEM;
+        c->stats->keys++;
+        return SP_ZONE_OK;
+    }
+    other_len = answer(c, SP_ZONE_NONE, name, 0, c->other, &other_drop);
+    if (other_len == 0)
+        return too_big(c, name, 0);
+    rc = add(c, SP_DNS_BELOW_OTHER, 0, name, c->other, other_len, other_drop, true);
+    return rc == SP_ZONE_OK ? typed_keys(c, name, node, true, other_len, other_drop) : rc;
+}
+
+int sp_zone_compile(struct sp_zone *z, struct sp_table_builder *b, uint32_t slot,
+                    struct sp_zone_compile_stats *stats)
+{
+    struct compiler *c = calloc(1, sizeof(*c));
+    if (c == NULL)
+        return SP_ZONE_NOMEM;
+    c->z = z;
+    c->b = b;
+    c->slot = slot;
+    c->stats = stats;
+    memset(stats, 0, sizeof(*stats));
+    int64_t nxdomain = -1;
+    int rc = grow_known(c);
+    for (uint32_t name = 0; rc == SP_ZONE_OK && name < z->nnames; name++)
+        rc = emit_name(c, name, &nxdomain);
+    free(c->known);
+    free(c);
+    return rc;
+}

@@ -1,0 +1,163 @@
+/* An answer in wire format, as compiler.py's encode_fixed and encode_variable make
+ * it; see zone.h. Names are compared case-blind for compression, as dnspython does,
+ * and compressed inside the rdata of the types dnspython compresses (RFC 3597 4). */
+#include "stormpy/zone/zone.h"
+
+#include <string.h>
+
+#define MESSAGE_MAX 65535u
+#define ENTRIES_MAX 2048u
+
+enum { TYPE_SOA = 6, TYPE_MX = 15 };
+
+struct writer {
+    uint8_t *out;           /* the stored response: header, then what follows the question */
+    size_t len;
+    size_t shift;           /* message offset minus stored offset past the header */
+    bool compress, overflow;
+    uint16_t nentries;
+    struct { const uint8_t *name; uint8_t len; uint16_t offset; } entry[ENTRIES_MAX];
+};
+
+static bool same_name(const uint8_t *a, const uint8_t *b, size_t len)
+{
+    for (size_t i = 0; i < len; i++) {
+        uint8_t x = a[i], y = b[i];
+        x = x >= 'A' && x <= 'Z' ? x + 32 : x;
+        y = y >= 'A' && y <= 'Z' ? y + 32 : y;
+        if (x != y)
+            return false;
+    }
+    return true;
+}
+
+static void put(struct writer *w, const void *bytes, size_t n)
+{
+    if (w->len + n + w->shift > MESSAGE_MAX) {
+        w->overflow = true;
+        return;
+    }
+    memcpy(w->out + w->len, bytes, n);
+    w->len += n;
+}
+
+static void put16(struct writer *w, uint16_t v)
+{
+    uint8_t b[2] = {(uint8_t)(v >> 8), (uint8_t)v};
+    put(w, b, 2);
+}
+
+/* The suffixes of name at its labels before `upto` (a pointer follows there), each
+ * for later names to point at. */
+static void remember(struct writer *w, const uint8_t *name, size_t len, size_t offset, size_t upto)
+{
+    for (size_t i = 0; i < upto && name[i] && w->nentries < ENTRIES_MAX && offset + i < 0x4000;
+         i += 1 + name[i])
+        w->entry[w->nentries++] = (typeof(w->entry[0])){name + i, (uint8_t)(len - i),
+                                                         (uint16_t)(offset + i)};
+}
+
+static void put_name(struct writer *w, const uint8_t *name, size_t len)
+{
+    size_t at = w->len + w->shift;
+    for (size_t i = 0; w->compress && name[i]; i += 1 + name[i]) {
+        for (uint16_t e = 0; e < w->nentries; e++) {
+            if (w->entry[e].len != len - i || !same_name(w->entry[e].name, name + i, len - i))
+                continue;
+            put(w, name, i);
+            put16(w, 0xc000 | w->entry[e].offset);
+            remember(w, name, len, at, i);
+            return;
+        }
+    }
+    put(w, name, len);
+    if (w->compress)
+        remember(w, name, len, at, len);
+}
+
+/* The rdata, its names compressed where dnspython compresses them. */
+static void put_rdata(struct writer *w, uint16_t type, const uint8_t *d, size_t len)
+{
+    size_t before = 0, names = 0;
+    switch (type) {
+    case 2: case 3: case 4: case 5: case 7: case 8: case 9: case 12:   /* NS CNAME PTR ... */
+        names = 1;
+        break;
+    case TYPE_MX:
+        before = 2, names = 1;
+        break;
+    case TYPE_SOA:
+        names = 2;
+        break;
+    }
+    if (!w->compress || len <= before)
+        names = 0;
+    put(w, d, before);
+    size_t i = before;
+    for (size_t k = 0; k < names; k++) {
+        size_t n = sp_zone_wire_len(d + i, len - i);
+        if (n == 0)
+            break;
+        put_name(w, d + i, n);
+        i += n;
+    }
+    put(w, d + i, len - i);
+}
+
+static uint16_t put_section(struct writer *w, const struct sp_zone *z,
+                            const struct sp_zone_rref *rrs, uint16_t n)
+{
+    uint16_t count = 0;
+    for (uint16_t i = 0; i < n; i++) {
+        const struct sp_zone_rrset *s = &z->rrsets[rrs[i].rrset];
+        for (uint16_t k = 0; k < s->count; k++) {
+            const struct sp_zone_rdata *d = &z->rdatas[s->first + k];
+            if (rrs[i].owner == NULL)
+                put16(w, 0xc00c);            /* the question's name */
+            else
+                put_name(w, rrs[i].owner, rrs[i].owner_len);
+            uint8_t fixed[8] = {(uint8_t)(s->type >> 8), (uint8_t)s->type, 0, 1,
+                                (uint8_t)(rrs[i].ttl >> 24), (uint8_t)(rrs[i].ttl >> 16),
+                                (uint8_t)(rrs[i].ttl >> 8), (uint8_t)rrs[i].ttl};
+            put(w, fixed, 8);
+            size_t at = w->len;
+            put16(w, 0);
+            put_rdata(w, s->type, z->rdata_arena + d->off, d->len);
+            if (!w->overflow) {
+                size_t rdlen = w->len - at - 2;
+                w->out[at] = (uint8_t)(rdlen >> 8);
+                w->out[at + 1] = (uint8_t)rdlen;
+            }
+            count++;
+        }
+    }
+    return count;
+}
+
+size_t sp_zone_encode(const struct sp_zone *z, const struct sp_zone_answer *a,
+                      const uint8_t *qname, size_t qlen, uint8_t *out, uint32_t *droppable)
+{
+    static __thread struct writer w;
+    w.out = out;
+    w.len = 12;
+    w.overflow = false;
+    w.nentries = 0;
+    w.compress = qname != NULL;
+    /* a fixed response's offsets count the question; a variable one leaves room for
+     * the longest question (compiler.py: len + 255 + 4 <= 65535) */
+    w.shift = qname != NULL ? qlen + 4 : 255 + 4;
+    if (qname != NULL)
+        remember(&w, qname, qlen, 12, qlen);
+    uint16_t an = put_section(&w, z, a->an, a->nan);
+    uint16_t ns = put_section(&w, z, a->ns, a->nns);
+    size_t additional = w.len;
+    uint16_t ad = put_section(&w, z, a->ad, a->nad);
+    if (w.overflow)
+        return 0;
+    uint8_t head[12] = {0, 0, (uint8_t)(0x80 | (a->aa ? 0x04 : 0)), a->rcode & 0x0f, 0, 1,
+                        (uint8_t)(an >> 8), (uint8_t)an, (uint8_t)(ns >> 8), (uint8_t)ns,
+                        (uint8_t)(ad >> 8), (uint8_t)ad};
+    memcpy(out, head, 12);
+    *droppable = (a->nad && !a->referral) ? (uint32_t)additional : 0;
+    return w.len;
+}

@@ -1,0 +1,398 @@
+/* A master file read with ldns, record by record; see zone.h.
+ *
+ * The file is cut into records here (parentheses, quotes, comments), so this side
+ * knows each record's line, whether it states its TTL, and every $ directive; ldns
+ * parses each record's text. Anything whose meaning could differ from dnspython's
+ * reading (the reference) is declined, and the Python loader reads that file. */
+#include "stormpy/zone/zone.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <ldns/ldns.h>
+
+bool sp_zone_reader_available(void)
+{
+    return true;
+}
+
+struct reader {
+    struct sp_zone *z;
+    const char *text;
+    size_t len, pos;
+    unsigned line;           /* of the next byte */
+    char *record;            /* the record being cut out, NUL-terminated */
+    size_t record_cap;
+    ldns_rdf *origin, *prev;
+    ldns_buffer *rdata;
+    uint32_t default_ttl;
+    bool have_ttl;           /* a $TTL has been seen */
+    bool zone_origin_set;
+    uint8_t zone_origin[SP_ZONE_NAME_MAX];
+    size_t zone_origin_len;
+    char base[4096];         /* the top file's directory: $INCLUDE paths start there */
+};
+
+static int decline(struct reader *r, unsigned line, const char *why, const char *detail)
+{
+    snprintf(r->z->why, sizeof(r->z->why), "line %u: %s%s%s", line, why, detail ? ": " : "",
+             detail ? detail : "");
+    return SP_ZONE_DECLINED;
+}
+
+/* The next record's text, without comments and with parentheses blanked, into
+ * r->record; its first line in *line. 0 at the end, 1 with a record, -1 out of memory. */
+static int next_record(struct reader *r, unsigned *line)
+{
+    size_t out = 0;
+    int depth = 0;
+    bool quoted = false, any = false;
+    *line = r->line;
+    while (r->pos < r->len) {
+        if (out + 3 > r->record_cap) {
+            size_t cap = r->record_cap ? r->record_cap * 2 : 4096;
+            char *p = realloc(r->record, cap);
+            if (p == NULL)
+                return -1;
+            r->record_cap = cap;
+            r->record = p;
+        }
+        char c = r->text[r->pos++];
+        if (c == '\\' && r->pos < r->len) {         /* an escape: both bytes as they are */
+            r->record[out++] = c;
+            c = r->text[r->pos++];
+            if (c == '\n')
+                r->line++;
+            r->record[out++] = c;
+            any = true;
+            continue;
+        }
+        if (quoted) {
+            if (c == '"')
+                quoted = false;
+            else if (c == '\n')
+                r->line++;
+            r->record[out++] = c;
+            continue;
+        }
+        if (c == ';') {                             /* a comment, to the end of its line */
+            while (r->pos < r->len && r->text[r->pos] != '\n')
+                r->pos++;
+            continue;
+        }
+        if (c == '\n') {
+            r->line++;
+            if (depth == 0) {
+                if (any)
+                    break;
+                out = 0;                            /* a blank line: the record starts later */
+                *line = r->line;
+                continue;
+            }
+            c = ' ';
+        } else if (c == '(' || c == ')') {
+            depth += c == '(' ? 1 : -1;
+            c = ' ';
+        } else if (c == '"') {
+            quoted = true;
+        }
+        if (!isspace((unsigned char)c))
+            any = true;
+        r->record[out++] = c;
+    }
+    if (!any)
+        return 0;
+    r->record[out] = 0;
+    return (depth != 0 || quoted) ? 2 : 1;
+}
+
+/* Whether a record states its TTL: one of the two fields after the owner (RFC 1035's
+ * [TTL] [class] or [class] [TTL]) starts with a digit; a type never does. */
+static bool states_ttl(const char *text)
+{
+    const char *p = text;
+    if (!isspace((unsigned char)*p))
+        while (*p && !isspace((unsigned char)*p))
+            p++;
+    for (int field = 0; field < 2; field++) {
+        while (isspace((unsigned char)*p))
+            p++;
+        if (isdigit((unsigned char)*p))
+            return true;
+        while (*p && !isspace((unsigned char)*p))
+            p++;
+    }
+    return false;
+}
+
+static bool is_class(const char *p, size_t n)
+{
+    return (n == 2 && (!strncasecmp(p, "IN", 2) || !strncasecmp(p, "CH", 2)
+                       || !strncasecmp(p, "HS", 2)))
+           || (n > 5 && !strncasecmp(p, "CLASS", 5));
+}
+
+/* "[owner] class TTL type" as ldns reads it, "[owner] TTL class type" (RFC 1035 allows
+ * both orders; dnspython reads both): the two fields swapped in place. */
+static void ttl_first(char *text)
+{
+    char *p = text;
+    if (!isspace((unsigned char)*p))
+        while (*p && !isspace((unsigned char)*p))
+            p++;
+    char *field[2];
+    size_t len[2];
+    for (int i = 0; i < 2; i++) {
+        while (isspace((unsigned char)*p))
+            p++;
+        field[i] = p;
+        while (*p && !isspace((unsigned char)*p))
+            p++;
+        len[i] = (size_t)(p - field[i]);
+    }
+    if (!is_class(field[0], len[0]) || !isdigit((unsigned char)*field[1]))
+        return;
+    char swapped[64];
+    size_t gap = (size_t)(field[1] - field[0]) - len[0];
+    if (len[0] + len[1] + gap > sizeof(swapped))
+        return;
+    memcpy(swapped, field[1], len[1]);
+    memcpy(swapped + len[1], field[0] + len[0], gap);
+    memcpy(swapped + len[1] + gap, field[0], len[0]);
+    memcpy(field[0], swapped, len[0] + len[1] + gap);
+}
+
+static int directive(struct reader *r, unsigned line)
+{
+    char *word = r->record, *arg = word;
+    while (*arg && !isspace((unsigned char)*arg))
+        arg++;
+    if (*arg)
+        *arg++ = 0;
+    while (isspace((unsigned char)*arg))
+        arg++;
+    char *end = arg + strlen(arg);
+    while (end > arg && isspace((unsigned char)end[-1]))
+        *--end = 0;
+    if (strcasecmp(word, "$TTL") == 0) {
+        const char *stop = NULL;
+        r->default_ttl = ldns_str2period(arg, &stop);
+        if (*arg == 0 || stop == NULL || *stop != 0)
+            return decline(r, line, "a $TTL ldns does not read", arg);
+        r->have_ttl = true;
+        return SP_ZONE_OK;
+    }
+    if (strcasecmp(word, "$ORIGIN") != 0)
+        return decline(r, line, "a directive left to dnspython", word);   /* $GENERATE */
+    if (end == arg || end[-1] != '.')
+        return decline(r, line, "a relative $ORIGIN", arg);
+    ldns_rdf *origin = ldns_dname_new_frm_str(arg);
+    if (origin == NULL)
+        return decline(r, line, "a $ORIGIN ldns does not read", arg);
+    ldns_rdf_deep_free(r->origin);
+    r->origin = origin;
+    if (!r->zone_origin_set) {
+        r->zone_origin_len = ldns_rdf_size(origin);
+        memcpy(r->zone_origin, ldns_rdf_data(origin), r->zone_origin_len);
+        r->zone_origin_set = true;
+    }
+    return SP_ZONE_OK;
+}
+
+static int record(struct reader *r, unsigned line)
+{
+    if (!r->zone_origin_set)
+        return decline(r, line, "a record before any $ORIGIN", NULL);
+    if (!states_ttl(r->record) && !r->have_ttl)
+        return decline(r, line, "a record without a TTL before any $TTL", NULL);
+    ttl_first(r->record);
+    ldns_rr *rr = NULL;
+    ldns_status s = ldns_rr_new_frm_str(&rr, r->record, r->default_ttl, r->origin, &r->prev);
+    if (s != LDNS_STATUS_OK)
+        return decline(r, line, "ldns", ldns_get_errorstr_by_id(s));
+    int rc = SP_ZONE_OK;
+    ldns_rdf *owner = ldns_rr_owner(rr);
+    ldns_buffer_clear(r->rdata);
+    if (ldns_rr_get_class(rr) != LDNS_RR_CLASS_IN)
+        rc = decline(r, line, "a class other than IN", NULL);
+    else if (ldns_rr_rdata2buffer_wire(r->rdata, rr) != LDNS_STATUS_OK)
+        rc = decline(r, line, "rdata ldns cannot write", NULL);
+    else
+        rc = sp_zone_add_record(r->z, ldns_rdf_data(owner), ldns_rdf_size(owner),
+                                (uint16_t)ldns_rr_get_type(rr), ldns_rr_ttl(rr),
+                                ldns_buffer_begin(r->rdata), ldns_buffer_position(r->rdata));
+    ldns_rr_free(rr);
+    return rc;
+}
+
+static char *slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (f == NULL)
+        return NULL;
+    char *buf = NULL;
+    size_t cap = 0, n = 0, got;
+    do {
+        if (n + 65536 > cap) {
+            cap = cap ? cap * 2 : 1 << 20;
+            char *p = realloc(buf, cap);
+            if (p == NULL) {
+                free(buf);
+                fclose(f);
+                return NULL;
+            }
+            buf = p;
+        }
+        got = fread(buf + n, 1, cap - n, f);
+        n += got;
+    } while (got > 0);
+    bool failed = ferror(f);
+    fclose(f);
+    if (failed) {
+        free(buf);
+        return NULL;
+    }
+    *len = n;
+    return buf;
+}
+
+static int read_file(struct reader *r, const char *path, unsigned depth);
+
+/* $INCLUDE file [origin]: the file read with the origin given (else the current one);
+ * the origin, owner and $TTL come back afterwards, as in dnspython. Relative paths
+ * start from the top file's directory, as the Python loader reads them. */
+static int include(struct reader *r, char *arg, unsigned line, unsigned depth)
+{
+    char *file = arg, *origin = arg;
+    while (*origin && !isspace((unsigned char)*origin))
+        origin++;
+    if (*origin)
+        *origin++ = 0;
+    while (isspace((unsigned char)*origin))
+        origin++;
+    if (*file == 0 || *file == '"' || depth >= 8 || strpbrk(origin, " \t") != NULL)
+        return decline(r, line, "an $INCLUDE left to dnspython", file);
+    char path[4096];
+    int n = *file == '/' ? snprintf(path, sizeof(path), "%s", file)
+                         : snprintf(path, sizeof(path), "%s/%s", r->base, file);
+    if (n < 0 || (size_t)n >= sizeof(path))
+        return decline(r, line, "an $INCLUDE path too long", NULL);
+    ldns_rdf *saved_origin = r->origin ? ldns_rdf_clone(r->origin) : NULL;
+    ldns_rdf *saved_prev = r->prev ? ldns_rdf_clone(r->prev) : NULL;
+    uint32_t saved_ttl = r->default_ttl;
+    bool saved_have_ttl = r->have_ttl;
+    int rc = SP_ZONE_OK;
+    if (*origin) {
+        if (origin[strlen(origin) - 1] != '.')
+            rc = decline(r, line, "a relative $INCLUDE origin", origin);
+        ldns_rdf *o = rc == SP_ZONE_OK ? ldns_dname_new_frm_str(origin) : NULL;
+        if (rc == SP_ZONE_OK && o == NULL)
+            rc = decline(r, line, "an $INCLUDE origin ldns does not read", origin);
+        if (o != NULL) {
+            ldns_rdf_deep_free(r->origin);
+            r->origin = o;
+        }
+    }
+    if (rc == SP_ZONE_OK)
+        rc = read_file(r, path, depth + 1);
+    ldns_rdf_deep_free(r->origin);
+    ldns_rdf_deep_free(r->prev);
+    r->prev = saved_prev;
+    r->origin = saved_origin;
+    r->have_ttl = saved_have_ttl;
+    r->default_ttl = saved_ttl;
+    return rc;
+}
+
+static int read_records(struct reader *r, unsigned depth)
+{
+    for (size_t i = 0; i < r->len; i++)   /* dnspython reads UTF-8 and judges the rest */
+        if ((unsigned char)r->text[i] >= 0x80 || r->text[i] == 0)
+            return decline(r, 1, "bytes other than ASCII", NULL);
+    unsigned line;
+    int got;
+    while ((got = next_record(r, &line)) > 0) {
+        if (got == 2)
+            return decline(r, line, "an unclosed parenthesis or quote", NULL);
+        int rc;
+        if (strncasecmp(r->record, "$INCLUDE", 8) == 0 && isspace((unsigned char)r->record[8])) {
+            char arg[4096];
+            snprintf(arg, sizeof(arg), "%s", r->record + 9);   /* the next file reuses record */
+            char *end = arg + strlen(arg);
+            while (end > arg && isspace((unsigned char)end[-1]))
+                *--end = 0;
+            char *start = arg;
+            while (isspace((unsigned char)*start))
+                start++;
+            rc = include(r, start, line, depth);
+        } else {
+            rc = r->record[0] == '$' ? directive(r, line) : record(r, line);
+        }
+        if (rc != SP_ZONE_OK)
+            return rc;
+    }
+    return got < 0 ? SP_ZONE_NOMEM : SP_ZONE_OK;
+}
+
+static int read_file(struct reader *r, const char *path, unsigned depth)
+{
+    size_t len;
+    char *text = slurp(path, &len);
+    if (text == NULL) {
+        snprintf(r->z->why, sizeof(r->z->why), "%s: cannot read: %s", path, strerror(errno));
+        return SP_ZONE_DECLINED;
+    }
+    const char *saved_text = r->text;
+    size_t saved_len = r->len, saved_pos = r->pos;
+    unsigned saved_line = r->line;
+    r->len = len;
+    r->text = text;
+    r->pos = 0;
+    r->line = 1;
+    int rc = read_records(r, depth);
+    r->text = saved_text;
+    r->len = saved_len;
+    r->pos = saved_pos;
+    r->line = saved_line;
+    free(text);
+    return rc;
+}
+
+int sp_zone_read(struct sp_zone *z, const char *path, const char *origin)
+{
+    struct reader r = {.z = z, .line = 1};
+    snprintf(r.base, sizeof(r.base), "%s", path);
+    char *slash = strrchr(r.base, '/');
+    if (slash != NULL)
+        *slash = 0;
+    else
+        snprintf(r.base, sizeof(r.base), ".");
+    r.rdata = ldns_buffer_new(4096);
+    int rc = r.rdata ? SP_ZONE_OK : SP_ZONE_NOMEM;
+    if (rc == SP_ZONE_OK && origin != NULL) {
+        r.origin = ldns_dname_new_frm_str(origin);
+        if (r.origin == NULL || ldns_rdf_size(r.origin) > SP_ZONE_NAME_MAX) {
+            rc = decline(&r, 0, "an origin ldns does not read", origin);
+        } else {
+            r.zone_origin_len = ldns_rdf_size(r.origin);
+            memcpy(r.zone_origin, ldns_rdf_data(r.origin), r.zone_origin_len);
+            r.zone_origin_set = true;
+        }
+    }
+    if (rc == SP_ZONE_OK)
+        rc = read_file(&r, path, 0);
+    if (rc == SP_ZONE_OK && !r.zone_origin_set)
+        rc = decline(&r, r.line, "no $ORIGIN", NULL);
+    if (rc == SP_ZONE_OK)
+        rc = sp_zone_finish(z, r.zone_origin, r.zone_origin_len);
+    ldns_rdf_deep_free(r.origin);
+    ldns_rdf_deep_free(r.prev);
+    if (r.rdata)
+        ldns_buffer_free(r.rdata);
+    free(r.record);
+    return rc;
+}

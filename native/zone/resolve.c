@@ -1,0 +1,174 @@
+/* The answer to one question, deciding exactly as compiler.py's ZoneIndex.resolve;
+ * see zone.h. */
+#include "stormpy/zone/zone.h"
+
+#include <string.h>
+
+enum { TYPE_A = 1, TYPE_NS = 2, TYPE_CNAME = 5, TYPE_MX = 15, TYPE_AAAA = 28, TYPE_SRV = 33,
+       TYPE_DS = 43, TYPE_ANY = 255, RCODE_NXDOMAIN = 3 };
+
+/* The name being looked up: one the zone holds (id), or one it does not (id NONE,
+ * closest encloser ce), written out (wire) or the question's own (wire NULL). */
+struct cursor {
+    const uint8_t *wire;
+    size_t len;
+    uint32_t id, ce;
+};
+
+static void lower_copy(uint8_t *dst, const uint8_t *src, size_t len)
+{
+    for (size_t i = 0; i < len; i++)
+        dst[i] = src[i] >= 'A' && src[i] <= 'Z' ? src[i] + 32 : src[i];
+}
+
+static const uint8_t *origin_wire(const struct sp_zone *z, size_t *len)
+{
+    *len = z->names[z->origin].len;
+    return sp_zone_name_wire(z, z->origin);
+}
+
+static struct sp_zone_rref rref(const struct sp_zone *z, uint32_t rrset, const struct cursor *at)
+{
+    struct sp_zone_rref r = {.rrset = rrset, .ttl = z->rrsets[rrset].ttl};
+    if (at == NULL || at->id != SP_ZONE_NONE) {      /* its own name */
+        uint32_t name = z->rrsets[rrset].name;
+        r.owner = sp_zone_name_wire(z, name);
+        r.owner_len = z->names[name].len;
+    } else {                                         /* a wildcard's, renamed */
+        r.owner = at->wire;
+        r.owner_len = (uint8_t)at->len;
+    }
+    return r;
+}
+
+static void negative(const struct sp_zone *z, struct sp_zone_answer *a, uint8_t rcode)
+{
+    a->rcode = rcode;
+    a->ns[0] = rref(z, z->soa, NULL);
+    a->ns[0].ttl = z->negative_ttl;
+    a->nns = 1;
+}
+
+/* A and AAAA of the in-zone targets of NS, MX and SRV records, as Knot adds them. */
+static int addresses(const struct sp_zone *z, const struct sp_zone_rref *from, uint16_t n,
+                     struct sp_zone_answer *a)
+{
+    const uint8_t *seen[SP_ZONE_ADDITIONAL_MAX];
+    size_t seen_len[SP_ZONE_ADDITIONAL_MAX], nseen = 0, olen;
+    const uint8_t *origin = origin_wire(z, &olen);
+    for (uint16_t i = 0; i < n; i++) {
+        const struct sp_zone_rrset *s = &z->rrsets[from[i].rrset];
+        size_t skip = s->type == TYPE_NS ? 0 : s->type == TYPE_MX ? 2 : s->type == TYPE_SRV ? 6 : 9999;
+        for (uint16_t k = 0; skip != 9999 && k < s->count; k++) {
+            const struct sp_zone_rdata *d = &z->rdatas[s->first + k];
+            if (d->len <= skip)
+                continue;
+            uint8_t target[SP_ZONE_NAME_MAX];
+            size_t len = sp_zone_wire_len(z->rdata_arena + d->off + skip, d->len - skip);
+            if (len == 0)
+                continue;
+            lower_copy(target, z->rdata_arena + d->off + skip, len);
+            bool dup = false;
+            for (size_t j = 0; j < nseen && !dup; j++)
+                dup = seen_len[j] == len && memcmp(seen[j], target, len) == 0;
+            if (dup || !sp_zone_is_subdomain(target, len, origin, olen))
+                continue;
+            uint32_t id = sp_zone_lookup(z, target, len);
+            if (id == SP_ZONE_NONE)
+                continue;      /* no node there, so nothing to add, now or on a repeat */
+            if (nseen == SP_ZONE_ADDITIONAL_MAX)
+                return -1;
+            seen[nseen] = sp_zone_name_wire(z, id);
+            seen_len[nseen++] = len;
+            for (int t = 0; t < 2; t++) {
+                uint32_t set = sp_zone_find_rrset(z, id, t ? TYPE_AAAA : TYPE_A);
+                if (set == SP_ZONE_NONE)
+                    continue;
+                if (a->nad == SP_ZONE_ADDITIONAL_MAX)
+                    return -1;
+                a->ad[a->nad++] = rref(z, set, NULL);
+            }
+        }
+    }
+    return 0;
+}
+
+int sp_zone_referral(const struct sp_zone *z, uint32_t cut, struct sp_zone_answer *a)
+{
+    a->aa = a->nan > 0;
+    a->referral = true;
+    a->ns[0] = rref(z, sp_zone_find_rrset(z, cut, TYPE_NS), NULL);
+    a->nns = 1;
+    return addresses(z, a->ns, 1, a);
+}
+
+/* Point the cursor at a CNAME's target (lower-cased into buf). */
+static void move_to(const struct sp_zone *z, struct cursor *c, const uint8_t *target, size_t len)
+{
+    c->wire = target;
+    c->len = len;
+    c->id = sp_zone_lookup(z, target, len);
+    c->ce = c->id;
+    for (size_t i = 0; c->ce == SP_ZONE_NONE && target[i]; ) {   /* ends at the origin */
+        i += 1 + target[i];
+        c->ce = sp_zone_lookup(z, target + i, len - i);
+    }
+}
+
+int sp_zone_resolve(const struct sp_zone *z, uint32_t name, uint32_t below, uint16_t qtype,
+                    struct sp_zone_answer *a)
+{
+    memset(a, 0, offsetof(struct sp_zone_answer, an));
+    a->aa = true;
+    struct cursor c = {.id = name, .ce = name != SP_ZONE_NONE ? name : below};
+    if (name != SP_ZONE_NONE) {
+        c.wire = sp_zone_name_wire(z, name);
+        c.len = z->names[name].len;
+    }
+    size_t olen;
+    const uint8_t *origin = origin_wire(z, &olen);
+    for (;;) {
+        uint32_t cut = z->names[c.ce].cut_top;   /* at or above: c is no cut when not held */
+        if (cut != SP_ZONE_NONE && !(qtype == TYPE_DS && c.id == cut))
+            return sp_zone_referral(z, cut, a);
+        uint32_t node = c.id;
+        if (node != SP_ZONE_NONE && z->names[node].nrrsets == 0) {   /* empty non-terminal */
+            negative(z, a, 0);
+            return 0;
+        }
+        if (node == SP_ZONE_NONE) {
+            node = z->names[c.ce].wildcard;
+            if (node == SP_ZONE_NONE) {
+                negative(z, a, RCODE_NXDOMAIN);
+                return 0;
+            }
+        }
+        const struct sp_zone_name *n = &z->names[node];
+        uint32_t set = qtype == TYPE_ANY ? n->first_rrset : sp_zone_find_rrset(z, node, qtype);
+        if (set != SP_ZONE_NONE) {           /* ANY: one RRset, the lowest type (RFC 8482) */
+            a->an[a->nan++] = rref(z, set, &c);
+            break;
+        }
+        set = sp_zone_find_rrset(z, node, TYPE_CNAME);
+        if (set == SP_ZONE_NONE) {
+            negative(z, a, 0);
+            return 0;
+        }
+        if (a->nan == SP_ZONE_MAX_CHAIN)     /* the chain stops here, as in Knot DNS */
+            break;
+        a->an[a->nan++] = rref(z, set, &c);
+        const struct sp_zone_rdata *d = &z->rdatas[z->rrsets[set].first];
+        size_t len = sp_zone_wire_len(z->rdata_arena + d->off, d->len);
+        uint8_t *target = a->names[a->nan - 1];
+        lower_copy(target, z->rdata_arena + d->off, len);
+        bool loop = len == 0 || !sp_zone_is_subdomain(target, len, origin, olen);
+        for (uint16_t i = 0; i < a->nan && !loop; i++) {     /* the names followed so far */
+            const struct sp_zone_rref *r = &a->an[i];
+            loop = r->owner != NULL && r->owner_len == len && memcmp(r->owner, target, len) == 0;
+        }
+        if (loop)
+            break;
+        move_to(z, &c, target, len);
+    }
+    return addresses(z, a->an, a->nan, a);
+}

@@ -1,0 +1,377 @@
+/* A zone's names, records and RRsets; see zone.h. */
+#include "stormpy/zone/zone.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum {
+    TYPE_NS = 2, TYPE_SOA = 6, TYPE_CNAME = 5, TYPE_SIG = 24, TYPE_NXT = 30, TYPE_DNAME = 39,
+    TYPE_DS = 43, TYPE_RRSIG = 46, TYPE_NSEC = 47, TYPE_DNSKEY = 48, TYPE_NSEC3 = 50,
+    TYPE_NSEC3PARAM = 51, TYPE_CDS = 59, TYPE_CDNSKEY = 60,
+};
+
+struct sp_zone *sp_zone_new(void)
+{
+    struct sp_zone *z = calloc(1, sizeof(*z));
+    if (z == NULL)
+        return NULL;
+    z->slots_mask = (1u << 12) - 1;
+    z->slots = calloc(z->slots_mask + 1, sizeof(*z->slots));
+    if (z->slots == NULL) {
+        free(z);
+        return NULL;
+    }
+    z->origin = z->soa = SP_ZONE_NONE;
+    return z;
+}
+
+void sp_zone_free(struct sp_zone *z)
+{
+    if (z == NULL)
+        return;
+    free(z->arena);
+    free(z->names);
+    free(z->slots);
+    free(z->rdata_arena);
+    free(z->records);
+    free(z->rrsets);
+    free(z->rdatas);
+    free(z->types);
+    free(z);
+}
+
+static bool grow(void **p, size_t *cap, size_t need, size_t item)
+{
+    if (need <= *cap)
+        return true;
+    size_t n = *cap ? *cap : 1024;
+    while (n < need)
+        n *= 2;
+    void *q = realloc(*p, n * item);
+    if (q == NULL)
+        return false;
+    *p = q;
+    *cap = n;
+    return true;
+}
+
+static inline uint8_t lower(uint8_t c)
+{
+    return c >= 'A' && c <= 'Z' ? c + 32 : c;
+}
+
+static inline uint64_t name_hash(const uint8_t *wire, size_t len)
+{
+    return sp_zone_hash(wire, len, 0);
+}
+
+size_t sp_zone_wire_len(const uint8_t *name, size_t cap)
+{
+    size_t i = 0;
+    while (i < cap && i < SP_ZONE_NAME_MAX) {
+        uint8_t l = name[i];
+        if (l == 0)
+            return i + 1;
+        if (l > 63)
+            return 0;
+        i += 1 + l;
+    }
+    return 0;
+}
+
+bool sp_zone_is_subdomain(const uint8_t *name, size_t len, const uint8_t *parent, size_t plen)
+{
+    for (size_t i = 0; i < len; i += 1 + name[i]) {
+        if (len - i == plen && memcmp(name + i, parent, plen) == 0)
+            return true;
+        if (name[i] == 0)
+            break;
+    }
+    return false;
+}
+
+uint32_t sp_zone_lookup(const struct sp_zone *z, const uint8_t *wire, size_t len)
+{
+    for (uint32_t s = (uint32_t)name_hash(wire, len) & z->slots_mask;; s = (s + 1) & z->slots_mask) {
+        uint32_t id = z->slots[s];
+        if (id == 0)
+            return SP_ZONE_NONE;
+        const struct sp_zone_name *n = &z->names[id - 1];
+        if (n->len == len && memcmp(z->arena + n->off, wire, len) == 0)
+            return id - 1;
+    }
+}
+
+static bool rehash(struct sp_zone *z)
+{
+    uint32_t mask = z->slots_mask * 2 + 1;
+    uint32_t *slots = calloc((size_t)mask + 1, sizeof(*slots));
+    if (slots == NULL)
+        return false;
+    for (uint32_t id = 0; id < z->nnames; id++) {
+        const struct sp_zone_name *n = &z->names[id];
+        uint32_t s = (uint32_t)name_hash(z->arena + n->off, n->len) & mask;
+        while (slots[s])
+            s = (s + 1) & mask;
+        slots[s] = id + 1;
+    }
+    free(z->slots);
+    z->slots = slots;
+    z->slots_mask = mask;
+    return true;
+}
+
+uint32_t sp_zone_intern(struct sp_zone *z, const uint8_t *wire, size_t len)
+{
+    uint8_t low[SP_ZONE_NAME_MAX];
+    if (len == 0 || len > SP_ZONE_NAME_MAX)
+        return SP_ZONE_NONE;
+    for (size_t i = 0; i < len; i++)
+        low[i] = lower(wire[i]);
+    uint32_t id = sp_zone_lookup(z, low, len);
+    if (id != SP_ZONE_NONE)
+        return id;
+    if ((uint64_t)(z->nnames + 1) * 2 > z->slots_mask && !rehash(z))
+        return SP_ZONE_NONE;
+    size_t cap = z->names_cap;
+    if (!grow((void **)&z->names, &cap, z->nnames + 1, sizeof(*z->names))
+        || !grow((void **)&z->arena, &z->arena_cap, z->arena_len + len, 1))
+        return SP_ZONE_NONE;
+    z->names_cap = (uint32_t)cap;
+    id = z->nnames++;
+    z->names[id] = (struct sp_zone_name){.off = (uint32_t)z->arena_len, .len = (uint8_t)len,
+                                         .parent = SP_ZONE_NONE, .cut_top = SP_ZONE_NONE,
+                                         .wildcard = SP_ZONE_NONE};
+    memcpy(z->arena + z->arena_len, low, len);
+    z->arena_len += len;
+    uint32_t s = (uint32_t)name_hash(low, len) & z->slots_mask;
+    while (z->slots[s])
+        s = (s + 1) & z->slots_mask;
+    z->slots[s] = id + 1;
+    return id;
+}
+
+int sp_zone_add_record(struct sp_zone *z, const uint8_t *owner, size_t owner_len, uint16_t type,
+                       uint32_t ttl, const uint8_t *rdata, size_t rdlen)
+{
+    uint32_t name = sp_zone_intern(z, owner, owner_len);
+    size_t cap = z->records_cap;
+    if (name == SP_ZONE_NONE || rdlen > UINT16_MAX
+        || !grow((void **)&z->records, &cap, z->nrecords + 1, sizeof(*z->records))
+        || !grow((void **)&z->rdata_arena, &z->rdata_cap, z->rdata_len + rdlen, 1))
+        return SP_ZONE_NOMEM;
+    z->records_cap = (uint32_t)cap;
+    z->records[z->nrecords++] = (struct sp_zone_record){
+        .name = name, .ttl = ttl, .rdata = (uint32_t)z->rdata_len, .type = type,
+        .rdlen = (uint16_t)rdlen};
+    if (rdlen)
+        memcpy(z->rdata_arena + z->rdata_len, rdata, rdlen);
+    z->rdata_len += rdlen;
+    return SP_ZONE_OK;
+}
+
+static const struct sp_zone *sorting;
+
+/* Records by name, type, then rdata as RFC 4034 section 6.3 orders it. */
+static int record_order(const void *pa, const void *pb)
+{
+    const struct sp_zone_record *a = pa, *b = pb;
+    if (a->name != b->name)
+        return a->name < b->name ? -1 : 1;
+    if (a->type != b->type)
+        return a->type < b->type ? -1 : 1;
+    size_t n = a->rdlen < b->rdlen ? a->rdlen : b->rdlen;
+    int c = memcmp(sorting->rdata_arena + a->rdata, sorting->rdata_arena + b->rdata, n);
+    return c ? c : (int)a->rdlen - (int)b->rdlen;
+}
+
+static int decline(struct sp_zone *z, const char *why, uint32_t name)
+{
+    char text[SP_ZONE_NAME_MAX * 4 + 2] = "";
+    if (name != SP_ZONE_NONE) {      /* a name as dotted text for the log */
+        const uint8_t *w = sp_zone_name_wire(z, name);
+        size_t o = 0;
+        for (size_t i = 0; w[i] && o + 5 < sizeof(text); i += 1 + w[i]) {
+            for (size_t k = 1; k <= w[i] && o + 5 < sizeof(text); k++)
+                text[o++] = (w[i + k] > 32 && w[i + k] < 127) ? (char)w[i + k] : '?';
+            text[o++] = '.';
+        }
+        text[o] = 0;
+    }
+    snprintf(z->why, sizeof(z->why), "%s%s%s", why, *text ? " at " : "", text);
+    return SP_ZONE_DECLINED;
+}
+
+/* Types the C path leaves to the Python compiler, which knows DNSSEC and DNAME. */
+static bool python_only(uint16_t type)
+{
+    switch (type) {
+    case TYPE_SIG: case TYPE_NXT: case TYPE_DNAME: case TYPE_RRSIG: case TYPE_NSEC:
+    case TYPE_DNSKEY: case TYPE_NSEC3: case TYPE_NSEC3PARAM: case TYPE_CDS: case TYPE_CDNSKEY:
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* Records into RRsets: duplicates dropped, the lowest TTL kept (as dnspython does). */
+static int group(struct sp_zone *z)
+{
+    sorting = z;
+    qsort(z->records, z->nrecords, sizeof(*z->records), record_order);
+    z->rrsets = malloc((z->nrecords + 1) * sizeof(*z->rrsets));
+    z->rdatas = malloc((z->nrecords + 1) * sizeof(*z->rdatas));
+    if (z->rrsets == NULL || z->rdatas == NULL)
+        return SP_ZONE_NOMEM;
+    uint8_t seen[65536 / 8 + 1] = {0};
+    for (uint32_t i = 0; i < z->nrecords; i++) {
+        const struct sp_zone_record *r = &z->records[i];
+        if (python_only(r->type))
+            return decline(z, "a DNSSEC or DNAME record", r->name);
+        if (!sp_zone_is_subdomain(sp_zone_name_wire(z, r->name), z->names[r->name].len,
+                                  sp_zone_name_wire(z, z->origin), z->names[z->origin].len))
+            return decline(z, "a name outside the origin", r->name);
+        struct sp_zone_rrset *last = z->nrrsets ? &z->rrsets[z->nrrsets - 1] : NULL;
+        if (last && last->name == r->name && last->type == r->type) {
+            const struct sp_zone_rdata *prev = &z->rdatas[z->nrdatas - 1];
+            if (prev->len == r->rdlen && !memcmp(z->rdata_arena + prev->off,
+                                                 z->rdata_arena + r->rdata, r->rdlen)) {
+                if (r->ttl < last->ttl)
+                    last->ttl = r->ttl;
+                continue;
+            }
+            if (r->type == TYPE_CNAME || r->type == TYPE_SOA)
+                return decline(z, "a CNAME or SOA with more than one record", r->name);
+            if (last->count == UINT16_MAX)
+                return decline(z, "an RRset of 65535 records or more", r->name);
+            last->count++;
+            if (r->ttl < last->ttl)
+                last->ttl = r->ttl;
+        } else {
+            struct sp_zone_name *n = &z->names[r->name];
+            if (n->nrrsets == 0)
+                n->first_rrset = z->nrrsets;
+            n->nrrsets++;
+            z->rrsets[z->nrrsets++] = (struct sp_zone_rrset){
+                .name = r->name, .ttl = r->ttl, .first = z->nrdatas, .type = r->type, .count = 1};
+            if (!(seen[r->type / 8] & (1u << (r->type % 8)))) {
+                seen[r->type / 8] |= (uint8_t)(1u << (r->type % 8));
+                z->ntypes++;
+            }
+        }
+        z->rdatas[z->nrdatas++] = (struct sp_zone_rdata){.off = r->rdata, .len = r->rdlen};
+    }
+    free(z->records);
+    z->records = NULL;
+    z->records_cap = z->nrecords = 0;
+    z->types = malloc((z->ntypes + 1) * sizeof(*z->types));
+    if (z->types == NULL)
+        return SP_ZONE_NOMEM;
+    z->ntypes = 0;
+    for (uint32_t t = 0; t < 65536; t++)
+        if (seen[t / 8] & (1u << (t % 8)))
+            z->types[z->ntypes++] = (uint16_t)t;
+    return SP_ZONE_OK;
+}
+
+uint32_t sp_zone_find_rrset(const struct sp_zone *z, uint32_t name, uint16_t type)
+{
+    const struct sp_zone_name *n = &z->names[name];
+    for (uint32_t i = 0; i < n->nrrsets; i++)
+        if (z->rrsets[n->first_rrset + i].type == type)
+            return n->first_rrset + i;
+    return SP_ZONE_NONE;
+}
+
+/* Each name's parent, added as an empty non-terminal where it holds nothing. */
+static int link_parents(struct sp_zone *z)
+{
+    uint32_t origin_len = z->names[z->origin].len;
+    for (uint32_t id = 0; id < z->nnames; id++) {   /* nnames grows as parents are added */
+        if (id == z->origin)
+            continue;
+        struct sp_zone_name n = z->names[id];
+        if (n.len <= origin_len)
+            continue;   /* outside the origin: group() has declined already */
+        const uint8_t *w = sp_zone_name_wire(z, id);
+        uint8_t parent[SP_ZONE_NAME_MAX];
+        size_t plen = n.len - 1u - w[0];
+        memcpy(parent, w + 1 + w[0], plen);
+        uint32_t p = sp_zone_intern(z, parent, plen);
+        if (p == SP_ZONE_NONE)
+            return SP_ZONE_NOMEM;
+        z->names[id].parent = p;
+        if (w[0] == 1 && w[1] == '*' && n.nrrsets)
+            z->names[p].wildcard = id;
+        if (w[0] && w[1] == 0)
+            z->nul_labels = true;
+    }
+    return SP_ZONE_OK;
+}
+
+/* The topmost cut at or above each name: its parent's, else itself if a cut. */
+static int find_cuts(struct sp_zone *z)
+{
+    for (uint32_t id = 0; id < z->nnames; id++)
+        z->names[id].is_cut = id != z->origin && sp_zone_find_rrset(z, id, TYPE_NS) != SP_ZONE_NONE;
+    uint32_t *path = malloc(SP_ZONE_NAME_MAX * sizeof(*path));
+    uint8_t *done = calloc(z->nnames, 1);
+    if (path == NULL || done == NULL) {
+        free(path);
+        free(done);
+        return SP_ZONE_NOMEM;
+    }
+    for (uint32_t id = 0; id < z->nnames; id++) {
+        uint32_t depth = 0, n = id;
+        while (n != SP_ZONE_NONE && !done[n]) {      /* up to a name already settled */
+            path[depth++] = n;
+            n = z->names[n].parent;
+        }
+        uint32_t top = n == SP_ZONE_NONE ? SP_ZONE_NONE : z->names[n].cut_top;
+        while (depth--) {                             /* then down, the topmost cut kept */
+            n = path[depth];
+            if (top == SP_ZONE_NONE && z->names[n].is_cut)
+                top = n;
+            z->names[n].cut_top = top;
+            done[n] = 1;
+        }
+    }
+    free(path);
+    free(done);
+    return SP_ZONE_OK;
+}
+
+int sp_zone_finish(struct sp_zone *z, const uint8_t *origin, size_t origin_len)
+{
+    z->origin = sp_zone_intern(z, origin, origin_len);
+    if (z->origin == SP_ZONE_NONE)
+        return SP_ZONE_NOMEM;
+    int rc = group(z);
+    if (rc != SP_ZONE_OK)
+        return rc;
+    for (uint32_t i = 0; i < z->nrrsets; i++) {
+        const struct sp_zone_rrset *s = &z->rrsets[i];
+        if (s->type == TYPE_SOA && s->name != z->origin)
+            return decline(z, "an SOA record below the origin", s->name);
+        if (s->type == TYPE_CNAME && z->names[s->name].nrrsets > 1)
+            return decline(z, "a CNAME and other records", s->name);
+    }
+    z->soa = sp_zone_find_rrset(z, z->origin, TYPE_SOA);
+    if (z->soa == SP_ZONE_NONE || sp_zone_find_rrset(z, z->origin, TYPE_NS) == SP_ZONE_NONE)
+        return decline(z, "no SOA or no NS at the origin", SP_ZONE_NONE);
+    const struct sp_zone_rdata *soa = &z->rdatas[z->rrsets[z->soa].first];
+    const uint8_t *d = z->rdata_arena + soa->off;
+    size_t mname = sp_zone_wire_len(d, soa->len);
+    size_t rname = mname ? sp_zone_wire_len(d + mname, soa->len - mname) : 0;
+    if (!rname || mname + rname + 20 != soa->len)
+        return decline(z, "a malformed SOA", z->origin);
+    const uint8_t *f = d + mname + rname;
+    z->serial = (uint32_t)f[0] << 24 | (uint32_t)f[1] << 16 | (uint32_t)f[2] << 8 | f[3];
+    uint32_t minimum = (uint32_t)f[16] << 24 | (uint32_t)f[17] << 16 | (uint32_t)f[18] << 8 | f[19];
+    z->negative_ttl = z->rrsets[z->soa].ttl < minimum ? z->rrsets[z->soa].ttl : minimum;
+    rc = link_parents(z);
+    if (rc != SP_ZONE_OK)
+        return rc;
+    return find_cuts(z);
+}

@@ -1,0 +1,93 @@
+# Zones loaded and compiled in C (included by _core.pyx): NativeZone. See
+# native/include/stormpy/zone/zone.h; stormpy/dns/native.py decides when it is used.
+
+ZONE_READER = sp_zone_reader_available()   # False: built without ldns
+
+
+class ZoneDeclined(Exception):
+    """The C path leaves this zone to the Python loader and compiler (the reason)."""
+
+
+cdef class NativeZone:
+    """A master file read by ldns into C; compile_into() adds its keys to a builder.
+    Raises ZoneDeclined for what the C path does not handle."""
+    cdef sp_zone *z
+
+    def __cinit__(self):
+        self.z = sp_zone_new()
+        if self.z is NULL:
+            raise MemoryError()
+
+    def read(self, str path, str origin=None):
+        """Read the master file (without the GIL: records_read shows the progress)."""
+        cdef bytes bpath = path.encode()
+        cdef bytes borigin = origin.encode() if origin is not None else None
+        cdef const char *cpath = bpath
+        cdef const char *corigin = NULL
+        cdef int rc
+        if borigin is not None:
+            corigin = borigin
+        with nogil:
+            rc = sp_zone_read(self.z, cpath, corigin)
+        if rc == SP_ZONE_NOMEM:
+            raise MemoryError()
+        if rc != SP_ZONE_OK:
+            raise ZoneDeclined(self.z.why.decode(errors="replace"))
+
+    @property
+    def records_read(self):
+        """Records read so far (a progress line reads it while read() runs)."""
+        return self.z.nrecords if self.z.nrecords else self.z.nrdatas
+
+    def __dealloc__(self):
+        sp_zone_free(self.z)
+
+    @property
+    def origin_wire(self):
+        cdef const uint8_t *w = sp_zone_name_wire(self.z, self.z.origin)
+        cdef size_t n = 0
+        while w[n]:
+            n += 1 + w[n]
+        return bytes(w[:n + 1])
+
+    @property
+    def serial(self):
+        return self.z.serial
+
+    @property
+    def records(self):
+        return self.z.nrdatas
+
+    @property
+    def names(self):
+        return self.z.nnames
+
+    def rrsets(self):
+        """Every RRset as (owner wire, type, TTL, [rdata wire]): for the Python compiler
+        when it compiles this zone (the file is not read twice)."""
+        cdef const sp_zone_rrset *s
+        cdef const sp_zone_rdata *d
+        cdef uint32_t i, k
+        for i in range(self.z.nrrsets):
+            s = &self.z.rrsets[i]
+            owner = sp_zone_name_wire(self.z, s.name)[:self.z.names[s.name].len]
+            datas = []
+            for k in range(s.count):
+                d = &self.z.rdatas[s.first + k]
+                datas.append(self.z.rdata_arena[d.off:d.off + d.len])
+            yield owner, s.type, s.ttl, datas
+
+    def compile_into(self, TableBuilder builder, uint32_t slot=0):
+        """Add every key of the zone to builder, its answers counted in slot.
+        Returns (keys, distinct responses); raises ZoneDeclined."""
+        cdef sp_zone_compile_stats stats
+        cdef int rc
+        if builder.b is NULL:
+            raise ValueError("builder already finished")
+        with nogil:
+            rc = sp_zone_compile(self.z, builder.b, slot, &stats)
+        if rc == SP_ZONE_NOMEM:
+            raise MemoryError()
+        if rc != SP_ZONE_OK:
+            raise ZoneDeclined(self.z.why.decode(errors="replace"))
+        return stats.keys, stats.responses

@@ -1,0 +1,152 @@
+"""Zones loaded and compiled in C: master files read by ldns, every answer decided and
+encoded in native/zone/ straight into the table builder, with no Python per record.
+
+compiler.py stays the reference and the path for everything the C side declines
+(DNSSEC records, DNAME, $GENERATE, nested zones, custom responders' extend(), a
+build without ldns): each load and each compile says at debug level which path it
+took and why. STORMPY_ZONE_LOADER=python forces the Python path (tests compare both).
+"""
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import sys
+import threading
+import time
+
+import dns.name
+import dns.rdata
+import dns.rdataclass
+import dns.zone
+
+from stormpy import _core
+
+log = logging.getLogger("stormpy")
+
+
+def enabled() -> bool:
+    return _core.ZONE_READER and os.environ.get("STORMPY_ZONE_LOADER", "c") != "python"
+
+
+class NativeZone:
+    """A zone read by ldns, kept in C for compiling; it stands where dns/zone.py's
+    Zone does. `zone` (dnspython's) is read only if asked for (tools, extend())."""
+
+    def __init__(self, path: str, origin: str | None, native):
+        self.path, self.native, self._origin_arg, self._zone = path, native, origin, None
+        self.origin = dns.name.from_wire(native.origin_wire, 0)[0]
+
+    @property
+    def zone(self):
+        """dnspython's zone from the records C holds (the file is not read again: it may
+        have changed, or be a pipe), for the Python compiler and tools."""
+        if self._zone is None:
+            zone = dns.zone.Zone(self.origin, relativize=False)
+            for owner, rdtype, ttl, datas in self.native.rrsets():
+                name = dns.name.from_wire(owner, 0)[0]
+                rdataset = zone.find_rdataset(name, rdtype, create=True)
+                for data in datas:
+                    rdataset.add(dns.rdata.from_wire(dns.rdataclass.IN, rdtype, data, 0, len(data)),
+                                 ttl)
+            self._zone = zone
+        return self._zone
+
+    @property
+    def record_count(self) -> int:
+        return self.native.records
+
+    @property
+    def serial(self) -> int:
+        return self.native.serial
+
+
+@contextlib.contextmanager
+def progress(what: str, count=None, stream=None):
+    """A line on the terminal, rewritten each second, while a load lasts over a second:
+    what it is doing, the records read so far (count()) and the time taken."""
+    stream = stream or sys.stderr
+    if not stream.isatty():
+        yield
+        return
+    done, start, shown = threading.Event(), time.monotonic(), []
+
+    def report():
+        while not done.wait(1.0):
+            counted = f", {count():,} records" if count else ""
+            stream.write(f"\rstormpy: {what}{counted}, {time.monotonic() - start:.0f} s ")
+            stream.flush()
+            shown.append(True)
+    reporter = threading.Thread(target=report, daemon=True)
+    reporter.start()
+    try:
+        yield
+    finally:
+        done.set()
+        reporter.join()
+        if shown:
+            stream.write(f"\rstormpy: {what}: done in {time.monotonic() - start:.1f} s\n")
+            stream.flush()
+
+
+def load(path: str, origin: str | None) -> NativeZone | None:
+    """The zone read in C, or None (the reason logged) when the Python loader must read it."""
+    if not enabled():
+        return None
+    if origin is not None and not origin.endswith("."):
+        origin += "."
+    reader = _core.NativeZone()
+    try:
+        with progress(f"reading {path}", lambda: reader.records_read):
+            reader.read(path, origin)
+        zone = NativeZone(path, origin, reader)
+    except _core.ZoneDeclined as e:
+        log.debug("%s: read by dnspython, not ldns: %s", path, e)
+        return None
+    log.debug("%s: read by ldns (%d records)", path, zone.record_count)
+    return zone
+
+
+def _nested(zones) -> bool:
+    origins = [z.origin for z in zones]
+    return any(a != b and a.is_subdomain(b) for a in origins for b in origins) \
+        or len(set(origins)) != len(origins)
+
+
+def compile_zones(zones, chaos_version, chaos_identity, zone_slots):
+    """compiler.compile_zones on the C path: (table, CompileStats), or None when a zone
+    needs the Python compiler."""
+    from stormpy.dns.compiler import (DNS_PATCHES, CompileStats, _emit_chaos, _Emitter,
+                                      _rcode_of)
+    if not zones or not all(isinstance(z, NativeZone) for z in zones) or _nested(zones):
+        why = "nested or repeated zones" if zones and _nested(zones) else "a zone read by dnspython"
+        log.debug("compiling in Python: %s", why)
+        return None
+    builder = _core.TableBuilder()
+    zone_responses, keys = {}, 0
+    for z in zones:
+        try:
+            with progress(f"compiling {z.origin.to_text()}"):
+                added, responses = z.native.compile_into(builder, zone_slots.get(z.origin, 0))
+        except _core.ZoneDeclined as e:
+            log.debug("%s: compiling in Python: %s", z.path, e)
+            return None
+        zone_responses[z.origin.to_text()] = responses
+        keys += added
+    chaos = _Emitter()
+    _emit_chaos(chaos, chaos_version, chaos_identity)
+    first = None
+    for (wire, droppable, zone, _wildcard) in chaos.responses:
+        index = builder.add_response(wire, DNS_PATCHES, _rcode_of(wire) | zone << 8 | droppable << 16)
+        first = index if first is None else first
+    for (t, key), index in chaos.keys.items():
+        builder.add_key(t, key, first + index)
+    table = builder.finish()
+    info = table.info()
+    log.debug("compiled in C: %d zone(s), %d keys", len(zones), keys)
+    stats = CompileStats(zones=len(zones), records=sum(z.record_count for z in zones),
+                         names=sum(z.native.names for z in zones), keys=info["keys"],
+                         responses=info["responses"], memory_bytes=info["memory_bytes"],
+                         zone_responses=zone_responses,
+                         serials={z.origin.to_text(): z.serial for z in zones})
+    return table, stats
