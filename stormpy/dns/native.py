@@ -117,7 +117,7 @@ def compile_zones(zones, chaos_version, chaos_identity, zone_slots):
     """compiler.compile_zones on the C path: (table, CompileStats), or None when a zone
     needs the Python compiler."""
     from stormpy.dns.compiler import (DNS_PATCHES, CompileStats, _emit_chaos, _Emitter,
-                                      _rcode_of)
+                                      _user_word)
     if not zones or not all(isinstance(z, NativeZone) for z in zones) or _nested(zones):
         why = "nested or repeated zones" if zones and _nested(zones) else "a zone read by dnspython"
         log.debug("compiling in Python: %s", why)
@@ -135,12 +135,11 @@ def compile_zones(zones, chaos_version, chaos_identity, zone_slots):
         keys += added
     chaos = _Emitter()
     _emit_chaos(chaos, chaos_version, chaos_identity)
-    first = None
-    for (wire, droppable, zone, _wildcard) in chaos.responses:
-        index = builder.add_response(wire, DNS_PATCHES, _rcode_of(wire) | zone << 8 | droppable << 16)
-        first = index if first is None else first
+    stored = {}
+    for (plain, _signed, zone, _wildcard, _spliced), index in chaos.responses.items():
+        stored[index] = builder.add_response(plain[0], DNS_PATCHES, _user_word(*plain, zone, 0))
     for (t, key), index in chaos.keys.items():
-        builder.add_key(t, key, first + index)
+        builder.add_key(t, key, stored[index])
     table = builder.finish()
     info = table.info()
     log.debug("compiled in C: %d zone(s), %d keys", len(zones), keys)
