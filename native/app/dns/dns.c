@@ -294,7 +294,7 @@ static size_t answer_spliced(const struct sp_table *t, const struct sp_dns_confi
     if (!n) {
         c->truncated++;
         n = write_truncated(t, r, msg, q, cfg, out, limit);
-        return count_rcode(c, out[3] & 0x0f, summed(out, n, sum));
+        return count_rcode(c, n ? out[3] & 0x0f : 0, summed(out, n, sum));   /* n: 0 when nothing fits */
     }
     if (opt) {
         sp_put16(out + 10, (uint16_t)(sp_get16(out + 10) + 1));
