@@ -115,7 +115,7 @@ def compile_rows(args) -> list[dict]:
                         best[label] = res
             for label, _ in tools:
                 seconds, kib = best[label][:2]
-                row = {"records": records, "tool": label, "seconds": round(seconds, 3),
+                row = {"records": records, "tool": label, "seconds": round(seconds, 6),
                        "peak_mib": round(kib / 1024, 1)}
                 if len(best[label]) > 2:  # stormpy's own split
                     got = best[label][2]
