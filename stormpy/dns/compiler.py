@@ -219,6 +219,7 @@ class CompileStats:
     memory_bytes: int = 0
     zone_responses: dict[str, int] = field(default_factory=dict)  # origin: its distinct answers
     serials: dict[str, int] = field(default_factory=dict)   # zone (text) -> SOA serial
+    compiled_in: str = "Python"     # or "C" (dns/native.py): what a slow load looks at first
 
 
 class _Emitter:
@@ -388,11 +389,10 @@ def compile_zones(zones: list[Zone], chaos_version: str | None = None,
     responder's names and rules, stormpy.responder). zone_slots (origin -> counter
     slot, assign_zone_slots) numbers each zone's answers for the per-zone counters."""
     zone_slots = zone_slots or {}
-    if extend is None:
-        from stormpy.dns import native     # the C path, when every zone was read in C
-        compiled = native.compile_zones(zones, chaos_version, chaos_identity, zone_slots)
-        if compiled is not None:
-            return compiled
+    from stormpy.dns import native         # the C path, when every zone was read in C
+    compiled = native.compile_zones(zones, chaos_version, chaos_identity, zone_slots, extend)
+    if compiled is not None:
+        return compiled
     origins = [z.origin for z in zones]
     if len(set(origins)) != len(origins):
         dup = next(o for o in origins if origins.count(o) > 1)

@@ -2,8 +2,7 @@
 encoded in native/zone/ straight into the table builder, with no Python per record.
 
 compiler.py stays the reference and the path for everything the C side declines
-(DNSSEC records, DNAME, $GENERATE, nested zones, custom responders' extend(), a
-build without ldns): each load and each compile says at debug level which path it
+(DNSSEC records, DNAME, $GENERATE, nested zones, a build without ldns): each load and each compile says at debug level which path it
 took and why. STORMPY_ZONE_LOADER=python forces the Python path (tests compare both).
 """
 from __future__ import annotations
@@ -113,9 +112,10 @@ def _nested(zones) -> bool:
         or len(set(origins)) != len(origins)
 
 
-def compile_zones(zones, chaos_version, chaos_identity, zone_slots):
+def compile_zones(zones, chaos_version, chaos_identity, zone_slots, extend=None):
     """compiler.compile_zones on the C path: (table, CompileStats), or None when a zone
-    needs the Python compiler."""
+    needs the Python compiler. extend(builder) adds its keys after the zones' and the
+    chaos names', as on the Python path."""
     from stormpy.dns.compiler import (DNS_PATCHES, CompileStats, _emit_chaos, _Emitter,
                                       _user_word)
     if not zones or not all(isinstance(z, NativeZone) for z in zones) or _nested(zones):
@@ -140,6 +140,8 @@ def compile_zones(zones, chaos_version, chaos_identity, zone_slots):
         stored[index] = builder.add_response(plain[0], DNS_PATCHES, _user_word(*plain, zone, 0))
     for (t, key), index in chaos.keys.items():
         builder.add_key(t, key, stored[index])
+    if extend is not None:
+        extend(builder)
     table = builder.finish()
     info = table.info()
     log.debug("compiled in C: %d zone(s), %d keys", len(zones), keys)
@@ -147,5 +149,5 @@ def compile_zones(zones, chaos_version, chaos_identity, zone_slots):
                          names=sum(z.native.names for z in zones), keys=info["keys"],
                          responses=info["responses"], memory_bytes=info["memory_bytes"],
                          zone_responses=zone_responses,
-                         serials={z.origin.to_text(): z.serial for z in zones})
+                         serials={z.origin.to_text(): z.serial for z in zones}, compiled_in="C")
     return table, stats

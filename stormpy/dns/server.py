@@ -181,7 +181,8 @@ class DnsServer(Server):
                 for f in self.files if wanted in (None, f.name)]
 
     def describe(self) -> str:
-        return f"{self.stats.zones} zone(s), {self.stats.records} records"
+        return (f"{self.stats.zones} zone(s), {self.stats.records} records, "
+                f"compiled in {self.stats.compiled_in}")
 
     def import_for_reload(self) -> None:
         import_rdata_classes()
