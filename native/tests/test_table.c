@@ -51,6 +51,36 @@ static void test_lookup(void)
     sp_table_free(t);
 }
 
+/* A name's keys under several tags share its bytes; only equal bytes are shared. */
+static void test_shared_key_bytes(void)
+{
+    struct sp_table_builder *b = sp_table_builder_new();
+    uint8_t resp[16] = {0};
+    for (int i = 0; i < 8; i++) {
+        resp[15] = (uint8_t)i;
+        CHECK_EQ(sp_table_add_response(b, resp, sizeof(resp), NULL, 0, (uint32_t)i), i);
+    }
+    const char *keys[] = {"www.one", "www.one", "www.one", "www.two", "www.on", "www.one"};
+    for (int i = 0; i < 6; i++)
+        CHECK_EQ(sp_table_add_key(b, (uint64_t)i, (const uint8_t *)keys[i], (uint32_t)strlen(keys[i]),
+                                  (uint32_t)i), 0);
+    struct sp_table *t = sp_table_builder_finish(b);
+    CHECK(t != NULL);
+    for (int i = 0; i < 6; i++) {
+        const struct sp_response *r = sp_table_find(t, (uint64_t)i, (const uint8_t *)keys[i],
+                                                    strlen(keys[i]));
+        CHECK(r && r->user == (uint32_t)i);
+        CHECK(sp_table_find(t, (uint64_t)i, (const uint8_t *)"www.onf", 7) == NULL);
+    }
+    CHECK(sp_table_find(t, 4, (const uint8_t *)"www.one", 7) == NULL);
+    struct sp_table_info info;
+    sp_table_get_info(t, &info);
+    /* 8 responses of 16 bytes, then "www.one" once for the first three keys, "www.two",
+     * "www.on", "www.one" again (not next to its twin), and the arena's end padding */
+    CHECK_EQ(info.arena_bytes, 8 * 16 + 7 + 7 + 6 + 7 + 8);
+    sp_table_free(t);
+}
+
 static void test_invalid_patches(void)
 {
     struct sp_table_builder *b = sp_table_builder_new();
@@ -184,6 +214,7 @@ static void test_ref_pins(void)
 int main(void)
 {
     test_lookup();
+    test_shared_key_bytes();
     test_invalid_patches();
     test_render_and_sum();
     test_ref_swap();
