@@ -72,6 +72,19 @@ def test_sweep_zone_has_a_row_per_zone_size():
     assert lines[1].startswith("| 1 |") and lines[2].startswith("| 50 |")
 
 
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="one CPU: nothing to scale to")
+def test_cores_runs_one_worker_then_one_per_cpu():
+    r = bench("cores", "--json", "--names", "20", "--queries", "300", "--rounds", "2",
+              "--repeat", "2")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    n = len(os.sched_getaffinity(0))
+    assert len(out["cpus"]) == n and len(out["ratios"]) == 2 and out["answered_share"] == 1.0
+    # each worker replays every query `rounds` times from its own queue
+    assert out["frames"] == [300 * 2] * 2 + [300 * 2 * n] * 2
+    assert all(x > 0 for x in out["ratios"]) and out["veth"]
+
+
 def test_compile_reports_time_and_memory():
     r = bench("compile", "--records", "100", "--rounds", "1", "--no-knot", "--python-path", "--json")
     assert r.returncode == 0, r.stderr

@@ -86,6 +86,20 @@ def build_parser(p: argparse.ArgumentParser = None) -> argparse.ArgumentParser:
     _workload_args(s, 50)
     s.set_defaults(run="sweep")
 
+    co = sub.add_parser("cores", help="one worker per CPU at once against one alone (no root)",
+                        description="The frame worker on the memory backend, alone on the first "
+                        "CPU, then one per CPU at once (a process each, pinned, one shared table): "
+                        "aggregate frames/s against one worker's, rounds alternating.")
+    co.add_argument("--names", type=positive, default=1000, metavar="N",
+                    help="zone size in names (default 1000)")
+    co.add_argument("--workers", type=positive, default=None, metavar="N",
+                    help="workers at once (default: one per CPU this process may use)")
+    co.add_argument("--mode", choices=("memcpy", "precopy"), default="memcpy")
+    co.add_argument("--repeat", type=positive, default=5, metavar="N",
+                    help="rounds of (one worker, all workers) (default 5)")
+    _workload_args(co, 300)
+    co.set_defaults(run="cores")
+
     c = sub.add_parser("compile", help="zone compile time and peak memory, beside Knot DNS",
                        description="Time and peak memory to compile zones of 1k, 100k and 1M "
                        "records (stormpy check-zone, in a child process), beside Knot DNS "
@@ -302,7 +316,7 @@ def _sockets_args(p) -> None:
 
 def register(subparsers) -> None:
     """Add `bench` to stormpy's subcommands; the handler is `run(args)`."""
-    b = subparsers.add_parser("bench", help="benchmarks: fastpath, sweep, responders, compile, peers, "
+    b = subparsers.add_parser("bench", help="benchmarks: fastpath, sweep, cores, responders, compile, peers, "
                               "sockets, http, http-loss",
                               description=DESCRIPTION)
     build_parser(b)
@@ -312,7 +326,7 @@ def run(args) -> int:
     """Run the parsed `stormpy bench ...`; BenchError becomes one line and status 2."""
     which = getattr(args, "run", None)
     if which is None:
-        print("stormpy bench: choose one of fastpath, sweep, responders, compile, peers, sockets, "
+        print("stormpy bench: choose one of fastpath, sweep, cores, responders, compile, peers, sockets, "
               "http, http-loss, gen (stormpy bench -h)", file=sys.stderr)
         return 2
     try:
@@ -327,6 +341,9 @@ def run(args) -> int:
         if which == "responders":
             from stormpy.bench.responders import run_responders
             return run_responders(args)
+        if which == "cores":
+            from stormpy.bench.cores import run_cores
+            return run_cores(args)
         if which == "compile":
             from stormpy.bench.zonecompile import run_compile
             return run_compile(args)

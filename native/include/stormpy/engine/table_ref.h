@@ -29,6 +29,8 @@ struct sp_table_ref {
     struct sp_table *current;   /* the fields here are accessed only atomically */
     uint64_t generation;
     int nworkers;
+    /* keeps worker 0's slot, written every batch, off the line every worker reads */
+    char read_mostly_pad[64];
     struct sp_worker_slot slot[SP_MAX_WORKERS];
 };
 

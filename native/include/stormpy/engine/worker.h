@@ -71,6 +71,9 @@ struct sp_frame_worker {
     /* `stormpy tap`'s region (tap.h), mapped before the fork; NULL on sockets. The
      * worker copies its frames into ring `index` while a tap is attached. */
     struct sp_tap_region *tap;
+    /* Workers lie side by side in shared memory: this keeps the counters one writes per
+     * frame off any cache line of the next one's (no false sharing between cores). */
+    char next_worker_pad[64];
 };
 
 /* How sp_frame_worker_init() sets a worker up. */
