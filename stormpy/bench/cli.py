@@ -95,6 +95,8 @@ def build_parser(p: argparse.ArgumentParser = None) -> argparse.ArgumentParser:
     co.add_argument("--workers", type=positive, default=None, metavar="N",
                     help="workers at once (default: one per CPU this process may use)")
     co.add_argument("--mode", choices=("memcpy", "precopy"), default="memcpy")
+    co.add_argument("--rrl", type=positive, default=0, metavar="RATE",
+                    help="response rate limiting at RATE answers/s per source (default off)")
     co.add_argument("--repeat", type=positive, default=5, metavar="N",
                     help="rounds of (one worker, all workers) (default 5)")
     _workload_args(co, 300)

@@ -9,7 +9,10 @@ the common start to the last worker's end, against one worker's; the two measure
 alternate, round after round, and the ratio is taken per round.
 
 A second CPU that is busy with something else (another job, this machine's own
-interrupts) shows as a ratio below N: run it on a quiet machine. The two-queue veth with
+interrupts) shows as a ratio below N: run it on a quiet machine. `--rrl RATE` turns
+response rate limiting on, whose buckets are the one thing the workers share and write
+per answer; the recorded queries all come from one address, so every worker updates the
+same few buckets: the worst case for that sharing. The two-queue veth with
 a generator on a third CPU needs three CPUs; on fewer it is skipped with the reason.
 """
 from __future__ import annotations
@@ -68,6 +71,8 @@ def cores_rows(args) -> dict:
         say(f"cores: compiling a zone of {args.names:,} names")
         wl = CompiledWorkload(args.names, args.queries, args.seed, tmp)
         ref = TableRef(wl.table, len(wanted))
+        if args.rrl:
+            ref.set_rrl(rate=args.rrl)
         one, many = [], []
         for r in range(args.repeat):
             say(f"cores: round {r + 1}/{args.repeat}: 1 worker, then {len(wanted)} at once")
@@ -75,6 +80,7 @@ def cores_rows(args) -> dict:
             many.append(measure(ref, wl.frames, wanted, args.rounds, args.mode))
     ratios = [m["qps"] / o["qps"] for o, m in zip(one, many)]
     return {"names": args.names, "keys": wl.stats.keys, "mode": args.mode, "cpus": wanted,
+            "rrl": args.rrl,
             "one_qps": [round(o["qps"]) for o in one], "all_qps": [round(m["qps"]) for m in many],
             "ratios": [round(x, 3) for x in ratios], "ratio_median": round(statistics.median(ratios), 3),
             "ratio_best": round(max(ratios), 3), "ratio_worst": round(min(ratios), 3),
@@ -99,7 +105,8 @@ def run_cores(args) -> int:
     table = [[i + 1, f"{o:,}", f"{a:,}", f"{x:.2f}x"]
              for i, (o, a, x) in enumerate(zip(out["one_qps"], out["all_qps"], out["ratios"]))]
     print(markdown_table(header, table))
-    print(f"\n{out['names']:,} names ({out['keys']:,} keys), {out['mode']}, CPUs {out['cpus']}: "
+    rrl = f", RRL at {out['rrl']:,}/s" if out["rrl"] else ""
+    print(f"\n{out['names']:,} names ({out['keys']:,} keys), {out['mode']}{rrl}, CPUs {out['cpus']}: "
           f"{len(out['cpus'])} workers give {out['ratio_median']:.2f}x one worker (median; "
           f"{out['ratio_worst']:.2f}-{out['ratio_best']:.2f}x)")
     print(f"veth: {out['veth']}")
