@@ -5,7 +5,7 @@ frames, no kernel I/O), first alone on the first CPU, then one worker per CPU at
 each a process of its own pinned to its CPU, all reading the same table in shared memory
 through one TableRef, as serve-dns's workers do. Each worker replays the same recorded
 queries from its own memory "queue". Aggregate frames per second over the wall time from
-the common start to the last worker's end, against one worker's; the two measurements
+the first worker's start to the last one's end, against one worker's; the two measurements
 alternate, round after round, and the ratio is taken per round.
 
 A second CPU that is busy with something else (another job, this machine's own
@@ -34,13 +34,14 @@ def _worker(ref, frames, index: int, cpu: int, rounds: int, mode: str, start, do
     """One worker process: pinned, waits for the common start, runs, reports its frames."""
     os.sched_setaffinity(0, {cpu})
     start.wait()
+    began = time.monotonic_ns()
     _, counters = run_memory_worker(ref, frames, worker=index, rounds=rounds, capture_max=0,
                                     mode=mode)
-    done.put((index, counters["rx"], counters["tx"], time.monotonic_ns()))
+    done.put((index, counters["rx"], counters["tx"], began, time.monotonic_ns()))
 
 
 def measure(ref, frames, cpus: list[int], rounds: int, mode: str) -> dict:
-    """len(cpus) workers at once; frames/s over the wall time from the common start."""
+    """len(cpus) workers at once; frames/s from the first worker's start to the last one's end."""
     ctx = multiprocessing.get_context("fork")       # the children share ref's mapping
     start, done = ctx.Barrier(len(cpus) + 1), ctx.Queue()
     procs = [ctx.Process(target=_worker, args=(ref, frames, i, cpu, rounds, mode, start, done))
@@ -48,7 +49,6 @@ def measure(ref, frames, cpus: list[int], rounds: int, mode: str) -> dict:
     for p in procs:
         p.start()
     start.wait()
-    began = time.monotonic_ns()
     results = [done.get(timeout=600) for _ in procs]
     for p in procs:
         p.join()
@@ -57,7 +57,7 @@ def measure(ref, frames, cpus: list[int], rounds: int, mode: str) -> dict:
     rx, tx = sum(r[1] for r in results), sum(r[2] for r in results)
     if tx == 0:
         raise BenchError(f"the workers answered none of {rx} frames")
-    seconds = (max(r[3] for r in results) - began) / 1e9
+    seconds = (max(r[4] for r in results) - min(r[3] for r in results)) / 1e9
     return {"workers": len(cpus), "frames": rx, "answered": tx, "seconds": seconds,
             "qps": tx / seconds}
 
