@@ -366,3 +366,26 @@ def test_txqueues_quick(tmp_path):
         assert all(float(row["replies_per_s"]) > 1000 for row in ring.values())
     assert lab_namespaces() <= before
     assert not lab6_leftovers()
+
+
+def test_own_stack_finds_the_programs_pip_installed(tmp_path, monkeypatch):
+    """Without a clone (REPO_ROOT has no examples/), lab own-stack runs the copies that
+    pip installs as the stormpy.examples package (pyproject's package-dir)."""
+    import stormpy
+    from stormpy.lab import own_stack
+    installed = tmp_path / "site" / "examples"
+    installed.mkdir(parents=True)
+    for name in own_stack.PROGRAMS.values():
+        (installed / name).write_text("# the installed copy\n")
+    monkeypatch.setattr(own_stack, "REPO_ROOT", str(tmp_path / "no-clone"))
+    package_path = list(stormpy.__path__)
+    monkeypatch.setattr(stormpy, "__path__", [*package_path, str(tmp_path / "site")])
+    sys.modules.pop("stormpy.examples", None)
+    try:
+        for program, name in own_stack.PROGRAMS.items():
+            assert own_stack.program_path(program) == str(installed / name)
+    finally:
+        sys.modules.pop("stormpy.examples", None)
+    monkeypatch.setattr(stormpy, "__path__", package_path)
+    with pytest.raises(own_stack.LabError, match="reinstall stormpy"):
+        own_stack.program_path("python")

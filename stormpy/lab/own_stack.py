@@ -66,11 +66,17 @@ for n in (1, 64, 1000):
 
 
 def program_path(program: str) -> str:
-    path = os.path.join(REPO_ROOT, "examples", PROGRAMS[program])
-    if not os.path.exists(path):
-        raise LabError(f"lab own-stack runs the tutorial's programs from the repository, and "
-                       f"{path} is missing: run it from a clone of stormpy")
-    return path
+    """The tutorial's program: in the clone's examples/, or where pip installed them
+    (the stormpy.examples package)."""
+    name = PROGRAMS[program]
+    spec = importlib.util.find_spec("stormpy.examples")
+    installed = list(spec.submodule_search_locations or []) if spec else []
+    for folder in [os.path.join(REPO_ROOT, "examples"), *installed]:
+        path = os.path.join(folder, name)
+        if os.path.exists(path):
+            return path
+    raise LabError(f"lab own-stack runs the tutorial's program examples/{name}, which is "
+                   f"neither in {REPO_ROOT} nor installed: reinstall stormpy")
 
 
 def backend_args(backend: str) -> list:
