@@ -5,6 +5,7 @@ support/netns.py and support/responders.py; prints its results as JSON:
     ns_client.py udp HOST PORT TIMEOUT PAYLOADS              hex payloads -> hex replies
     ns_client.py tcp HOST PORT TIMEOUT LINES                 lines -> the lines answered
     ns_client.py diff SERVER PORT SEED                       the differential UDP cases
+    ns_client.py wire SERVER PORT udp|tcp TIMEOUT FILE       hex queries (JSON file) -> hex replies
     ns_client.py synflood SERVER PORT COUNT SECONDS          SYNs from spoofed sources
     ns_client.py seen IFACE HOST PORT TIMEOUT PAYLOADS       `udp`, and the frames IFACE carried
 """
@@ -16,7 +17,7 @@ import sys
 import time
 
 from support import dnsdiff
-from support.client import summary, tcp_lines, udp_payloads, udp_query
+from support.client import summary, tcp_lines, tcp_query, udp_payloads, udp_query
 
 
 def checksum(data: bytes) -> int:
@@ -85,6 +86,12 @@ def main(mode, *args):
         return [summary(q[0], q[1], server, int(port), proto == "tcp",
                         q[2] if len(q) > 2 else None, float(timeout))
                 for q in json.loads(questions)]
+    if mode == "wire":
+        server, port, proto, timeout, path = args
+        ask = tcp_query if proto == "tcp" else udp_query
+        with open(path) as f:
+            replies = [ask(bytes.fromhex(q), (server, int(port)), float(timeout)) for q in json.load(f)]
+        return [r.hex() if r is not None else None for r in replies]
     if mode in ("udp", "tcp"):
         host, port, timeout, items = args
         exchange = udp_payloads if mode == "udp" else tcp_lines

@@ -158,11 +158,15 @@ def dirs(workdir):
     return knot_dir, zone_dir
 
 
+def serving_on(backend: str) -> list:
+    """serve-dns's arguments to answer at SERVER_V4:53 on this backend."""
+    return (["--listen", f"{SERVER_V4}:53", "--workers", "1"] if backend == "socket" else
+            ["--iface", "veth0", "--backend", backend])
+
+
 def secondary_args(zone_dir, backend="socket"):
-    where = (["--listen", f"{SERVER_V4}:53", "--workers", "1"] if backend == "socket" else
-             ["--iface", "veth0", "--backend", backend])
     return ["--secondary", ORIGIN, "--primary", CLIENT_V4, "--tsig", TSIG, "--zone-dir", zone_dir,
-            *where]
+            *serving_on(backend)]
 
 
 @pytest.mark.parametrize("backend", EVERY_BACKEND)
@@ -275,7 +279,8 @@ def notify_from(pair, source, wire):
     return bytes.fromhex(r.stdout.strip()) if r.stdout.strip() else None
 
 
-def test_knot_as_secondary_of_stormpy(pair, workdir):
+@pytest.mark.parametrize("backend", EVERY_BACKEND)
+def test_knot_as_secondary_of_stormpy(pair, workdir, backend):
     """Outbound AXFR with TSIG: knotd (client namespace) follows stormpy's zone."""
     zone = os.path.join(workdir, "example.com.zone")
     with open(zone, "w") as f:
@@ -295,7 +300,7 @@ def test_knot_as_secondary_of_stormpy(pair, workdir):
                 f"zone:\n  - domain: {ORIGIN}\n    master: stormpy\n    acl: notify\n"
                 "log:\n  - target: stdout\n    any: info\n")
     args = [zone, "--tsig", TSIG, "--transfer-allow", "198.18.0.0/24", "--notify", CLIENT_V4,
-            "--listen", f"{SERVER_V4}:53", "--workers", "1"]
+            *serving_on(backend)]
     with NsServer(pair, args) as server, open(os.path.join(storage, "log"), "w+") as log:
         knot = subprocess.Popen(pair.argv(pair.client, knotd_path(), "-c", conf), stdout=log,
                                 stderr=subprocess.STDOUT)
