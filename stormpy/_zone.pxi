@@ -34,6 +34,25 @@ cdef class NativeZone:
         if rc != SP_ZONE_OK:
             raise ZoneDeclined(self.z.why.decode(errors="replace"))
 
+    def add_records(self, records, bytes origin not None):
+        """The zone from records already parsed (a transfer's): (owner wire, type, TTL,
+        rdata wire) each, then grouped under origin (a name wire) as read() does."""
+        cdef const uint8_t[:] owner, rdata
+        cdef int rc = SP_ZONE_OK
+        if self.z.nrdatas:
+            raise ValueError("this zone has records already")
+        for o, rdtype, ttl, d in records:
+            owner, rdata = o, d if d else b"\0"
+            rc = sp_zone_add_record(self.z, &owner[0], len(o), rdtype, ttl, &rdata[0], len(d))
+            if rc != SP_ZONE_OK:
+                break
+        if rc == SP_ZONE_OK:
+            rc = sp_zone_finish(self.z, origin, len(origin))
+        if rc == SP_ZONE_NOMEM:
+            raise MemoryError()
+        if rc != SP_ZONE_OK:
+            raise ZoneDeclined(self.z.why.decode(errors="replace"))
+
     @property
     def records_read(self):
         """Records read so far (a progress line reads it while read() runs)."""

@@ -6,7 +6,9 @@ import random
 import dns.message
 import dns.name
 import dns.rcode
+import dns.rdata
 import dns.rdatatype
+import dns.zone
 import pytest
 
 from stormpy import _core
@@ -185,3 +187,57 @@ def test_serve_dns_compiles_in_c_beside_a_secondary_with_no_data(tmp_path):
         for name in ("sec.test", "www.sec.test"):
             r = udp(dns.message.make_query(name, "A"), srv.addr)
             assert r.rcode() == dns.rcode.SERVFAIL, name
+
+
+def test_transferred_zones_compile_in_c_alike(monkeypatch):
+    """A zone that came parsed (a secondary's transfer, dnspython's) goes into the C
+    store record by record and compiles in C, answering as the Python compiler does;
+    a signed zone stays with the Python compiler."""
+    asked = 0
+    for name in ("native/edge.zone", "example.com.zone", "example.net.zone"):
+        path = os.path.join(ZONES, name)
+        monkeypatch.setenv("STORMPY_ZONE_LOADER", "python")
+        parsed = load_zone(path)
+        py, _ = compile_zones([parsed])
+        monkeypatch.setenv("STORMPY_ZONE_LOADER", "c")
+        prepared = native.from_records(path, parsed.zone)
+        assert isinstance(prepared, native.NativeZone) and prepared.zone is parsed.zone
+        assert (prepared.serial, prepared.record_count) == (parsed.serial, parsed.record_count)
+        c, stats = compile_zones([prepared])
+        assert stats.compiled_in == "C"
+        rng = random.Random(name)
+        for qname, qtype in _questions(parsed, rng):
+            q = dns.message.make_query(qname, qtype, use_edns=0).to_wire()
+            assert _meaning(c.dns_answer(q, tcp=True)) == _meaning(py.dns_answer(q, tcp=True)), \
+                f"{name}: {qname} {qtype}"
+            asked += 1
+    assert asked > 1000
+    monkeypatch.setenv("STORMPY_ZONE_LOADER", "python")
+    signed = load_zone(os.path.join(ZONES, "signed.example.zone"))
+    monkeypatch.setenv("STORMPY_ZONE_LOADER", "c")
+    assert native.from_records("signed", signed.zone) is None
+
+
+def test_a_secondary_serves_each_serial_from_the_c_store(tmp_path, monkeypatch):
+    """serving() prepares the C store once per serial: an IXFR changes the zone in
+    place, and the next compile must see it."""
+    import dns.rdataset
+    from stormpy.dns.secondary import Secondary, TransferZone
+    monkeypatch.setenv("STORMPY_ZONE_LOADER", "c")
+    origin = dns.name.from_text("example.net.")
+    sec = Secondary(origin, ("127.0.0.1", 53), None, str(tmp_path))
+    sec.zone = dns.zone.from_file(os.path.join(ZONES, "example.net.zone"), origin=origin,
+                                  relativize=False, zone_factory=TransferZone)
+    first = sec.serving()
+    assert isinstance(first, native.NativeZone) and first.serial == 7
+    assert sec.serving() is first
+    with sec.zone.writer() as txn:
+        soa = sec.zone.get_rdataset(origin, "SOA")
+        txn.replace(origin, dns.rdataset.from_rdata(soa.ttl, soa[0].replace(serial=8)))
+        txn.add(dns.name.from_text("new.example.net."), 60,
+                dns.rdata.from_text("IN", "A", "198.51.100.7"))
+    second = sec.serving()
+    assert second is not first and second.serial == 8
+    table, _ = compile_zones([second])
+    r = dns.message.from_wire(table.dns_answer(dns.message.make_query("new.example.net", "A").to_wire()))
+    assert r.answer and r.answer[0][0].address == "198.51.100.7"

@@ -106,6 +106,25 @@ def load(path: str, origin: str | None) -> NativeZone | None:
     return zone
 
 
+def from_records(path: str, zone: dns.zone.Zone) -> NativeZone | None:
+    """A zone parsed already (dnspython's: a secondary's transfer) as the C path keeps
+    it, so that it compiles in C; None (the reason logged) when the Python compiler must."""
+    if not enabled():
+        return None
+    reader = _core.NativeZone()
+    records = ((name.to_wire(), rds.rdtype, rds.ttl, rd.to_wire())
+               for name, rds in zone.iterate_rdatasets() for rd in rds)
+    try:
+        with progress(f"preparing {zone.origin.to_text()}", lambda: reader.records_read):
+            reader.add_records(records, zone.origin.to_wire())
+    except _core.ZoneDeclined as e:
+        log.debug("%s: compiled in Python: %s", zone.origin, e)
+        return None
+    native = NativeZone(path, None, reader)
+    native._zone = zone
+    return native
+
+
 def _nested(zones) -> bool:
     origins = [z.origin for z in zones]
     return any(a != b and a.is_subdomain(b) for a in origins for b in origins) \

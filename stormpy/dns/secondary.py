@@ -70,6 +70,7 @@ class Secondary:
         self.last_error: str | None = None
         self.transfers = {"axfr": 0, "ixfr": 0, "failed": 0}
         self._wake: asyncio.Event | None = None
+        self._prepared = None         # (zone's id, serial, what serving() gives for them)
 
     @property
     def name(self) -> str:
@@ -91,7 +92,13 @@ class Secondary:
         """The zone to compile, or None (SERVFAIL): no data yet, or expired."""
         if self.zone is None or self.expired:
             return None
-        return Zone(path=self.path, origin=self.origin, zone=self.zone)
+        # an IXFR changes the zone in place, and always its serial
+        if self._prepared is None or self._prepared[:2] != (id(self.zone), self.serial):
+            from stormpy.dns import native          # the C compiler, when it takes the zone
+            prepared = native.from_records(self.path, self.zone)
+            self._prepared = (id(self.zone), self.serial,
+                              prepared or Zone(path=self.path, origin=self.origin, zone=self.zone))
+        return self._prepared[2]
 
     # -- the zone on disk --------------------------------------------------------
     def load_saved(self) -> None:

@@ -670,6 +670,9 @@ cdef extern from "stormpy/zone/zone.h" nogil:
     sp_zone *sp_zone_new()
     void sp_zone_free(sp_zone *z)
     int sp_zone_read(sp_zone *z, const char *path, const char *origin)
+    int sp_zone_add_record(sp_zone *z, const uint8_t *owner, size_t owner_len, uint16_t type,
+                           uint32_t ttl, const uint8_t *rdata, size_t rdlen)
+    int sp_zone_finish(sp_zone *z, const uint8_t *origin, size_t origin_len)
     bint sp_zone_reader_available()
     const uint8_t *sp_zone_name_wire(const sp_zone *z, uint32_t id)
     int sp_zone_compile(sp_zone *z, sp_table_builder *b, uint32_t slot,
