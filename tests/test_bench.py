@@ -85,6 +85,16 @@ def test_cores_runs_one_worker_then_one_per_cpu():
     assert all(x > 0 for x in out["ratios"]) and out["veth"]
 
 
+@pytest.mark.skipif(not _core.ZONE_READER, reason="built without ldns: no C store")
+def test_ixfr_times_every_step_and_serves_the_delta():
+    r = bench("ixfr", "--json", "--records", "1000")
+    assert r.returncode == 0, r.stderr
+    steps = json.loads(r.stdout)["1000"]
+    assert steps["swap after the IXFR"] == pytest.approx(
+        steps["into the C store again"] + steps["compile again"], abs=1e-3)
+    assert all(v >= 0 for v in steps.values()) and steps["read (dnspython)"] > 0
+
+
 def test_compile_reports_time_and_memory():
     r = bench("compile", "--records", "100", "--rounds", "1", "--no-knot", "--python-path", "--json")
     assert r.returncode == 0, r.stderr

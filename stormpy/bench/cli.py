@@ -119,6 +119,15 @@ def build_parser(p: argparse.ArgumentParser = None) -> argparse.ArgumentParser:
     _output_args(c)
     c.set_defaults(run="compile")
 
+    ix = sub.add_parser("ixfr", help="a secondary's swap after a small IXFR, per zone size (no root)",
+                        description="dnspython reads a zone (as a transfer would), it goes into "
+                        "the C store and compiles; a 3-record IXFR delta is applied in place; the "
+                        "seconds from there to a new table.")
+    ix.add_argument("--records", type=number_list, default=[100_000, 1_000_000], metavar="LIST",
+                    help="zone sizes in records (default 100k,1M)")
+    _output_args(ix)
+    ix.set_defaults(run="ixfr")
+
     pe = sub.add_parser("peers", help="kxdpgun load on Knot (XDP, sockets), NSD and stormpy (root)",
                         description="One kxdpgun load across a veth pair between two network "
                         "namespaces, server and generator pinned to different CPUs, the same zone "
@@ -318,7 +327,7 @@ def _sockets_args(p) -> None:
 
 def register(subparsers) -> None:
     """Add `bench` to stormpy's subcommands; the handler is `run(args)`."""
-    b = subparsers.add_parser("bench", help="benchmarks: fastpath, sweep, cores, responders, compile, peers, "
+    b = subparsers.add_parser("bench", help="benchmarks: fastpath, sweep, cores, responders, compile, ixfr, peers, "
                               "sockets, http, http-loss",
                               description=DESCRIPTION)
     build_parser(b)
@@ -328,7 +337,7 @@ def run(args) -> int:
     """Run the parsed `stormpy bench ...`; BenchError becomes one line and status 2."""
     which = getattr(args, "run", None)
     if which is None:
-        print("stormpy bench: choose one of fastpath, sweep, cores, responders, compile, peers, sockets, "
+        print("stormpy bench: choose one of fastpath, sweep, cores, responders, compile, ixfr, peers, sockets, "
               "http, http-loss, gen (stormpy bench -h)", file=sys.stderr)
         return 2
     try:
@@ -343,6 +352,9 @@ def run(args) -> int:
         if which == "responders":
             from stormpy.bench.responders import run_responders
             return run_responders(args)
+        if which == "ixfr":
+            from stormpy.bench.ixfr import run_ixfr
+            return run_ixfr(args)
         if which == "cores":
             from stormpy.bench.cores import run_cores
             return run_cores(args)

@@ -1,0 +1,89 @@
+"""`stormpy bench ixfr`: what a secondary's swap costs after a small IXFR.
+
+For each zone size (the `stormpy bench compile` zones): dnspython reads the zone, as a
+transfer's parse would; it goes into the C store and compiles, as the first transfer's
+does; an IXFR-like delta (a new serial, one record added, one deleted) is applied in
+place, as dns/secondary.py does; then into the C store and compiled again: the time
+from the IXFR landing to a new table.
+"""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import time
+
+import dns.name
+import dns.rdata
+import dns.rdataset
+import dns.zone
+
+from stormpy.bench.errors import BenchError
+from stormpy.bench.report import markdown_table, say, write_csv
+from stormpy.bench.workload import write_compile_zone
+
+STEPS = ["read (dnspython)", "into the C store", "compile", "apply the delta",
+         "into the C store again", "compile again"]
+
+
+def _timed(step: str, times: dict, fn):
+    start = time.perf_counter()
+    out = fn()
+    times[step] = time.perf_counter() - start
+    return out
+
+
+def _delta(zone: dns.zone.Zone) -> None:
+    with zone.writer() as txn:
+        soa = zone.get_rdataset(zone.origin, "SOA")
+        txn.replace(zone.origin, dns.rdataset.from_rdata(soa.ttl, soa[0].replace(serial=soa[0].serial + 1)))
+        txn.add(dns.name.from_text("added", zone.origin), 60, dns.rdata.from_text("IN", "A", "192.0.2.99"))
+        txn.delete(dns.name.from_text("host0", zone.origin), "A")
+
+
+def _check_delta_served(table, origin) -> None:
+    """The table compiled last answers the delta's record: the swap measured is real."""
+    import dns.message
+    q = dns.message.make_query(dns.name.from_text("added", origin), "A")
+    r = dns.message.from_wire(table.dns_answer(q.to_wire()))
+    if not r.answer or r.answer[0][0].to_text() != "192.0.2.99":
+        raise BenchError(f"the table compiled after the delta does not answer it: {r}")
+
+
+def measure(path: str) -> dict:
+    from stormpy.dns import native
+    from stormpy.dns.compiler import compile_zones
+    from stormpy.dns.secondary import TransferZone
+    times: dict = {}
+    zone = _timed(STEPS[0], times, lambda: dns.zone.from_file(path, relativize=False,
+                                                               zone_factory=TransferZone))
+    for into, compile_step in ((STEPS[1], STEPS[2]), (STEPS[4], STEPS[5])):
+        prepared = _timed(into, times, lambda: native.from_records(path, zone))
+        if prepared is None:
+            raise BenchError("the C path declined the zone (a build without ldns?)")
+        table, _ = _timed(compile_step, times, lambda: compile_zones([prepared]))
+        if into == STEPS[1]:
+            _timed(STEPS[3], times, lambda: _delta(zone))
+    _check_delta_served(table, zone.origin)
+    times["swap after the IXFR"] = times[STEPS[4]] + times[STEPS[5]]
+    return {k: round(v, 4) for k, v in times.items()}
+
+
+def run_ixfr(args) -> int:
+    columns = {}
+    with tempfile.TemporaryDirectory(prefix="stormpy-ixfr-") as tmp:
+        for records in args.records:
+            path = os.path.join(tmp, f"bench-{records}.zone")
+            say(f"ixfr: a zone of {records:,} records")
+            write_compile_zone(path, records)
+            columns[records] = measure(path)
+    if args.json:
+        print(json.dumps({str(k): v for k, v in columns.items()}))
+        return 0
+    header = ["step (seconds)"] + [f"{r:,} records" for r in columns]
+    steps = STEPS + ["swap after the IXFR"]
+    table = [[step] + [f"{columns[r][step]:.3f}" for r in columns] for step in steps]
+    print(markdown_table(header, table))
+    if args.csv:
+        write_csv(args.csv, header, table)
+    return 0
