@@ -6,7 +6,8 @@ It serves example.com.'s SOA over UDP and AXFR/IXFR over TCP. Each request reads
 MODEFILE: "good SERIAL" transfers the zone with that serial; "truncated SERIAL" cuts
 the connection in the middle of a message; "garbled SERIAL" sends a message with
 random bytes in its records; "noend SERIAL" closes before the final SOA; "wrongzone
-SERIAL" transfers another zone's records. Every wait is bounded; it exits on SIGTERM."""
+SERIAL" transfers another zone's records; "huge SERIAL" a good transfer whose TXT
+RRset at big.example.com. makes an answer over 65535 bytes (it cannot be compiled). Every wait is bounded; it exits on SIGTERM."""
 import random
 import socket
 import struct
@@ -61,6 +62,11 @@ def serve_tcp(conn, path):
             return
         how, serial = mode(path)
         rrsets = records(serial, "example.org." if how == "wrongzone" else ORIGIN)
+        if how == "huge":      # the RRset in two halves, one per message
+            big = [dns.rrset.from_text(f"big.{ORIGIN}", 300, "IN", "TXT",
+                                       *(f'"{i:03d} {"y" * 220}"' for i in range(k, 300, 2)))
+                   for k in (0, 1)]
+            rrsets = [rrsets[0], big[0], *rrsets[1:-1], big[1], rrsets[-1]]
         if how == "noend":
             rrsets = rrsets[:-1]
         half = len(rrsets) // 2

@@ -387,3 +387,45 @@ def test_corrupt_transfers_keep_the_old_data(pair, workdir):
     assert r is not None, sec.log
     assert sec.log.count("keeping serial 1") >= 4, sec.log
     assert "Traceback" not in sec.log, sec.log
+
+
+def test_a_transfer_that_does_not_compile_is_fetched_again(pair, workdir):
+    """A good transfer whose zone cannot be compiled (an answer over 65535 bytes): the
+    old table serves on, the error is logged, and the zone is fetched whole again at the
+    next try even though the primary's serial has not moved, so the primary's fix of
+    the data at the same serial is served."""
+    import dns.message
+    import dns.opcode
+    modefile = os.path.join(workdir, "mode")
+    with open(modefile, "w") as f:
+        f.write("good 1")
+    fake = subprocess.Popen(pair.argv(pair.client, sys.executable,
+                                      os.path.join(REPO, "tests", "ns_fake_primary.py"),
+                                      CLIENT_V4, "53", modefile),
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        assert fake.stdout.readline().strip() == "ready"
+        args = ["--secondary", ORIGIN, "--primary", CLIENT_V4, "--zone-dir", workdir,
+                "--listen", f"{SERVER_V4}:53", "--workers", "1"]
+        notify = dns.message.make_query(ORIGIN, "SOA")
+        notify.set_opcode(dns.opcode.NOTIFY)
+        with Secondary(pair, args) as sec:
+            assert serial_of(soa(pair)) == 1
+            with open(modefile, "w") as f:
+                f.write("huge 2")
+            assert notify_from(pair, CLIENT_V4, notify.to_wire()) is not None
+            time.sleep(1.5)
+            assert serial_of(soa(pair)) == 1             # the old table serves on
+            with open(modefile, "w") as f:
+                f.write("good 2")                        # fixed, at the same serial
+            # the retry timer of the fake zone is 2 s
+            r = wait_for(pair, lambda r: serial_of(r) == 2, 10)
+            sec.stop()
+    finally:
+        fake.terminate()
+        fake.wait(timeout=10)
+    assert "serial 2 does not compile" in sec.log, sec.log
+    assert r is not None, sec.log
+    failed_at = sec.log.index("serial 2 does not compile")
+    assert "AXFR serial 2" in sec.log[failed_at:], sec.log
+    assert "Traceback" not in sec.log, sec.log

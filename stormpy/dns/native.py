@@ -137,8 +137,8 @@ def compile_zones(zones, chaos_version, chaos_identity, zone_slots, extend=None)
     chaos names', as on the Python path."""
     from stormpy.dns.compiler import (DNS_PATCHES, CompileStats, _emit_chaos, _Emitter,
                                       _user_word)
-    if not zones or not all(isinstance(z, NativeZone) for z in zones) or _nested(zones):
-        why = "nested or repeated zones" if zones and _nested(zones) else "a zone read by dnspython"
+    if not all(isinstance(z, NativeZone) for z in zones) or _nested(zones):
+        why = "nested or repeated zones" if _nested(zones) else "a zone read by dnspython"
         log.debug("compiling in Python: %s", why)
         return None
     builder = _core.TableBuilder()

@@ -71,6 +71,7 @@ class Secondary:
         self.transfers = {"axfr": 0, "ixfr": 0, "failed": 0}
         self._wake: asyncio.Event | None = None
         self._prepared = None         # (zone's id, serial, what serving() gives for them)
+        self.uncompiled: int | None = None    # a serial transferred that did not compile
 
     @property
     def name(self) -> str:
@@ -146,7 +147,9 @@ class Secondary:
         the log, or None when nothing did. Raises TransferFailed."""
         remote = self._primary_serial()
         current = self.serial
-        if current is not None and not newer(remote, current):
+        if current is not None and current == self.uncompiled:
+            current = None                      # AXFR: the zone held may be a bad delta's
+        elif current is not None and not newer(remote, current):
             self._touch()
             return None
         how = self._transfer(current)
@@ -249,7 +252,15 @@ class Secondary:
             self.expired = False
             if changed or was_expired:
                 log.info("secondary %s: %s", self.name, changed or f"serving serial {self.serial} again")
-                await reload(self.name)
+                result = await reload(self.name)
+                if result and result.get("error"):
+                    # the old table serves on; fetch the whole zone again, even at this serial
+                    self.uncompiled, self.last_error = self.serial, result["error"]
+                    log.warning("secondary %s: serial %s does not compile; the whole zone is "
+                                "fetched again in %d s", self.name, self.serial, self.timers()[1])
+                    wait = self.timers()[1]
+                    continue
+                self.uncompiled = None
             wait = self.timers()[0]
 
 
