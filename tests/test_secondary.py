@@ -2,6 +2,7 @@
 in network namespaces: Knot as the primary (client namespace, 198.18.0.2) and stormpy
 as its secondary (server namespace, 198.18.0.1); then Knot as stormpy's secondary."""
 import base64
+import contextlib
 import json
 import os
 import signal
@@ -348,12 +349,9 @@ def test_transfer_refused_by_default_and_unsigned(pair, workdir):
     assert "not signed with the TSIG key" in outputs[1][1]
 
 
-def test_corrupt_transfers_keep_the_old_data(pair, workdir):
-    """A fake primary cuts, garbles, ends early or sends another zone: each time the
-    secondary logs the failure and keeps serving serial 1; a good transfer then works."""
-    import dns.message
-    import dns.opcode
-    modefile = os.path.join(workdir, "mode")
+@contextlib.contextmanager
+def fake_primary(pair, modefile):
+    """tests/ns_fake_primary.py in the client namespace, starting in mode "good 1"."""
     with open(modefile, "w") as f:
         f.write("good 1")
     fake = subprocess.Popen(pair.argv(pair.client, sys.executable,
@@ -362,28 +360,44 @@ def test_corrupt_transfers_keep_the_old_data(pair, workdir):
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         assert fake.stdout.readline().strip() == "ready"
-        args = ["--secondary", ORIGIN, "--primary", CLIENT_V4, "--zone-dir", workdir,
-                "--listen", f"{SERVER_V4}:53", "--workers", "1"]
-        notify = dns.message.make_query(ORIGIN, "SOA")
-        notify.set_opcode(dns.opcode.NOTIFY)
-        with Secondary(pair, args) as sec:
-            assert serial_of(soa(pair)) == 1
-            for serial, how in enumerate(("truncated", "garbled", "noend", "wrongzone"), 2):
-                with open(modefile, "w") as f:
-                    f.write(f"{how} {serial}")
-                assert notify_from(pair, CLIENT_V4, notify.to_wire()) is not None
-                time.sleep(1.0)
-                assert serial_of(soa(pair)) == 1, how
-                www = pair.query([["www.example.com", "A"]], timeout=1)[0]
-                assert www["answer"] == ["192.0.2.2"], how
-            with open(modefile, "w") as f:
-                f.write("good 9")
-            notify_from(pair, CLIENT_V4, notify.to_wire())
-            r = wait_for(pair, lambda r: serial_of(r) == 9, 10)
-            sec.stop()
+        yield fake
     finally:
         fake.terminate()
         fake.wait(timeout=10)
+
+
+def unsigned_secondary(zone_dir) -> list:
+    return ["--secondary", ORIGIN, "--primary", CLIENT_V4, "--zone-dir", zone_dir,
+            *serving_on("socket")]
+
+
+def notify_message():
+    import dns.message
+    import dns.opcode
+    notify = dns.message.make_query(ORIGIN, "SOA")
+    notify.set_opcode(dns.opcode.NOTIFY)
+    return notify
+
+
+def test_corrupt_transfers_keep_the_old_data(pair, workdir):
+    """A fake primary cuts, garbles, ends early or sends another zone: each time the
+    secondary logs the failure and keeps serving serial 1; a good transfer then works."""
+    modefile, notify = os.path.join(workdir, "mode"), notify_message()
+    with fake_primary(pair, modefile), Secondary(pair, unsigned_secondary(workdir)) as sec:
+        assert serial_of(soa(pair)) == 1
+        for serial, how in enumerate(("truncated", "garbled", "noend", "wrongzone"), 2):
+            with open(modefile, "w") as f:
+                f.write(f"{how} {serial}")
+            assert notify_from(pair, CLIENT_V4, notify.to_wire()) is not None
+            time.sleep(1.0)
+            assert serial_of(soa(pair)) == 1, how
+            www = pair.query([["www.example.com", "A"]], timeout=1)[0]
+            assert www["answer"] == ["192.0.2.2"], how
+        with open(modefile, "w") as f:
+            f.write("good 9")
+        notify_from(pair, CLIENT_V4, notify.to_wire())
+        r = wait_for(pair, lambda r: serial_of(r) == 9, 10)
+        sec.stop()
     assert r is not None, sec.log
     assert sec.log.count("keeping serial 1") >= 4, sec.log
     assert "Traceback" not in sec.log, sec.log
@@ -394,36 +408,19 @@ def test_a_transfer_that_does_not_compile_is_fetched_again(pair, workdir):
     old table serves on, the error is logged, and the zone is fetched whole again at the
     next try even though the primary's serial has not moved, so the primary's fix of
     the data at the same serial is served."""
-    import dns.message
-    import dns.opcode
-    modefile = os.path.join(workdir, "mode")
-    with open(modefile, "w") as f:
-        f.write("good 1")
-    fake = subprocess.Popen(pair.argv(pair.client, sys.executable,
-                                      os.path.join(REPO, "tests", "ns_fake_primary.py"),
-                                      CLIENT_V4, "53", modefile),
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    try:
-        assert fake.stdout.readline().strip() == "ready"
-        args = ["--secondary", ORIGIN, "--primary", CLIENT_V4, "--zone-dir", workdir,
-                "--listen", f"{SERVER_V4}:53", "--workers", "1"]
-        notify = dns.message.make_query(ORIGIN, "SOA")
-        notify.set_opcode(dns.opcode.NOTIFY)
-        with Secondary(pair, args) as sec:
-            assert serial_of(soa(pair)) == 1
-            with open(modefile, "w") as f:
-                f.write("huge 2")
-            assert notify_from(pair, CLIENT_V4, notify.to_wire()) is not None
-            time.sleep(1.5)
-            assert serial_of(soa(pair)) == 1             # the old table serves on
-            with open(modefile, "w") as f:
-                f.write("good 2")                        # fixed, at the same serial
-            # the retry timer of the fake zone is 2 s
-            r = wait_for(pair, lambda r: serial_of(r) == 2, 10)
-            sec.stop()
-    finally:
-        fake.terminate()
-        fake.wait(timeout=10)
+    modefile, notify = os.path.join(workdir, "mode"), notify_message()
+    with fake_primary(pair, modefile), Secondary(pair, unsigned_secondary(workdir)) as sec:
+        assert serial_of(soa(pair)) == 1
+        with open(modefile, "w") as f:
+            f.write("huge 2")
+        assert notify_from(pair, CLIENT_V4, notify.to_wire()) is not None
+        time.sleep(1.5)
+        assert serial_of(soa(pair)) == 1             # the old table serves on
+        with open(modefile, "w") as f:
+            f.write("good 2")                        # fixed, at the same serial
+        # the retry timer of the fake zone is 2 s
+        r = wait_for(pair, lambda r: serial_of(r) == 2, 10)
+        sec.stop()
     assert "serial 2 does not compile" in sec.log, sec.log
     assert r is not None, sec.log
     failed_at = sec.log.index("serial 2 does not compile")
