@@ -37,10 +37,37 @@ cdef class NativeZone:
     def add_records(self, records, bytes origin not None):
         """The zone from records already parsed (a transfer's): (owner wire, type, TTL,
         rdata wire) each, then grouped under origin (a name wire) as read() does."""
-        cdef const uint8_t[:] owner, rdata
-        cdef int rc = SP_ZONE_OK
         if self.z.nrdatas:
             raise ValueError("this zone has records already")
+        self._add_and_finish(records, origin)
+
+    def patch(self, names, records):
+        """Every record at these names (wire) replaced by records, given as for
+        add_records (an IXFR's delta, the changed names' records after it), the zone
+        grouped again in C. Raises ZoneDeclined; after any error, this zone is unusable."""
+        cdef list keep = [bytes(n) for n in names]
+        cdef size_t count = len(keep), i
+        cdef const uint8_t **wires = <const uint8_t **>PyMem_Malloc((count + 1) * sizeof(uint8_t *))
+        cdef size_t *lens = <size_t *>PyMem_Malloc((count + 1) * sizeof(size_t))
+        cdef int rc
+        if wires is NULL or lens is NULL:
+            PyMem_Free(wires)
+            PyMem_Free(lens)
+            raise MemoryError()
+        for i in range(count):
+            wires[i] = <const uint8_t *><bytes>keep[i]
+            lens[i] = len(<bytes>keep[i])
+        origin = self.origin_wire
+        rc = sp_zone_reopen(self.z, wires, lens, count)
+        PyMem_Free(wires)
+        PyMem_Free(lens)
+        if rc == SP_ZONE_NOMEM:
+            raise MemoryError()
+        self._add_and_finish(records, origin)
+
+    def _add_and_finish(self, records, bytes origin):
+        cdef const uint8_t[:] owner, rdata
+        cdef int rc = SP_ZONE_OK
         for o, rdtype, ttl, d in records:
             owner, rdata = o, d if d else b"\0"
             rc = sp_zone_add_record(self.z, &owner[0], len(o), rdtype, ttl, &rdata[0], len(d))
@@ -79,7 +106,7 @@ cdef class NativeZone:
 
     @property
     def names(self):
-        return self.z.nnames
+        return self.z.nnames - self.z.ndead
 
     def rrsets(self):
         """Every RRset as (owner wire, type, TTL, [rdata wire]): for the Python compiler

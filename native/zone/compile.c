@@ -262,7 +262,8 @@ int sp_zone_compile(struct sp_zone *z, struct sp_table_builder *b, uint32_t slot
     int64_t nxdomain = -1;
     int rc = grow_known(c);
     for (uint32_t name = 0; rc == SP_ZONE_OK && name < z->nnames; name++)
-        rc = emit_name(c, name, &nxdomain);
+        if (!z->names[name].dead)
+            rc = emit_name(c, name, &nxdomain);
     free(c->known);
     free(c);
     return rc;

@@ -91,7 +91,8 @@ bool sp_zone_is_subdomain(const uint8_t *name, size_t len, const uint8_t *parent
     return false;
 }
 
-uint32_t sp_zone_lookup(const struct sp_zone *z, const uint8_t *wire, size_t len)
+/* A name's id, dead or alive: a patch may bring a dead name back. */
+static uint32_t find(const struct sp_zone *z, const uint8_t *wire, size_t len)
 {
     for (uint32_t s = (uint32_t)name_hash(wire, len) & z->slots_mask;; s = (s + 1) & z->slots_mask) {
         uint32_t id = z->slots[s];
@@ -101,6 +102,12 @@ uint32_t sp_zone_lookup(const struct sp_zone *z, const uint8_t *wire, size_t len
         if (n->len == len && memcmp(z->arena + n->off, wire, len) == 0)
             return id - 1;
     }
+}
+
+uint32_t sp_zone_lookup(const struct sp_zone *z, const uint8_t *wire, size_t len)
+{
+    uint32_t id = find(z, wire, len);
+    return id != SP_ZONE_NONE && z->names[id].dead ? SP_ZONE_NONE : id;
 }
 
 static bool rehash(struct sp_zone *z)
@@ -129,7 +136,7 @@ uint32_t sp_zone_intern(struct sp_zone *z, const uint8_t *wire, size_t len)
         return SP_ZONE_NONE;
     for (size_t i = 0; i < len; i++)
         low[i] = lower(wire[i]);
-    uint32_t id = sp_zone_lookup(z, low, len);
+    uint32_t id = find(z, low, len);
     if (id != SP_ZONE_NONE)
         return id;
     if ((uint64_t)(z->nnames + 1) * 2 > z->slots_mask && !rehash(z))
@@ -284,29 +291,92 @@ uint32_t sp_zone_find_rrset(const struct sp_zone *z, uint32_t name, uint16_t typ
     return SP_ZONE_NONE;
 }
 
-/* Each name's parent, added as an empty non-terminal where it holds nothing. */
+/* Each owner's parents up to the origin, added as empty non-terminals where they hold
+ * nothing; a name that is neither (a patch took its records) is dead. */
 static int link_parents(struct sp_zone *z)
 {
     uint32_t origin_len = z->names[z->origin].len;
+    z->ndead = 0;
+    for (uint32_t id = 0; id < z->nnames; id++)
+        z->names[id].dead = z->names[id].nrrsets == 0 && id != z->origin;
     for (uint32_t id = 0; id < z->nnames; id++) {   /* nnames grows as parents are added */
-        if (id == z->origin)
-            continue;
-        struct sp_zone_name n = z->names[id];
-        if (n.len <= origin_len)
-            continue;   /* outside the origin: group() has declined already */
-        const uint8_t *w = sp_zone_name_wire(z, id);
-        uint8_t parent[SP_ZONE_NAME_MAX];
-        size_t plen = n.len - 1u - w[0];
-        memcpy(parent, w + 1 + w[0], plen);
-        uint32_t p = sp_zone_intern(z, parent, plen);
-        if (p == SP_ZONE_NONE)
-            return SP_ZONE_NOMEM;
-        z->names[id].parent = p;
-        if (w[0] == 1 && w[1] == '*' && n.nrrsets)
-            z->names[p].wildcard = id;
-        if (w[0] && w[1] == 0)
-            z->nul_labels = true;
+        if (z->names[id].nrrsets == 0)
+            continue;                                 /* reached from its descendants */
+        for (uint32_t n = id; n != z->origin && z->names[n].parent == SP_ZONE_NONE;) {
+            uint8_t len = z->names[n].len;
+            if (len <= origin_len)
+                break;        /* outside the origin: group() has declined already */
+            const uint8_t *w = sp_zone_name_wire(z, n);
+            uint8_t parent[SP_ZONE_NAME_MAX];
+            size_t plen = len - 1u - w[0];
+            memcpy(parent, w + 1 + w[0], plen);
+            if (w[0] && w[1] == 0)
+                z->nul_labels = true;
+            bool wildcard = w[0] == 1 && w[1] == '*' && z->names[n].nrrsets;
+            uint32_t p = sp_zone_intern(z, parent, plen);
+            if (p == SP_ZONE_NONE)
+                return SP_ZONE_NOMEM;
+            z->names[n].parent = p;
+            z->names[p].dead = 0;
+            if (wildcard)
+                z->names[p].wildcard = n;
+            n = p;
+        }
     }
+    for (uint32_t id = 0; id < z->nnames; id++)
+        z->ndead += z->names[id].dead;
+    return SP_ZONE_OK;
+}
+
+int sp_zone_reopen(struct sp_zone *z, const uint8_t *const *names, const size_t *lens,
+                   size_t count)
+{
+    uint8_t *drop = calloc(z->nnames + 1, 1);
+    struct sp_zone_record *records = malloc((z->nrdatas + 1) * sizeof(*records));
+    if (drop == NULL || records == NULL) {
+        free(drop);
+        free(records);
+        return SP_ZONE_NOMEM;
+    }
+    for (size_t i = 0; i < count; i++) {
+        uint8_t low[SP_ZONE_NAME_MAX];
+        if (lens[i] == 0 || lens[i] > SP_ZONE_NAME_MAX)
+            continue;
+        for (size_t k = 0; k < lens[i]; k++)
+            low[k] = lower(names[i][k]);
+        uint32_t id = find(z, low, lens[i]);
+        if (id != SP_ZONE_NONE)
+            drop[id] = 1;
+    }
+    uint32_t kept = 0;
+    for (uint32_t i = 0; i < z->nrrsets; i++) {
+        const struct sp_zone_rrset *s = &z->rrsets[i];
+        for (uint32_t k = 0; !drop[s->name] && k < s->count; k++) {
+            const struct sp_zone_rdata *d = &z->rdatas[s->first + k];
+            records[kept++] = (struct sp_zone_record){.name = s->name, .ttl = s->ttl,
+                .rdata = d->off, .type = s->type, .rdlen = d->len};
+        }
+    }
+    free(drop);
+    free(z->records);
+    free(z->rrsets);
+    free(z->rdatas);
+    free(z->types);
+    z->rrsets = NULL;
+    z->rdatas = NULL;
+    z->types = NULL;
+    z->nrrsets = z->nrdatas = z->ntypes = 0;
+    z->records = records;
+    z->nrecords = kept;
+    z->records_cap = z->nrecords + 1;     /* the arena keeps the dropped rdata: small */
+    for (uint32_t id = 0; id < z->nnames; id++) {
+        struct sp_zone_name *n = &z->names[id];
+        n->first_rrset = n->nrrsets = 0;
+        n->parent = n->cut_top = n->wildcard = SP_ZONE_NONE;
+        n->is_cut = n->dead = 0;
+    }
+    z->soa = SP_ZONE_NONE;
+    z->nul_labels = false;
     return SP_ZONE_OK;
 }
 

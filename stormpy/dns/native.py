@@ -125,6 +125,26 @@ def from_records(path: str, zone: dns.zone.Zone) -> NativeZone | None:
     return native
 
 
+def patch(prepared: NativeZone, zone: dns.zone.Zone, names) -> bool:
+    """prepared (from_records' zone, an IXFR ago) brought to zone's state in place: the
+    records at names (the IXFR's changed names) replaced by zone's, the rest untouched.
+    False, the reason logged, when the C path declines it; prepared is unusable then."""
+    def records():
+        for name in names:
+            for rds in zone.get_node(name) or ():
+                wire = name.to_wire()
+                for rd in rds:
+                    yield wire, rds.rdtype, rds.ttl, rd.to_wire()
+    try:
+        with progress(f"patching {zone.origin.to_text()}"):
+            prepared.native.patch([name.to_wire() for name in names], records())
+    except _core.ZoneDeclined as e:
+        log.debug("%s: compiled in Python: %s", zone.origin, e)
+        return False
+    prepared._zone = zone
+    return True
+
+
 def _nested(zones) -> bool:
     origins = [z.origin for z in zones]
     return any(a != b and a.is_subdomain(b) for a in origins for b in origins) \

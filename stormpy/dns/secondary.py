@@ -52,12 +52,21 @@ class TransferFailed(Exception):
 
 class TransferZone(dns.zone.Zone):
     """A zone that remembers whether its last transaction replaced it (AXFR, or an IXFR
-    answered with the full zone) or changed it (an IXFR's delta)."""
+    answered with the full zone) or changed it (an IXFR's delta), and which names its
+    deltas changed since the C store last took them (None: unknown, take it all)."""
     replaced = False
+    changed_names: set | None = None
 
     def writer(self, replacement: bool = False):
         self.replaced = replacement
         return super().writer(replacement)
+
+    def _commit_version(self, txn, version, origin):
+        super()._commit_version(txn, version, origin)
+        if txn.replacement:
+            self.changed_names = None
+        elif self.changed_names is not None:
+            self.changed_names |= version.changed
 
 
 class Secondary:
@@ -96,10 +105,23 @@ class Secondary:
         # an IXFR changes the zone in place, and always its serial
         if self._prepared is None or self._prepared[:2] != (id(self.zone), self.serial):
             from stormpy.dns import native          # the C compiler, when it takes the zone
-            prepared = native.from_records(self.path, self.zone)
+            prepared = self._patched(native) or native.from_records(self.path, self.zone)
+            if prepared is not None:
+                self.zone.changed_names = set()
             self._prepared = (id(self.zone), self.serial,
                               prepared or Zone(path=self.path, origin=self.origin, zone=self.zone))
         return self._prepared[2]
+
+    def _patched(self, native):
+        """The C store of the last serial with the IXFRs since applied to it, in time
+        proportional to the zone's records, not to a pass over them in Python; or None."""
+        if self._prepared is None or self._prepared[0] != id(self.zone):
+            return None
+        prepared, names = self._prepared[2], self.zone.changed_names
+        if not isinstance(prepared, native.NativeZone) or names is None:
+            return None
+        self._prepared = None                   # patched in place: no longer the old serial
+        return prepared if native.patch(prepared, self.zone, names) else None
 
     # -- the zone on disk --------------------------------------------------------
     def load_saved(self) -> None:
@@ -120,6 +142,13 @@ class Secondary:
                  " (expired)" if self.expired else "")
 
     def save(self) -> None:
+        """The zone to disk (after the swap: a big zone's file takes seconds to write)."""
+        try:
+            self._write()
+        except OSError as e:        # served all the same; a restart will transfer again
+            log.error("secondary %s: cannot save %s: %s", self.name, self.path, e.strerror or e)
+
+    def _write(self) -> None:
         tmp = self.path + ".tmp"
         self.zone.to_file(tmp, relativize=False, want_origin=True)
         os.replace(tmp, self.path)
@@ -153,10 +182,7 @@ class Secondary:
             self._touch()
             return None
         how = self._transfer(current)
-        try:
-            self.save()
-        except OSError as e:        # served all the same; a restart will transfer again
-            log.error("secondary %s: cannot save %s: %s", self.name, self.path, e.strerror or e)
+        self.answered_at = time.time()          # the file's mtime follows once it is saved
         return how
 
     def _tsig(self) -> dict:
@@ -253,6 +279,8 @@ class Secondary:
             if changed or was_expired:
                 log.info("secondary %s: %s", self.name, changed or f"serving serial {self.serial} again")
                 result = await reload(self.name)
+                if changed:
+                    await loop.run_in_executor(None, self.save)
                 if result and result.get("error"):
                     # the old table serves on; fetch the whole zone again, even at this serial
                     self.uncompiled, self.last_error = self.serial, result["error"]

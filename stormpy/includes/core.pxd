@@ -659,7 +659,7 @@ cdef extern from "stormpy/zone/zone.h" nogil:
         uint32_t off
         uint16_t len
     struct sp_zone:
-        uint32_t nnames, nrrsets, nrdatas, nrecords, origin, serial
+        uint32_t nnames, ndead, nrrsets, nrdatas, nrecords, origin, serial
         sp_zone_name *names
         sp_zone_rrset *rrsets
         sp_zone_rdata *rdatas
@@ -673,6 +673,8 @@ cdef extern from "stormpy/zone/zone.h" nogil:
     int sp_zone_add_record(sp_zone *z, const uint8_t *owner, size_t owner_len, uint16_t type,
                            uint32_t ttl, const uint8_t *rdata, size_t rdlen)
     int sp_zone_finish(sp_zone *z, const uint8_t *origin, size_t origin_len)
+    int sp_zone_reopen(sp_zone *z, const uint8_t *const *names, const size_t *lens,
+                       size_t count)
     bint sp_zone_reader_available()
     const uint8_t *sp_zone_name_wire(const sp_zone *z, uint32_t id)
     int sp_zone_compile(sp_zone *z, sp_table_builder *b, uint32_t slot,

@@ -44,7 +44,8 @@ struct sp_zone_name {
     uint32_t first_rrset;  /* its RRsets, ordered by type */
     uint16_t nrrsets;      /* 0: an empty non-terminal */
     uint8_t len;
-    uint8_t is_cut;        /* NS here and not the origin */
+    uint8_t is_cut : 1;    /* NS here and not the origin */
+    uint8_t dead : 1;      /* no longer in the zone (a patch took its records): skipped */
     uint32_t cut_top;      /* the topmost cut at or above it, or SP_ZONE_NONE */
     uint32_t wildcard;     /* its child '*' when that holds records, or SP_ZONE_NONE */
 };
@@ -76,6 +77,7 @@ struct sp_zone {
     size_t arena_len, arena_cap;
     struct sp_zone_name *names;
     uint32_t nnames, names_cap;
+    uint32_t ndead;             /* names marked dead (still hashed, never served) */
     uint32_t *slots;            /* name hash: id + 1, 0 empty */
     uint32_t slots_mask;
     uint8_t *rdata_arena;
@@ -114,6 +116,15 @@ int sp_zone_add_record(struct sp_zone *z, const uint8_t *owner, size_t owner_len
 /* Group the records into RRsets under the origin (a name wire), add the empty
  * non-terminals, find the cuts. SP_ZONE_OK, SP_ZONE_DECLINED or SP_ZONE_NOMEM. */
 int sp_zone_finish(struct sp_zone *z, const uint8_t *origin, size_t origin_len);
+
+/* A finished zone back to its records, less every record at the given names (any
+ * case), so that sp_zone_add_record() can give those names their new records and
+ * sp_zone_finish() group the zone again: a secondary's IXFR applied to the zone in
+ * place, in time proportional to the zone's records, not to a parse of them. Names
+ * left with no records and no descendant are marked dead by the finish. 0, or
+ * SP_ZONE_NOMEM (the zone is unusable then). */
+int sp_zone_reopen(struct sp_zone *z, const uint8_t *const *names, const size_t *lens,
+                   size_t count);
 
 /* Read a master file with ldns. origin: text, or NULL to take the file's first
  * $ORIGIN. SP_ZONE_DECLINED when this build has no ldns. */
