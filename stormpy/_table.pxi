@@ -1,6 +1,17 @@
 # Response tables (included by _core.pyx): TableBuilder, Table, and DNS answers
 # from a table. See native/include/stormpy/engine/table.h and app/dns/dns.h.
 
+cdef TableBuilder _editing(const sp_table *t):
+    """A builder holding a copy of t (sp_table_builder_edit)."""
+    cdef TableBuilder builder = TableBuilder()
+    cdef sp_table_builder *edit = sp_table_builder_edit(t)
+    if edit is NULL:
+        raise MemoryError()
+    sp_table_builder_free(builder.b)
+    builder.b = edit
+    return builder
+
+
 cdef class TableBuilder:
     """Collects prepackaged responses and their keys; finish() makes a Table."""
     cdef sp_table_builder *b
@@ -103,6 +114,12 @@ cdef class Table:
 
     def __dealloc__(self):
         sp_table_free(self.t)
+
+    def edit(self):
+        """A TableBuilder holding a copy of this table, to change and finish anew."""
+        if self.t is NULL:
+            raise ValueError("table already published")
+        return _editing(self.t)
 
     cdef sp_table *release(self) except NULL:
         if self.t is NULL:

@@ -124,6 +124,11 @@ cdef class TableRef:
         PyMem_Free(self.workers)
         PyMem_Free(self.rrl)
 
+    def edit(self):
+        """A TableBuilder holding a copy of the published table (read, never changed:
+        the workers may be reading it)."""
+        return _editing(self.ref.current)
+
     def publish(self, Table table not None):
         """Make table the one workers read from their next batch; the old one is
         retired until reclaim() finds no worker can still read it."""

@@ -123,6 +123,27 @@ cdef class NativeZone:
                 datas.append(self.z.rdata_arena[d.off:d.off + d.len])
             yield owner, s.type, s.ttl, datas
 
+    @property
+    def pending(self):
+        """Patched since its last compile: recompile_into() can bring that table up to date."""
+        return self.z.pending
+
+    def recompile_into(self, TableBuilder builder, uint32_t slot=0):
+        """builder, an edit of the table this zone was last compiled into, brought up
+        to the patches since: only the keys they can change compiled again. Returns
+        (keys, responses) added; raises ZoneDeclined when a whole compile is due."""
+        cdef sp_zone_compile_stats stats
+        cdef int rc
+        if builder.b is NULL:
+            raise ValueError("builder already finished")
+        with nogil:
+            rc = sp_zone_recompile(self.z, builder.b, slot, &stats)
+        if rc == SP_ZONE_NOMEM:
+            raise MemoryError()
+        if rc != SP_ZONE_OK:
+            raise ZoneDeclined(self.z.why.decode(errors="replace"))
+        return stats.keys, stats.responses
+
     def compile_into(self, TableBuilder builder, uint32_t slot=0):
         """Add every key of the zone to builder, its answers counted in slot.
         Returns (keys, distinct responses); raises ZoneDeclined."""

@@ -7,16 +7,6 @@
 #include "stormpy/proto/csum.h"
 #include "table_layout.h"
 
-struct sp_table_builder {
-    struct sp_table t;
-    uint64_t cap_arena, cap_responses, cap_patches, cap_entries;
-    uint32_t last_patch_off;
-    uint16_t last_npatch;
-    /* A name's keys (one per kind of question) come one after another: its bytes are
-     * stored once, which at a million names is tens of MiB. */
-    uint32_t last_key_off, last_key_len;
-};
-
 static bool grow(void **p, uint64_t *cap, uint64_t need, size_t elem)
 {
     if (need <= *cap)
@@ -30,21 +20,6 @@ static bool grow(void **p, uint64_t *cap, uint64_t need, size_t elem)
     *p = q;
     *cap = n;
     return true;
-}
-
-static inline uint64_t hash_key(uint64_t tag, const uint8_t *k, size_t n)
-{
-    uint64_t h = sp_key_hash_start(n), v;
-    for (; n >= 8; k += 8, n -= 8) {
-        memcpy(&v, k, 8);
-        h = sp_key_hash_word(h, v);
-    }
-    if (n) {
-        v = 0;
-        memcpy(&v, k, n);
-        h = sp_key_hash_word(h, v);
-    }
-    return hash_tagged(h, tag);
 }
 
 struct sp_table_builder *sp_table_builder_new(void)
@@ -235,32 +210,6 @@ const struct sp_response *sp_table_response(const struct sp_table *t, uint32_t i
     return index < t->nresponses ? &t->responses[index] : NULL;
 }
 
-static inline bool entry_matches(const struct sp_table *t, const struct entry *e, uint64_t tag,
-                                 const uint8_t *key, size_t key_len)
-{
-    return e->tag == tag && e->key_len == key_len &&
-           memcmp(t->arena + e->key_off, key, key_len) == 0;
-}
-
-/* Entry i into the index (its key's hash h); a key given twice keeps its later answer. */
-static void index_entry(struct sp_table *t, uint64_t i, uint64_t h)
-{
-    const struct entry *e = &t->entries[i];
-    for (uint64_t s = h & t->mask;; s = (s + 1) & t->mask) {
-        struct slot *sl = &t->slots[s];
-        if (!sl->entry_plus1) {
-            sl->hash = (uint32_t)(h >> 32);
-            sl->entry_plus1 = (uint32_t)i + 1;
-            return;
-        }
-        struct entry *old = &t->entries[sl->entry_plus1 - 1];
-        if (sl->hash == (uint32_t)(h >> 32) &&
-            entry_matches(t, old, e->tag, t->arena + e->key_off, e->key_len)) {
-            old->response = e->response;
-            return;
-        }
-    }
-}
 
 struct sp_table *sp_table_builder_finish(struct sp_table_builder *b)
 {
@@ -271,22 +220,26 @@ struct sp_table *sp_table_builder_finish(struct sp_table_builder *b)
         sp_table_builder_free(b);
         return NULL;
     }
-    uint64_t nslots = 16;
+    uint64_t nslots = 16, from = b->indexed;
     while (nslots < t->nentries * 2)   /* load factor at most 1/2 */
         nslots *= 2;
-    t->slots = calloc(nslots, sizeof(*t->slots));
-    if (!t->slots) {
-        sp_table_builder_free(b);
-        return NULL;
+    if (!t->slots || nslots > t->mask + 1) {   /* new, or an edit that outgrew its index */
+        free(t->slots);
+        t->slots = calloc(nslots, sizeof(*t->slots));
+        if (!t->slots) {
+            sp_table_builder_free(b);
+            return NULL;
+        }
+        t->mask = nslots - 1;
+        from = 0;
     }
-    t->mask = nslots - 1;
     /* Each insert is a cache miss in a big index: hash AHEAD entries in advance and
      * prefetch their slots, so the misses overlap (a million-name zone: -0.2 s). */
     enum { AHEAD = 16 };
     uint64_t ahead[AHEAD];
-    for (uint64_t i = 0; i < t->nentries + AHEAD; i++) {
-        if (i >= AHEAD)
-            index_entry(t, i - AHEAD, ahead[i % AHEAD]);
+    for (uint64_t i = from; i < t->nentries + AHEAD; i++) {
+        if (i >= from + AHEAD)
+            sp_table_index_entry(t, i - AHEAD, ahead[i % AHEAD]);
         if (i < t->nentries) {
             const struct entry *e = &t->entries[i];
             ahead[i % AHEAD] = hash_key(e->tag, t->arena + e->key_off, e->key_len);

@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "stormpy/engine/table.h"
 
@@ -45,5 +46,44 @@ static inline uint64_t hash_tagged(uint64_t key_hash, uint64_t tag)
     h *= SP_KEY_HASH_MUL;
     return h ^ (h >> 32);
 }
+
+struct sp_table_builder {
+    struct sp_table t;
+    uint64_t cap_arena, cap_responses, cap_patches, cap_entries;
+    uint64_t indexed;          /* entries already in t.slots (an edit's copy) */
+    uint32_t last_patch_off;
+    uint16_t last_npatch;
+    /* A name's keys (one per kind of question) come one after another: its bytes are
+     * stored once, which at a million names is tens of MiB. */
+    uint32_t last_key_off, last_key_len;
+};
+
+/* An entry an edit removed: out of the index, its bytes left in place. */
+#define REMOVED UINT32_MAX
+
+static inline uint64_t hash_key(uint64_t tag, const uint8_t *k, size_t n)
+{
+    uint64_t h = sp_key_hash_start(n), v;
+    for (; n >= 8; k += 8, n -= 8) {
+        memcpy(&v, k, 8);
+        h = sp_key_hash_word(h, v);
+    }
+    if (n) {
+        v = 0;
+        memcpy(&v, k, n);
+        h = sp_key_hash_word(h, v);
+    }
+    return hash_tagged(h, tag);
+}
+
+static inline bool entry_matches(const struct sp_table *t, const struct entry *e, uint64_t tag,
+                                 const uint8_t *key, size_t key_len)
+{
+    return e->tag == tag && e->key_len == key_len &&
+           memcmp(t->arena + e->key_off, key, key_len) == 0;
+}
+
+/* Entry i into the index (its key's hash h); a key given twice keeps its later answer. */
+void sp_table_index_entry(struct sp_table *t, uint64_t i, uint64_t h);
 
 #endif

@@ -211,6 +211,71 @@ static void test_ref_pins(void)
         sp_table_free(t[i]);
 }
 
+/* An edit: random removals and additions, a grown index, a rewritten response, all
+ * checked against what each key should find; the table edited stays as it was. */
+static void test_edit(void)
+{
+    enum { KEYS = 3000, ROUNDS = 4 };
+    static int32_t want[KEYS * (ROUNDS + 1)];     /* response user word, -1: absent */
+    struct sp_table_builder *b = sp_table_builder_new();
+    uint8_t resp[16] = {0};
+    char key[32];
+    for (int i = 0; i < KEYS; i++) {
+        resp[15] = (uint8_t)i;
+        int64_t r = sp_table_add_response(b, resp, sizeof(resp), DNS_LIKE, 4, (uint32_t)i);
+        int n = snprintf(key, sizeof(key), "k%d", i);
+        CHECK_EQ(sp_table_add_key(b, 7, (uint8_t *)key, (uint32_t)n, (uint32_t)r), 0);
+        want[i] = i;
+    }
+    struct sp_table *t = sp_table_builder_finish(b), *first = t;
+    uint32_t seed = 12345, nkeys = KEYS, user = KEYS;
+    for (int round = 0; round < ROUNDS; round++) {
+        b = sp_table_builder_edit(t);
+        CHECK(b != NULL);
+        for (int k = 0; k < KEYS / 3; k++) {             /* a third removed, maybe twice */
+            seed = seed * 1103515245u + 12345u;
+            uint32_t i = (seed >> 8) % nkeys;
+            int n = snprintf(key, sizeof(key), "k%u", i);
+            CHECK_EQ(sp_table_remove_key(b, 7, (uint8_t *)key, (uint32_t)n), want[i] < 0 ? 1 : 0);
+            want[i] = -1;
+        }
+        for (int k = 0; k < KEYS; k++) {                 /* new keys: the index must grow */
+            resp[15] = (uint8_t)user;
+            int64_t r = sp_table_add_response(b, resp, sizeof(resp), DNS_LIKE, 4, user);
+            int n = snprintf(key, sizeof(key), "k%u", nkeys);
+            CHECK_EQ(sp_table_add_key(b, 7, (uint8_t *)key, (uint32_t)n, (uint32_t)r), 0);
+            want[nkeys++] = (int32_t)user++;
+        }
+        uint8_t changed[2] = {0xab, 0xcd};
+        CHECK_EQ(sp_table_rewrite(b, 0, 14, changed, 2), 0);
+        CHECK_EQ(sp_table_rewrite(b, 0, 15, changed, 2), -1);           /* past its end */
+        struct sp_table *next = sp_table_builder_finish(b);
+        CHECK(next != NULL);
+        int right = 0;
+        for (uint32_t i = 0; i < nkeys; i++) {
+            int n = snprintf(key, sizeof(key), "k%u", i);
+            const struct sp_response *r = sp_table_find(next, 7, (uint8_t *)key, (size_t)n);
+            right += want[i] < 0 ? r == NULL : r != NULL && r->user == (uint32_t)want[i];
+        }
+        CHECK_EQ(right, (int)nkeys);
+        const struct sp_response *r0 = sp_table_response(next, 0);
+        CHECK(memcmp(sp_response_bytes(next, r0) + 14, changed, 2) == 0);
+        CHECK_EQ(r0->sum_tail, sp_csum_partial(sp_response_bytes(next, r0) + 12, 4, 0));
+        if (t != first)
+            sp_table_free(t);
+        t = next;
+    }
+    int kept = 0;                                        /* the first table: untouched */
+    for (int i = 0; i < KEYS; i++) {
+        int n = snprintf(key, sizeof(key), "k%d", i);
+        const struct sp_response *r = sp_table_find(first, 7, (uint8_t *)key, (size_t)n);
+        kept += r != NULL && r->user == (uint32_t)i && sp_response_bytes(first, r)[14] == 0;
+    }
+    CHECK_EQ(kept, KEYS);
+    sp_table_free(first);
+    sp_table_free(t);
+}
+
 int main(void)
 {
     test_lookup();
@@ -219,5 +284,6 @@ int main(void)
     test_render_and_sum();
     test_ref_swap();
     test_ref_pins();
+    test_edit();
     return check_report("test_table");
 }

@@ -36,6 +36,7 @@ struct compiler {
     uint64_t mask, nknown;
     struct sp_zone_compile_stats *stats;
     struct sp_zone_answer answer;
+    struct sp_zone_soa_place soa;      /* where the last answer encoded holds the SOA */
     uint8_t other[SP_RESPONSE_MAX + 1], wire[SP_RESPONSE_MAX + 1];
 };
 
@@ -65,6 +66,21 @@ static int grow_known(struct compiler *c)
     return SP_ZONE_OK;
 }
 
+static int remember_soa(struct sp_zone *z, uint32_t index, const struct sp_zone_soa_place *at)
+{
+    if (z->nsoa_places == z->soa_places_cap) {
+        uint32_t cap = z->soa_places_cap ? z->soa_places_cap * 2 : 64;
+        void *p = realloc(z->soa_places, cap * sizeof(*z->soa_places));
+        if (p == NULL)
+            return SP_ZONE_NOMEM;
+        z->soa_places = p;
+        z->soa_places_cap = cap;
+    }
+    z->soa_places[z->nsoa_places] = *at;
+    z->soa_places[z->nsoa_places++].response = index;
+    return SP_ZONE_OK;
+}
+
 /* The response's index, added the first time it is seen; -1 when the builder refuses. */
 static int64_t response(struct compiler *c, const uint8_t *wire, size_t len, uint32_t user)
 {
@@ -86,6 +102,8 @@ static int64_t response(struct compiler *c, const uint8_t *wire, size_t len, uin
     c->known[s] = (struct known){h1, h2, (uint32_t)index + 1};
     c->nknown++;
     c->stats->responses++;
+    if (c->soa.ttl_at && remember_soa(c->z, (uint32_t)index, &c->soa) != SP_ZONE_OK)
+        return -1;
     return index;
 }
 
@@ -117,7 +135,8 @@ static size_t answer(struct compiler *c, uint32_t name, uint32_t below, uint16_t
     if (sp_zone_resolve(c->z, name, below, type, &c->answer) < 0)
         return 0;
     return sp_zone_encode(c->z, &c->answer, name != SP_ZONE_NONE ? sp_zone_name_wire(c->z, name)
-                          : NULL, name != SP_ZONE_NONE ? c->z->names[name].len : 0, out, droppable);
+                          : NULL, name != SP_ZONE_NONE ? c->z->names[name].len : 0, out, droppable,
+                          &c->soa);
 }
 
 /* compiler.py's _sample_below: whether a name the zone lacks fits below this one. */
@@ -199,12 +218,12 @@ static int emit_name(struct compiler *c, uint32_t name, int64_t *nxdomain)
         if (sp_zone_referral(z, cut, &c->answer) < 0)
             return too_big(c, name, 0);
         len = sp_zone_encode(z, &c->answer, sp_zone_name_wire(z, name), z->names[name].len,
-                             c->wire, &drop);
+                             c->wire, &drop, &c->soa);
         if (len == 0)
             return too_big(c, name, 0);
         int rc = add(c, SP_DNS_OTHER, 0, name, c->wire, len, drop, false);
         if (rc == SP_ZONE_OK && sample) {
-            len = sp_zone_encode(z, &c->answer, NULL, 0, c->wire, &drop);
+            len = sp_zone_encode(z, &c->answer, NULL, 0, c->wire, &drop, &c->soa);
             rc = len ? add(c, SP_DNS_BELOW_OTHER, 0, name, c->wire, len, drop, false)
                      : too_big(c, name, 0);
         }
@@ -248,23 +267,123 @@ static int emit_name(struct compiler *c, uint32_t name, int64_t *nxdomain)
     return rc == SP_ZONE_OK ? typed_keys(c, name, node, true, other_len, other_drop) : rc;
 }
 
-int sp_zone_compile(struct sp_zone *z, struct sp_table_builder *b, uint32_t slot,
-                    struct sp_zone_compile_stats *stats)
+static struct compiler *compiler_new(struct sp_zone *z, struct sp_table_builder *b,
+                                     uint32_t slot, struct sp_zone_compile_stats *stats)
 {
     struct compiler *c = calloc(1, sizeof(*c));
     if (c == NULL)
-        return SP_ZONE_NOMEM;
-    c->z = z;
-    c->b = b;
-    c->slot = slot;
-    c->stats = stats;
+        return NULL;
+    *c = (struct compiler){.z = z, .b = b, .slot = slot, .stats = stats};
     memset(stats, 0, sizeof(*stats));
+    if (grow_known(c) != SP_ZONE_OK) {
+        free(c);
+        return NULL;
+    }
+    return c;
+}
+
+static void compiler_free(struct compiler *c)
+{
+    free(c->known);
+    free(c);
+}
+
+int sp_zone_compile(struct sp_zone *z, struct sp_table_builder *b, uint32_t slot,
+                    struct sp_zone_compile_stats *stats)
+{
+    struct compiler *c = compiler_new(z, b, slot, stats);
+    if (c == NULL)
+        return SP_ZONE_NOMEM;
+    z->nsoa_places = 0;
     int64_t nxdomain = -1;
-    int rc = grow_known(c);
+    int rc = SP_ZONE_OK;
     for (uint32_t name = 0; rc == SP_ZONE_OK && name < z->nnames; name++)
         if (!z->names[name].dead)
             rc = emit_name(c, name, &nxdomain);
-    free(c->known);
-    free(c);
+    compiler_free(c);
+    if (rc == SP_ZONE_OK)
+        z->pending = false;
+    return rc;
+}
+
+/* Every key a name can have, out of the edited table. */
+static int remove_keys(struct sp_zone *z, struct sp_table_builder *b, uint32_t name)
+{
+    static const enum sp_dns_kind typed[] = {SP_DNS_EXACT, SP_DNS_BELOW};
+    static const enum sp_dns_kind untyped[] = {SP_DNS_OTHER, SP_DNS_BELOW_OTHER};
+    const uint8_t *key = sp_zone_name_wire(z, name);
+    uint32_t len = z->names[name].len;
+    for (int k = 0; k < 2; k++) {
+        sp_table_remove_key(b, sp_dns_tag(untyped[k], CLASS_IN, 0), key, len);
+        sp_table_remove_key(b, sp_dns_tag(typed[k], CLASS_IN, TYPE_ANY), key, len);
+        sp_table_remove_key(b, sp_dns_tag(typed[k], CLASS_IN, TYPE_DS), key, len);
+        for (uint32_t t = 0; t < z->ntypes; t++)
+            sp_table_remove_key(b, sp_dns_tag(typed[k], CLASS_IN, z->types[t]), key, len);
+    }
+    return SP_ZONE_OK;
+}
+
+/* The SOA's new TTLs, serial and timers where the table stores it. */
+static int rewrite_soa(struct sp_zone *z, struct sp_table_builder *b)
+{
+    const struct sp_zone_rdata *soa = &z->rdatas[z->rrsets[z->soa].first];
+    const uint8_t *tail = z->rdata_arena + soa->off + soa->len - 20;
+    for (uint32_t i = 0; i < z->nsoa_places; i++) {
+        const struct sp_zone_soa_place *p = &z->soa_places[i];
+        uint32_t ttl = p->negative ? z->negative_ttl : z->rrsets[z->soa].ttl;
+        uint8_t be[4] = {(uint8_t)(ttl >> 24), (uint8_t)(ttl >> 16), (uint8_t)(ttl >> 8), (uint8_t)ttl};
+        if (sp_table_rewrite(b, p->response, p->ttl_at, be, 4) < 0 ||
+            sp_table_rewrite(b, p->response, p->tail_at, tail, 20) < 0)
+            return SP_ZONE_DECLINED;
+    }
+    return SP_ZONE_OK;
+}
+
+static int recompile_declined(struct sp_zone *z, const char *why)
+{
+    snprintf(z->why, sizeof(z->why), "compiled whole: %s", why);
+    return SP_ZONE_DECLINED;
+}
+
+int sp_zone_recompile(struct sp_zone *z, struct sp_table_builder *b, uint32_t slot,
+                      struct sp_zone_compile_stats *stats)
+{
+    memset(stats, 0, sizeof(*stats));
+    if (!z->pending)
+        return SP_ZONE_OK;
+    const struct sp_zone_rdata *soa = &z->rdatas[z->rrsets[z->soa].first];
+    if (z->ntypes != z->old_ntypes || memcmp(z->types, z->old_types, z->ntypes * sizeof(*z->types)))
+        return recompile_declined(z, "the zone's set of types changed");
+    if (z->nul_labels != z->old_nul_labels)
+        return recompile_declined(z, "names with a zero byte came or went");
+    if (soa->len - 20u != z->old_soa_names_len ||
+        memcmp(z->rdata_arena + soa->off, z->old_soa_names, z->old_soa_names_len))
+        return recompile_declined(z, "the SOA's names changed");
+    uint8_t *mark = calloc(z->nnames + 1, 1);
+    if (mark == NULL)
+        return SP_ZONE_NOMEM;
+    uint32_t affected = sp_zone_affected(z, mark);
+    if (affected > z->nnames / 2) {
+        free(mark);
+        return recompile_declined(z, "the change reaches most names");
+    }
+    int rc = rewrite_soa(z, b);
+    for (uint32_t id = 0; rc == SP_ZONE_OK && id < z->nnames; id++)
+        if (mark[id] & SP_ZONE_AFFECTED)
+            rc = remove_keys(z, b, id);
+    struct compiler *c = rc == SP_ZONE_OK ? compiler_new(z, b, slot, stats) : NULL;
+    if (rc == SP_ZONE_OK && c == NULL)
+        rc = SP_ZONE_NOMEM;
+    int64_t nxdomain = -1;
+    for (uint32_t id = 0; rc == SP_ZONE_OK && id < z->nnames; id++)
+        if ((mark[id] & SP_ZONE_AFFECTED) && !z->names[id].dead)
+            rc = emit_name(c, id, &nxdomain);
+    if (c != NULL)
+        compiler_free(c);
+    free(mark);
+    if (rc == SP_ZONE_DECLINED && z->why[0] == 0)
+        return recompile_declined(z, "an SOA place outside its response");
+    if (rc == SP_ZONE_OK)
+        z->pending = false;
     return rc;
 }

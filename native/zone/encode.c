@@ -15,6 +15,7 @@ struct writer {
     size_t len;
     size_t shift;           /* message offset minus stored offset past the header */
     bool compress, overflow;
+    struct sp_zone_soa_place *soa;
     uint16_t nentries;
     struct { const uint8_t *name; uint8_t len; uint16_t offset; } entry[ENTRIES_MAX];
 };
@@ -105,7 +106,7 @@ static void put_rdata(struct writer *w, uint16_t type, const uint8_t *d, size_t 
 }
 
 static uint16_t put_section(struct writer *w, const struct sp_zone *z,
-                            const struct sp_zone_rref *rrs, uint16_t n)
+                            const struct sp_zone_rref *rrs, uint16_t n, bool authority)
 {
     uint16_t count = 0;
     for (uint16_t i = 0; i < n; i++) {
@@ -119,6 +120,7 @@ static uint16_t put_section(struct writer *w, const struct sp_zone *z,
             uint8_t fixed[8] = {(uint8_t)(s->type >> 8), (uint8_t)s->type, 0, 1,
                                 (uint8_t)(rrs[i].ttl >> 24), (uint8_t)(rrs[i].ttl >> 16),
                                 (uint8_t)(rrs[i].ttl >> 8), (uint8_t)rrs[i].ttl};
+            size_t ttl_at = w->len + 4;
             put(w, fixed, 8);
             size_t at = w->len;
             put16(w, 0);
@@ -127,6 +129,9 @@ static uint16_t put_section(struct writer *w, const struct sp_zone *z,
                 size_t rdlen = w->len - at - 2;
                 w->out[at] = (uint8_t)(rdlen >> 8);
                 w->out[at + 1] = (uint8_t)rdlen;
+                if (rrs[i].rrset == z->soa && w->soa != NULL && rdlen >= 20)
+                    *w->soa = (struct sp_zone_soa_place){.ttl_at = (uint16_t)ttl_at,
+                        .tail_at = (uint16_t)(w->len - 20), .negative = authority};
             }
             count++;
         }
@@ -135,9 +140,13 @@ static uint16_t put_section(struct writer *w, const struct sp_zone *z,
 }
 
 size_t sp_zone_encode(const struct sp_zone *z, const struct sp_zone_answer *a,
-                      const uint8_t *qname, size_t qlen, uint8_t *out, uint32_t *droppable)
+                      const uint8_t *qname, size_t qlen, uint8_t *out, uint32_t *droppable,
+                      struct sp_zone_soa_place *soa)
 {
     static __thread struct writer w;
+    if (soa != NULL)
+        soa->ttl_at = 0;
+    w.soa = soa;
     w.out = out;
     w.len = 12;
     w.overflow = false;
@@ -148,10 +157,10 @@ size_t sp_zone_encode(const struct sp_zone *z, const struct sp_zone_answer *a,
     w.shift = qname != NULL ? qlen + 4 : 255 + 4;
     if (qname != NULL)
         remember(&w, qname, qlen, 12, qlen);
-    uint16_t an = put_section(&w, z, a->an, a->nan);
-    uint16_t ns = put_section(&w, z, a->ns, a->nns);
+    uint16_t an = put_section(&w, z, a->an, a->nan, false);
+    uint16_t ns = put_section(&w, z, a->ns, a->nns, true);
     size_t additional = w.len;
-    uint16_t ad = put_section(&w, z, a->ad, a->nad);
+    uint16_t ad = put_section(&w, z, a->ad, a->nad, false);
     if (w.overflow)
         return 0;
     uint8_t head[12] = {0, 0, (uint8_t)(0x80 | (a->aa ? 0x04 : 0)), a->rcode & 0x0f, 0, 1,

@@ -38,6 +38,9 @@ void sp_zone_free(struct sp_zone *z)
     free(z->rrsets);
     free(z->rdatas);
     free(z->types);
+    free(z->changed);
+    free(z->old_types);
+    free(z->soa_places);
     free(z);
 }
 
@@ -91,8 +94,7 @@ bool sp_zone_is_subdomain(const uint8_t *name, size_t len, const uint8_t *parent
     return false;
 }
 
-/* A name's id, dead or alive: a patch may bring a dead name back. */
-static uint32_t find(const struct sp_zone *z, const uint8_t *wire, size_t len)
+uint32_t sp_zone_find(const struct sp_zone *z, const uint8_t *wire, size_t len)
 {
     for (uint32_t s = (uint32_t)name_hash(wire, len) & z->slots_mask;; s = (s + 1) & z->slots_mask) {
         uint32_t id = z->slots[s];
@@ -106,7 +108,7 @@ static uint32_t find(const struct sp_zone *z, const uint8_t *wire, size_t len)
 
 uint32_t sp_zone_lookup(const struct sp_zone *z, const uint8_t *wire, size_t len)
 {
-    uint32_t id = find(z, wire, len);
+    uint32_t id = sp_zone_find(z, wire, len);
     return id != SP_ZONE_NONE && z->names[id].dead ? SP_ZONE_NONE : id;
 }
 
@@ -136,7 +138,7 @@ uint32_t sp_zone_intern(struct sp_zone *z, const uint8_t *wire, size_t len)
         return SP_ZONE_NONE;
     for (size_t i = 0; i < len; i++)
         low[i] = lower(wire[i]);
-    uint32_t id = find(z, low, len);
+    uint32_t id = sp_zone_find(z, low, len);
     if (id != SP_ZONE_NONE)
         return id;
     if ((uint64_t)(z->nnames + 1) * 2 > z->slots_mask && !rehash(z))
@@ -328,9 +330,32 @@ static int link_parents(struct sp_zone *z)
     return SP_ZONE_OK;
 }
 
+/* The zone as the last compile saw it, kept by the first patch after it. */
+static int remember_before(struct sp_zone *z)
+{
+    if (z->pending)
+        return SP_ZONE_OK;
+    free(z->old_types);
+    z->old_types = malloc((z->ntypes + 1) * sizeof(*z->old_types));
+    if (z->old_types == NULL)
+        return SP_ZONE_NOMEM;
+    memcpy(z->old_types, z->types, z->ntypes * sizeof(*z->types));
+    z->old_ntypes = z->ntypes;
+    z->old_nul_labels = z->nul_labels;
+    z->old_soa_ttl = z->rrsets[z->soa].ttl;
+    z->old_negative_ttl = z->negative_ttl;
+    const struct sp_zone_rdata *soa = &z->rdatas[z->rrsets[z->soa].first];
+    z->old_soa_names_len = soa->len - 20u;      /* finish checked the SOA's shape */
+    memcpy(z->old_soa_names, z->rdata_arena + soa->off, z->old_soa_names_len);
+    z->nchanged = 0;
+    z->pending = true;
+    return SP_ZONE_OK;
+}
+
 int sp_zone_reopen(struct sp_zone *z, const uint8_t *const *names, const size_t *lens,
                    size_t count)
 {
+    uint32_t old_nnames = z->nnames;
     uint8_t *drop = calloc(z->nnames + 1, 1);
     struct sp_zone_record *records = malloc((z->nrdatas + 1) * sizeof(*records));
     if (drop == NULL || records == NULL) {
@@ -338,14 +363,26 @@ int sp_zone_reopen(struct sp_zone *z, const uint8_t *const *names, const size_t 
         free(records);
         return SP_ZONE_NOMEM;
     }
+    if (remember_before(z) != SP_ZONE_OK) {
+        free(drop);
+        free(records);
+        return SP_ZONE_NOMEM;
+    }
     for (size_t i = 0; i < count; i++) {
-        uint8_t low[SP_ZONE_NAME_MAX];
-        if (lens[i] == 0 || lens[i] > SP_ZONE_NAME_MAX)
-            continue;
-        for (size_t k = 0; k < lens[i]; k++)
-            low[k] = lower(names[i][k]);
-        uint32_t id = find(z, low, lens[i]);
-        if (id != SP_ZONE_NONE)
+        uint32_t id = sp_zone_intern(z, names[i], lens[i]);   /* a new name: dead till it has records */
+        size_t cap = z->changed_cap;
+        if (id == SP_ZONE_NONE
+            || !grow((void **)&z->changed, &cap, z->nchanged + 1, sizeof(*z->changed))) {
+            free(drop);
+            free(records);
+            return SP_ZONE_NOMEM;
+        }
+        z->changed_cap = (uint32_t)cap;
+        bool held = id < old_nnames && z->names[id].nrrsets;
+        z->changed[z->nchanged++] = (struct sp_zone_changed){
+            .name = id, .old_ns = held ? sp_zone_ns_hash(z, id) : 0,
+            .was_cut = held && z->names[id].is_cut};
+        if (id < old_nnames)
             drop[id] = 1;
     }
     uint32_t kept = 0;

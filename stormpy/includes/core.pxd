@@ -40,6 +40,7 @@ cdef extern from "stormpy/engine/table.h" nogil:
     int sp_table_add_key(sp_table_builder *b, uint64_t tag, const uint8_t *key,
                          uint32_t key_len, uint32_t response)
     sp_table *sp_table_builder_finish(sp_table_builder *b)
+    sp_table_builder *sp_table_builder_edit(const sp_table *t)
     void sp_table_free(sp_table *t)
     size_t sp_table_flat_size(const sp_table *t)
     sp_table *sp_table_flatten(const sp_table *t, void *mem)
@@ -56,7 +57,7 @@ cdef extern from "stormpy/engine/table_ref.h" nogil:
     enum:
         SP_MAX_WORKERS
     struct sp_table_ref:
-        pass
+        sp_table *current
     struct sp_table_pins:
         pass
     void sp_table_ref_init(sp_table_ref *ref, sp_table *t)
@@ -660,6 +661,7 @@ cdef extern from "stormpy/zone/zone.h" nogil:
         uint16_t len
     struct sp_zone:
         uint32_t nnames, ndead, nrrsets, nrdatas, nrecords, origin, serial
+        bint pending
         sp_zone_name *names
         sp_zone_rrset *rrsets
         sp_zone_rdata *rdatas
@@ -679,3 +681,5 @@ cdef extern from "stormpy/zone/zone.h" nogil:
     const uint8_t *sp_zone_name_wire(const sp_zone *z, uint32_t id)
     int sp_zone_compile(sp_zone *z, sp_table_builder *b, uint32_t slot,
                         sp_zone_compile_stats *stats)
+    int sp_zone_recompile(sp_zone *z, sp_table_builder *b, uint32_t slot,
+                          sp_zone_compile_stats *stats)

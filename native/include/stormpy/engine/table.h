@@ -106,6 +106,21 @@ int sp_table_add_key(struct sp_table_builder *b, uint64_t tag, const uint8_t *ke
  * 8-byte aligned in the table. 0, or -1 (a second program, empty, out of memory). */
 int sp_table_set_program(struct sp_table_builder *b, const void *program, uint32_t len);
 
+/* A builder holding a copy of t, index and all, so that a small change (a secondary's
+ * IXFR) costs a copy of the table and the change, not a rebuild: remove keys, add
+ * responses and keys, rewrite bytes of responses, then finish() indexes only what
+ * was added. t is left as it was (workers may be reading it). A removed key's bytes
+ * and a response no key uses any more stay in the copy until a table is built
+ * afresh. NULL when out of memory. */
+struct sp_table_builder *sp_table_builder_edit(const struct sp_table *t);
+/* Take (tag, key) out; 0, or 1 when the table has no such key. */
+int sp_table_remove_key(struct sp_table_builder *b, uint64_t tag, const uint8_t *key,
+                        uint32_t key_len);
+/* len bytes at offset at of response index replaced (its length kept, its sums
+ * recomputed). 0, or -1 when they do not fit. */
+int sp_table_rewrite(struct sp_table_builder *b, uint32_t index, uint32_t at,
+                     const uint8_t *bytes, uint32_t len);
+
 /* Build the hash index. The builder is consumed (freed) in every case. */
 struct sp_table *sp_table_builder_finish(struct sp_table_builder *b);
 /* Frees a table built by sp_table_builder_finish(); a flat table is left alone. */

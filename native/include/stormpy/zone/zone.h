@@ -72,6 +72,21 @@ struct sp_zone_record {
     uint16_t rdlen;
 };
 
+/* Where a stored response carries the zone's SOA record: its TTL and the 20 bytes of
+ * serial and timers that end it, rewritten in place when only those change. */
+struct sp_zone_soa_place {
+    uint32_t response;
+    uint16_t ttl_at, tail_at;
+    uint8_t negative;      /* in a denial's authority: its TTL is the negative TTL */
+};
+
+/* A name a patch gave new records, and what it was before (sp_zone_reopen). */
+struct sp_zone_changed {
+    uint32_t name;
+    uint64_t old_ns;       /* hash of its NS records then; 0: none */
+    bool was_cut;
+};
+
 struct sp_zone {
     uint8_t *arena;             /* names */
     size_t arena_len, arena_cap;
@@ -95,6 +110,19 @@ struct sp_zone {
     uint32_t negative_ttl;      /* min(SOA TTL, SOA minimum): RFC 2308 */
     uint32_t serial;
     bool nul_labels;            /* some name's first label starts with a zero byte */
+    /* Since the last compile: the names patches changed and the zone as it was then,
+     * for sp_zone_recompile(). */
+    bool pending;
+    struct sp_zone_changed *changed;
+    uint32_t nchanged, changed_cap;
+    uint16_t *old_types;
+    uint32_t old_ntypes, old_soa_ttl, old_negative_ttl;
+    bool old_nul_labels;
+    uint8_t old_soa_names[2 * SP_ZONE_NAME_MAX];    /* the SOA's MNAME and RNAME */
+    size_t old_soa_names_len;
+    /* The SOA in the table this zone was last compiled into (or edited into). */
+    struct sp_zone_soa_place *soa_places;
+    uint32_t nsoa_places, soa_places_cap;
     char why[512];              /* SP_ZONE_DECLINED: the reason, for the debug log */
 };
 
@@ -103,6 +131,8 @@ void sp_zone_free(struct sp_zone *z);
 
 /* The id of a name (any case), added when absent; SP_ZONE_NONE when out of memory. */
 uint32_t sp_zone_intern(struct sp_zone *z, const uint8_t *wire, size_t len);
+/* The id of a lower-cased name, dead or alive; SP_ZONE_NONE when never seen. */
+uint32_t sp_zone_find(const struct sp_zone *z, const uint8_t *wire, size_t len);
 /* The id of a lower-cased name, or SP_ZONE_NONE when the zone does not hold it. */
 uint32_t sp_zone_lookup(const struct sp_zone *z, const uint8_t *wire, size_t len);
 static inline const uint8_t *sp_zone_name_wire(const struct sp_zone *z, uint32_t id)
@@ -121,8 +151,9 @@ int sp_zone_finish(struct sp_zone *z, const uint8_t *origin, size_t origin_len);
  * case), so that sp_zone_add_record() can give those names their new records and
  * sp_zone_finish() group the zone again: a secondary's IXFR applied to the zone in
  * place, in time proportional to the zone's records, not to a parse of them. Names
- * left with no records and no descendant are marked dead by the finish. 0, or
- * SP_ZONE_NOMEM (the zone is unusable then). */
+ * left with no records and no descendant are marked dead by the finish. The names
+ * and the zone as it was are kept for sp_zone_recompile(). 0, or SP_ZONE_NOMEM (the
+ * zone is unusable then). */
 int sp_zone_reopen(struct sp_zone *z, const uint8_t *const *names, const size_t *lens,
                    size_t count);
 
@@ -196,7 +227,8 @@ int sp_zone_referral(const struct sp_zone *z, uint32_t cut, struct sp_zone_answe
  * pointer to the question, nothing else compressed). Returns the stored length, or 0
  * when the message would exceed 65535 bytes; *droppable as compiler.py's encoders. */
 size_t sp_zone_encode(const struct sp_zone *z, const struct sp_zone_answer *a,
-                      const uint8_t *qname, size_t qlen, uint8_t *out, uint32_t *droppable);
+                      const uint8_t *qname, size_t qlen, uint8_t *out, uint32_t *droppable,
+                      struct sp_zone_soa_place *soa);     /* soa->ttl_at 0: none */
 
 /* --- compile.c --- */
 struct sp_zone_compile_stats {
@@ -208,5 +240,24 @@ struct sp_zone_compile_stats {
  * slot. SP_ZONE_OK, SP_ZONE_DECLINED (why says which answer) or SP_ZONE_NOMEM. */
 int sp_zone_compile(struct sp_zone *z, struct sp_table_builder *b, uint32_t slot,
                     struct sp_zone_compile_stats *stats);
+
+/* After patches (sp_zone_reopen, sp_zone_finish): b, an edit of the table this zone
+ * was last compiled into (sp_table_builder_edit), brought to the zone's new state
+ * by taking out and compiling again only the keys of the names whose answers the
+ * patches can change, and rewriting the SOA where it is stored. SP_ZONE_DECLINED
+ * (why says why) when a whole compile is due instead: the zone's set of types or
+ * its SOA's names changed, or the change reaches most names. */
+int sp_zone_recompile(struct sp_zone *z, struct sp_table_builder *b, uint32_t slot,
+                      struct sp_zone_compile_stats *stats);
+
+/* --- affected.c --- */
+enum { SP_ZONE_CHANGED = 1, SP_ZONE_ABOVE = 2, SP_ZONE_WILD_PARENT = 4, SP_ZONE_AFFECTED = 8 };
+/* mark (one byte a name, zeroed) gets SP_ZONE_AFFECTED on every name whose keys the
+ * patches since the last compile can change: those names, their ancestors, a cut's
+ * whole subtree when its NS changed, and the owners of CNAME, NS, MX and SRV records
+ * whose targets reach a changed name, to a fixed point. Returns how many, or
+ * UINT32_MAX when so many cuts changed that a whole compile is due. */
+uint32_t sp_zone_affected(const struct sp_zone *z, uint8_t *mark);
+uint64_t sp_zone_ns_hash(const struct sp_zone *z, uint32_t name);
 
 #endif
