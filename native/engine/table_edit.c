@@ -7,27 +7,6 @@
 #include "stormpy/proto/csum.h"
 #include "table_layout.h"
 
-void sp_table_index_entry(struct sp_table *t, uint64_t i, uint64_t h)
-{
-    const struct entry *e = &t->entries[i];
-    if (e->response == REMOVED)
-        return;
-    for (uint64_t s = h & t->mask;; s = (s + 1) & t->mask) {
-        struct slot *sl = &t->slots[s];
-        if (!sl->entry_plus1) {
-            sl->hash = (uint32_t)(h >> 32);
-            sl->entry_plus1 = (uint32_t)i + 1;
-            return;
-        }
-        struct entry *old = &t->entries[sl->entry_plus1 - 1];
-        if (sl->hash == (uint32_t)(h >> 32) &&
-            entry_matches(t, old, e->tag, t->arena + e->key_off, e->key_len)) {
-            old->response = e->response;
-            return;
-        }
-    }
-}
-
 /* n items of p in a new array with room to grow by an eighth. */
 static void *copy(const void *p, uint64_t n, size_t item, uint64_t *cap)
 {

@@ -4,7 +4,9 @@
  * wildcards, empty non-terminals, CNAME chains and loops, glue and names near the
  * 255-octet limit all occur; every record's data names one of those names. Then
  * sp_zone_finish() and sp_zone_compile() into a table, and every response must be a
- * DNS message the size rules allow. Needs no SP_FUZZ_TABLE. */
+ * DNS message the size rules allow. Then a patch, as a secondary's IXFR makes one (two
+ * names given new records, sp_zone_reopen), recompiled into an edit of that table:
+ * the same rules hold. Needs no SP_FUZZ_TABLE. */
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
@@ -40,15 +42,65 @@ static size_t make_name(uint8_t pick, uint8_t *out)
     return len + sizeof(ORIGIN);
 }
 
+static const uint8_t SOA[] = "\x02ns\x01z\x00\x01h\x01z\x00\0\0\0\1\0\0\0\2\0\0\0\3\0\0\0\4\0\0\0\5";
+
+static void check_responses(const struct sp_table *t, uint64_t count)
+{
+    for (uint32_t r = 0; r < count; r++) {
+        const struct sp_response *resp = sp_table_response(t, r);
+        CHECK(resp != NULL && resp->len >= 12 && resp->len <= 65535);
+        const uint8_t *bytes = sp_response_bytes(t, resp);
+        CHECK((bytes[2] & 0x80) && bytes[4] == 0 && bytes[5] == 1);
+    }
+}
+
+static void add_apex(struct sp_zone *z, uint8_t serial)
+{
+    uint8_t soa[sizeof(SOA)];
+    memcpy(soa, SOA, sizeof(SOA));
+    soa[sizeof(SOA) - 1 - 20 + 3] = serial;
+    CHECK(sp_zone_add_record(z, ORIGIN, sizeof(ORIGIN), 6, 60, soa, sizeof(SOA) - 1) == 0);
+    CHECK(sp_zone_add_record(z, ORIGIN, sizeof(ORIGIN), 2, 60, (const uint8_t *)"\x02ns\x01z", 6) == 0);
+}
+
+/* Two names' records replaced (the first's dropped, an A at the second), the apex's
+ * serial bumped, then recompiled into an edit of t: the table that serves next. */
+static struct sp_table *patch(struct sp_zone *z, struct sp_table *t, uint8_t first, uint8_t second)
+{
+    uint8_t a[SP_ZONE_NAME_MAX], b[SP_ZONE_NAME_MAX];
+    const uint8_t *names[3] = {a, b, ORIGIN};
+    size_t lens[3] = {make_name(first, a), make_name(second, b), sizeof(ORIGIN)};
+    CHECK(sp_zone_reopen(z, names, lens, 3) == SP_ZONE_OK);
+    add_apex(z, 2);
+    CHECK(sp_zone_add_record(z, b, lens[1], 1, 30, (const uint8_t *)"\xc0\0\2\1", 4) == 0);
+    int rc = sp_zone_finish(z, ORIGIN, sizeof(ORIGIN));
+    CHECK(rc != SP_ZONE_NOMEM);
+    if (rc != SP_ZONE_OK)
+        return t;
+    struct sp_table_builder *edit = sp_table_builder_edit(t);
+    struct sp_zone_compile_stats stats;
+    CHECK(edit != NULL);
+    rc = sp_zone_recompile(z, edit, 1, &stats);
+    CHECK(rc != SP_ZONE_NOMEM);
+    struct sp_table *next = sp_table_builder_finish(edit);
+    CHECK(next != NULL);
+    if (rc == SP_ZONE_OK) {
+        uint32_t r = 0;
+        while (sp_table_response(next, r) != NULL)
+            r++;
+        check_responses(next, r);
+    }
+    sp_table_free(t);
+    return next;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static const uint16_t types[] = {1, 2, 5, 15, 33, 16, 43, 28};
     struct sp_zone *z = sp_zone_new();
     CHECK(z != NULL);
     uint8_t owner[SP_ZONE_NAME_MAX], target[SP_ZONE_NAME_MAX], rdata[SP_ZONE_NAME_MAX + 32];
-    static const uint8_t soa[] = "\x02ns\x01z\x00\x01h\x01z\x00\0\0\0\1\0\0\0\2\0\0\0\3\0\0\0\4\0\0\0\5";
-    CHECK(sp_zone_add_record(z, ORIGIN, sizeof(ORIGIN), 6, 60, soa, sizeof(soa) - 1) == 0);
-    CHECK(sp_zone_add_record(z, ORIGIN, sizeof(ORIGIN), 2, 60, (const uint8_t *)"\x02ns\x01z", 6) == 0);
+    add_apex(z, 1);
     for (size_t i = 0; i + 2 < size && i < 3 * 64; i += 3) {
         size_t olen = make_name(data[i], owner), tlen = make_name(data[i + 2], target);
         uint16_t type = types[data[i + 1] & 7];
@@ -75,12 +127,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         CHECK(rc != SP_ZONE_NOMEM);
         struct sp_table *t = sp_table_builder_finish(b);
         CHECK(t != NULL);
-        for (uint32_t r = 0; rc == SP_ZONE_OK && r < stats.responses; r++) {
-            const struct sp_response *resp = sp_table_response(t, r);
-            CHECK(resp != NULL && resp->len >= 12 && resp->len <= 65535);
-            const uint8_t *bytes = sp_response_bytes(t, resp);
-            CHECK((bytes[2] & 0x80) && bytes[4] == 0 && bytes[5] == 1);
-        }
+        check_responses(t, rc == SP_ZONE_OK ? stats.responses : 0);
+        if (rc == SP_ZONE_OK && size > 0)
+            t = patch(z, t, data[0], data[size - 1]);
         sp_table_free(t);
     }
     sp_zone_free(z);
