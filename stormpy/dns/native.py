@@ -145,6 +145,30 @@ def patch(prepared: NativeZone, zone: dns.zone.Zone, names) -> bool:
     return True
 
 
+def recompile(builder, served, zone_slots, stats):
+    """builder, an edit of the published table, brought up to the patches made since to
+    the served zones (a secondary's IXFRs), only the keys they can change compiled
+    again: (table, CompileStats), or None (the reason logged) when a whole compile is
+    due. Every served zone is a NativeZone, compiled into the published table."""
+    import dataclasses
+    responses = dict(stats.zone_responses)
+    for z in (z for z in served if z.native.pending):
+        try:
+            _keys, added = z.native.recompile_into(builder, zone_slots.get(z.origin, 0))
+        except _core.ZoneDeclined as e:
+            log.debug("%s: %s", z.origin, e)
+            return None
+        responses[z.origin.to_text()] = responses.get(z.origin.to_text(), 0) + added
+    table = builder.finish()
+    info = table.info()
+    return table, dataclasses.replace(
+        stats, keys=info["keys"], responses=info["responses"], memory_bytes=info["memory_bytes"],
+        records=sum(z.record_count for z in served), names=sum(z.native.names for z in served),
+        zone_responses=responses, serials={**stats.serials, **{z.origin.to_text(): z.serial
+                                                               for z in served}},
+        compiled_in="C, edited")
+
+
 def _nested(zones) -> bool:
     origins = [z.origin for z in zones]
     return any(a != b and a.is_subdomain(b) for a in origins for b in origins) \

@@ -85,6 +85,7 @@ class DnsServer(Server):
         # for IXFR out: each zone as published (its SOA and nodes), and the differences
         self.journal = Journal() if self.policy.enabled else None
         self.published: dict = {}
+        self._lineage = None    # (zones, failing) compiled into the published table
         try:
             super().__init__(cfg)
         except BaseException:
@@ -118,6 +119,11 @@ class DnsServer(Server):
             raise ZoneError(errors[0] + more)
         served = [z for z in fresh if z is not None]
         failing = [f.secondary.origin for f, z in zip(self.files, fresh) if z is None]
+        lineage, self._lineage = self._lineage, None      # set again once published
+        edited = self._edited(fresh, failing, lineage)
+        if edited is not None:
+            self._candidate = (fresh, edited[1].zone_responses, self._changes(served), failing)
+            return edited
         try:
             assign_zone_slots(self.zone_slots, served)
             table, stats = compile_zones(served, self.cfg.chaos_version, self.cfg.chaos_identity,
@@ -128,8 +134,22 @@ class DnsServer(Server):
                 if z is not f.zone:
                     f.last_error = str(e)
             raise
-        self._candidate = (fresh, stats.zone_responses, self._changes(served))
+        self._candidate = (fresh, stats.zone_responses, self._changes(served), failing)
         return table, stats
+
+    def _edited(self, fresh, failing, lineage):
+        """The published table edited for the secondaries' IXFRs (their C stores patched in
+        place), when nothing else changed since it was compiled: the swap costs the
+        change, not the zone. None: compile whole."""
+        from stormpy.dns import native
+        if lineage is None or lineage[1] != failing or len(lineage[0]) != len(fresh) or \
+                not all(z is was for z, was in zip(fresh, lineage[0])) or \
+                not all(isinstance(z, native.NativeZone) for z in fresh if z is not None):
+            return None
+        served = [z for z in fresh if z is not None]
+        if not any(z.native.pending for z in served):
+            return None
+        return native.recompile(self.ref.edit(), served, self.zone_slots, self.stats)
 
     def _changes(self, served: list[Zone]) -> list:
         """Each zone's difference from what is published, for the journal (off the loop)."""
@@ -140,7 +160,8 @@ class DnsServer(Server):
                 for z in served if z.origin in self.published]
 
     def reload_published(self) -> None:
-        fresh, self.zone_responses, changes = self._candidate
+        fresh, self.zone_responses, changes, failing = self._candidate
+        self._lineage = (fresh, failing)
         now = time.time()
         if self.journal is not None:
             self.published = {z.origin: soa_and_nodes(z.zone) for z in fresh if z is not None}
