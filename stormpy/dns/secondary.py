@@ -80,6 +80,7 @@ class Secondary:
         self.transfers = {"axfr": 0, "ixfr": 0, "failed": 0}
         self._wake: asyncio.Event | None = None
         self._prepared = None         # (zone's id, serial, what serving() gives for them)
+        self._saving, self._save_pending = None, False      # the zone file being written
         self.uncompiled: int | None = None    # a serial transferred that did not compile
 
     @property
@@ -141,18 +142,33 @@ class Secondary:
         log.info("secondary %s: serial %s from %s%s", self.name, self.serial, self.path,
                  " (expired)" if self.expired else "")
 
-    def save(self) -> None:
-        """The zone to disk (after the swap: a big zone's file takes seconds to write)."""
+    def save(self, zone: dns.zone.Zone | None = None) -> None:
+        """The zone (or a snapshot of it) to disk."""
         try:
-            self._write()
+            tmp = self.path + ".tmp"
+            (zone or self.zone).to_file(tmp, relativize=False, want_origin=True)
+            os.replace(tmp, self.path)
+            self._touch()
         except OSError as e:        # served all the same; a restart will transfer again
             log.error("secondary %s: cannot save %s: %s", self.name, self.path, e.strerror or e)
 
-    def _write(self) -> None:
-        tmp = self.path + ".tmp"
-        self.zone.to_file(tmp, relativize=False, want_origin=True)
-        os.replace(tmp, self.path)
-        self._touch()
+    def _snapshot(self) -> dns.zone.Zone:
+        """The zone as it is now, unchanged by later IXFRs: a transaction commits a new
+        dict of nodes, copying each node it changes."""
+        snapshot = dns.zone.Zone(self.origin, relativize=False)
+        snapshot.nodes = self.zone.nodes
+        return snapshot
+
+    def _save_soon(self, loop) -> None:
+        """save() in a thread, off the timers: a big zone's file takes seconds, and a
+        NOTIFY meanwhile is acted on at once. Saves never overlap; one asked for while
+        another runs follows it, so the last written is the latest serial."""
+        if self._saving is not None and not self._saving.done():
+            self._save_pending = True
+            return
+        self._save_pending = False
+        self._saving = loop.run_in_executor(None, self.save, self._snapshot())
+        self._saving.add_done_callback(lambda _: self._save_pending and self._save_soon(loop))
 
     def _touch(self) -> None:
         self.answered_at = time.time()
@@ -280,7 +296,7 @@ class Secondary:
                 log.info("secondary %s: %s", self.name, changed or f"serving serial {self.serial} again")
                 result = await reload(self.name)
                 if changed:
-                    await loop.run_in_executor(None, self.save)
+                    self._save_soon(loop)
                 if result and result.get("error"):
                     # the old table serves on; fetch the whole zone again, even at this serial
                     self.uncompiled, self.last_error = self.serial, result["error"]
