@@ -1,6 +1,7 @@
 """`stormpy bench`: the commands run and print what they promise, with tiny round counts.
 No timing is asserted: this machine is too noisy for that, and the figures belong in
 docs/PERFORMANCE.md, measured properly."""
+import csv
 import json
 import os
 import shutil
@@ -11,6 +12,7 @@ import types
 import pytest
 
 from stormpy import _core
+from stormpy.bench.processes import find_tool
 from stormpy.bench import BenchError, cli, peers
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -93,6 +95,17 @@ def test_ixfr_times_every_step_and_serves_the_delta():
     assert steps["swap after the IXFR"] == pytest.approx(
         steps["patch the C store"] + steps["edit the table"], abs=1e-3)
     assert all(v >= 0 for v in steps.values()) and steps["read (dnspython)"] > 0
+
+
+@pytest.mark.skipif(not _core.ZONE_READER, reason="built without ldns: no C store")
+@pytest.mark.skipif(find_tool("knotd") is None, reason="knotd not installed")
+def test_notify_times_knot_to_stormpy_with_the_table_edited(tmp_path):
+    csv_path = tmp_path / "notify.csv"
+    r = bench("notify", "--records", "1000", "--rounds", "2", "--csv", str(csv_path))
+    assert r.returncode == 0, r.stderr
+    rows = list(csv.reader(open(csv_path)))
+    assert rows[0][:2] == ["round", "seconds to answer"] and len(rows) == 4, rows
+    assert all(row[3] == "C, edited" and 0 < float(row[1]) < 30 for row in rows[2:]), rows
 
 
 def test_compile_reports_time_and_memory():

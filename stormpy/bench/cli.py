@@ -128,6 +128,18 @@ def build_parser(p: argparse.ArgumentParser = None) -> argparse.ArgumentParser:
     _output_args(ix)
     ix.set_defaults(run="ixfr")
 
+    no = sub.add_parser("notify", help="a Knot primary's change to stormpy's answer, as a "
+                        "secondary (loopback, no root)",
+                        description="Knot DNS serves the compile bench's zone on 127.0.0.1 and "
+                        "stormpy follows it as a secondary; each round a dynamic update on Knot "
+                        "adds one record, timed until stormpy answers it (NOTIFY, IXFR, the "
+                        "table edited).")
+    no.add_argument("--records", type=number_list, default=[1_000_000], metavar="N",
+                    help="zone size in records (default 1M)")
+    no.add_argument("--rounds", type=positive, default=5, help="updates, one at a time (default 5)")
+    no.add_argument("--csv", metavar="FILE", help="also write the table as CSV")
+    no.set_defaults(run="notify")
+
     pe = sub.add_parser("peers", help="kxdpgun load on Knot (XDP, sockets), NSD and stormpy (root)",
                         description="One kxdpgun load across a veth pair between two network "
                         "namespaces, server and generator pinned to different CPUs, the same zone "
@@ -327,7 +339,7 @@ def _sockets_args(p) -> None:
 
 def register(subparsers) -> None:
     """Add `bench` to stormpy's subcommands; the handler is `run(args)`."""
-    b = subparsers.add_parser("bench", help="benchmarks: fastpath, sweep, cores, responders, compile, ixfr, peers, "
+    b = subparsers.add_parser("bench", help="benchmarks: fastpath, sweep, cores, responders, compile, ixfr, notify, peers, "
                               "sockets, http, http-loss",
                               description=DESCRIPTION)
     build_parser(b)
@@ -337,7 +349,7 @@ def run(args) -> int:
     """Run the parsed `stormpy bench ...`; BenchError becomes one line and status 2."""
     which = getattr(args, "run", None)
     if which is None:
-        print("stormpy bench: choose one of fastpath, sweep, cores, responders, compile, ixfr, peers, sockets, "
+        print("stormpy bench: choose one of fastpath, sweep, cores, responders, compile, ixfr, notify, peers, sockets, "
               "http, http-loss, gen (stormpy bench -h)", file=sys.stderr)
         return 2
     try:
@@ -361,6 +373,10 @@ def run(args) -> int:
         if which == "compile":
             from stormpy.bench.zonecompile import run_compile
             return run_compile(args)
+        if which == "notify":
+            from stormpy.bench.notify import run_notify
+            args.records = args.records[0]
+            return run_notify(args)
         if which == "peers":
             from stormpy.bench.peers import run_peers
             return run_peers(args)

@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import threading
 import time
 
 import dns.exception
@@ -57,16 +58,21 @@ class TransferZone(dns.zone.Zone):
     replaced = False
     changed_names: set | None = None
 
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.lock = threading.Lock()    # a commit and its changed names, seen together
+
     def writer(self, replacement: bool = False):
         self.replaced = replacement
         return super().writer(replacement)
 
     def _commit_version(self, txn, version, origin):
-        super()._commit_version(txn, version, origin)
-        if txn.replacement:
-            self.changed_names = None
-        elif self.changed_names is not None:
-            self.changed_names |= version.changed
+        with self.lock:
+            super()._commit_version(txn, version, origin)
+            if txn.replacement:
+                self.changed_names = None
+            elif self.changed_names is not None:
+                self.changed_names |= version.changed
 
 
 class Secondary:
@@ -104,25 +110,28 @@ class Secondary:
         if self.zone is None or self.expired:
             return None
         # an IXFR changes the zone in place, and always its serial
-        if self._prepared is None or self._prepared[:2] != (id(self.zone), self.serial):
-            from stormpy.dns import native          # the C compiler, when it takes the zone
-            prepared = self._patched(native) or native.from_records(self.path, self.zone)
-            if prepared is not None:
-                self.zone.changed_names = set()
-            self._prepared = (id(self.zone), self.serial,
-                              prepared or Zone(path=self.path, origin=self.origin, zone=self.zone))
-        return self._prepared[2]
+        zone = self.zone
+        with zone.lock:     # (a `ctl reload` may come while an IXFR commits)
+            serial = zone.get_soa().serial
+            if self._prepared is None or self._prepared[:2] != (id(zone), serial):
+                from stormpy.dns import native          # the C compiler, when it takes the zone
+                prepared = self._patched(native, zone) or native.from_records(self.path, zone)
+                if prepared is not None:
+                    zone.changed_names = set()
+                self._prepared = (id(zone), serial,
+                                  prepared or Zone(path=self.path, origin=self.origin, zone=zone))
+            return self._prepared[2]
 
-    def _patched(self, native):
+    def _patched(self, native, zone):
         """The C store of the last serial with the IXFRs since applied to it, in time
         proportional to the zone's records, not to a pass over them in Python; or None."""
-        if self._prepared is None or self._prepared[0] != id(self.zone):
+        if self._prepared is None or self._prepared[0] != id(zone):
             return None
-        prepared, names = self._prepared[2], self.zone.changed_names
+        prepared, names = self._prepared[2], zone.changed_names
         if not isinstance(prepared, native.NativeZone) or names is None:
             return None
         self._prepared = None                   # patched in place: no longer the old serial
-        return prepared if native.patch(prepared, self.zone, names) else None
+        return prepared if native.patch(prepared, zone, names) else None
 
     # -- the zone on disk --------------------------------------------------------
     def load_saved(self) -> None:
