@@ -37,13 +37,14 @@ import dns.zone
 from stormpy import _core
 from stormpy.dns.answer import IN, Answer, encode_variable
 from stormpy.dns.compiler import DNS_PATCHES, tag
+from stormpy.dns.inbound import inbound_xfr
 from stormpy.dns.transfer import keyring_of, newer
 from stormpy.dns.zone import Zone
 
 log = logging.getLogger("stormpy")
 
 QUERY_SECONDS = 3.0           # an SOA query's wait
-TRANSFER_SECONDS = 60.0       # one transfer, all of it
+TRANSFER_SECONDS = 600.0      # one transfer, parse included (a million records: about a minute)
 MIN_WAIT = 1.0                # the shortest timer (a zone with refresh 0 does not spin)
 
 
@@ -255,8 +256,8 @@ class Secondary:
         host, port = self.primary
         try:
             query, _ = dns.xfr.make_query(zone, serial=serial, **self._tsig())
-            dns.query.inbound_xfr(host, zone, query, port=port, timeout=QUERY_SECONDS * 3,
-                                  lifetime=TRANSFER_SECONDS)
+            inbound_xfr(host, port, zone, query, timeout=QUERY_SECONDS * 3,
+                        lifetime=TRANSFER_SECONDS)
         except (dns.exception.DNSException, OSError, EOFError, ValueError) as e:
             raise TransferFailed(f"{'IXFR' if serial is not None else 'AXFR'} from "
                                  f"{_where(self.primary)}: {_why(e)}") from None
