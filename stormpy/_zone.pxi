@@ -101,6 +101,12 @@ cdef class NativeZone:
         return self.z.serial
 
     @property
+    def soa_rdata(self):
+        """The SOA record's data (wire), for its timers."""
+        cdef const sp_zone_rdata *d = &self.z.rdatas[self.z.rrsets[self.z.soa].first]
+        return self.z.rdata_arena[d.off:d.off + d.len]
+
+    @property
     def records(self):
         return self.z.nrdatas
 

@@ -13,6 +13,8 @@ import time
 
 import pytest
 
+from stormpy import _core
+
 from support.backends import EVERY_BACKEND
 from support.netns import (CLIENT_V4, REPO, SERVER_V4, NsServer, VethPair, stop_process,
                            why_no_netns)
@@ -228,9 +230,14 @@ def test_restart_catches_up_by_ixfr(pair, dirs):
         time.sleep(0.5)
         with Secondary(pair, secondary_args(zone_dir)) as sec:
             r = wait_for(pair, lambda r: serial_of(r) == 2, 10)
+            later = pair.query([["later.example.com", "A"]], timeout=1)[0]
             sec.stop()
     assert r is not None, sec.log
+    assert later["rcode"] == 0 and later["answer"][0].endswith("192.0.2.77"), later
     assert "IXFR 1 -> 2" in sec.log, sec.log
+    if _core.ZONE_READER:   # the saved copy read in C, then patched and the table edited
+        assert "serial 1 from" in sec.log and "(read in C)" in sec.log, sec.log
+        assert "compiled in C, edited" in sec.log, sec.log
 
 
 def test_primary_gone_expires_to_servfail(pair, dirs):

@@ -17,6 +17,7 @@ import time
 import dns.name
 import dns.rdata
 import dns.rdataclass
+import dns.rdatatype
 import dns.zone
 
 from stormpy import _core
@@ -41,14 +42,7 @@ class NativeZone:
         """dnspython's zone from the records C holds (the file is not read again: it may
         have changed, or be a pipe), for the Python compiler and tools."""
         if self._zone is None:
-            zone = dns.zone.Zone(self.origin, relativize=False)
-            for owner, rdtype, ttl, datas in self.native.rrsets():
-                name = dns.name.from_wire(owner, 0)[0]
-                rdataset = zone.find_rdataset(name, rdtype, create=True)
-                for data in datas:
-                    rdataset.add(dns.rdata.from_wire(dns.rdataclass.IN, rdtype, data, 0, len(data)),
-                                 ttl)
-            self._zone = zone
+            self._zone = self.into(dns.zone.Zone(self.origin, relativize=False))
         return self._zone
 
     @property
@@ -58,6 +52,21 @@ class NativeZone:
     @property
     def serial(self) -> int:
         return self.native.serial
+
+    def get_soa(self):
+        """The SOA record (dnspython's), as dns.zone.Zone.get_soa() gives it."""
+        data = self.native.soa_rdata
+        return dns.rdata.from_wire(dns.rdataclass.IN, dns.rdatatype.SOA, data, 0, len(data))
+
+    def into(self, zone: dns.zone.Zone) -> dns.zone.Zone:
+        """zone (empty, dnspython's) filled with the records C holds."""
+        for owner, rdtype, ttl, datas in self.native.rrsets():
+            name = dns.name.from_wire(owner, 0)[0]
+            rdataset = zone.find_rdataset(name, rdtype, create=True)
+            for data in datas:
+                rdataset.add(dns.rdata.from_wire(dns.rdataclass.IN, rdtype, data, 0, len(data)),
+                             ttl)
+        return zone
 
 
 @contextlib.contextmanager

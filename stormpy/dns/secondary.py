@@ -81,6 +81,8 @@ class Secondary:
         self.origin, self.primary, self.key = origin, primary, key
         self.path = os.path.join(zone_dir, (origin.to_text(omit_final_dot=True) or "root") + ".zone")
         self.zone: TransferZone | None = None
+        # the saved copy read in C at start, serving until its dnspython twin is built
+        self._restored = None
         self.answered_at = 0.0        # wall clock of the primary's last answer
         self.expired = False
         self.last_error: str | None = None
@@ -94,14 +96,18 @@ class Secondary:
     def name(self) -> str:
         return self.origin.to_text()
 
+    def _held(self):
+        """The zone's data: the transferred zone, or the saved copy read in C."""
+        return self.zone if self.zone is not None else self._restored
+
     @property
     def serial(self) -> int | None:
-        soa = self.zone.get_soa() if self.zone is not None else None
+        soa = self._held().get_soa() if self._held() is not None else None
         return soa.serial if soa is not None else None
 
     def timers(self) -> tuple[float, float, float]:
         """refresh, retry, expire (seconds) from the SOA; before any data, retry soon."""
-        soa = self.zone.get_soa() if self.zone is not None else None
+        soa = self._held().get_soa() if self._held() is not None else None
         if soa is None:
             return MIN_WAIT, 5.0, float("inf")
         return (max(MIN_WAIT, soa.refresh), max(MIN_WAIT, soa.retry), max(MIN_WAIT, soa.expire))
@@ -109,7 +115,7 @@ class Secondary:
     def serving(self) -> Zone | None:
         """The zone to compile, or None (SERVFAIL): no data yet, or expired."""
         if self.zone is None or self.expired:
-            return None
+            return None if self.expired else self._restored
         # an IXFR changes the zone in place, and always its serial
         zone = self.zone
         with zone.lock:     # (a `ctl reload` may come while an IXFR commits)
@@ -136,8 +142,19 @@ class Secondary:
 
     # -- the zone on disk --------------------------------------------------------
     def load_saved(self) -> None:
-        """The copy a previous run wrote, if any; whether it has expired since."""
+        """The copy a previous run wrote, if any; whether it has expired since. Read in
+        C where it can be (a million records in about a second, where dnspython takes
+        a minute); follow() then builds the twin that IXFRs apply to."""
         if not os.path.exists(self.path):
+            return
+        from stormpy.dns import native
+        restored = native.load(self.path, self.name)
+        if restored is not None and restored.origin == self.origin:
+            self._restored = restored
+            self.answered_at = os.stat(self.path).st_mtime
+            self.check_expired()
+            log.info("secondary %s: serial %s from %s (read in C)%s", self.name, self.serial,
+                     self.path, " (expired)" if self.expired else "")
             return
         try:
             zone = dns.zone.from_file(self.path, origin=self.origin, relativize=False,
@@ -151,6 +168,24 @@ class Secondary:
         self.check_expired()
         log.info("secondary %s: serial %s from %s%s", self.name, self.serial, self.path,
                  " (expired)" if self.expired else "")
+
+    def _build_twin(self) -> None:
+        """The restored copy's dnspython twin, for IXFRs to apply to; the C store that
+        serves since the start stays the one they patch."""
+        restored = self._restored
+        started = time.monotonic()
+        try:
+            zone = restored.into(TransferZone(self.origin, relativize=False))
+        except (dns.exception.DNSException, ValueError) as e:
+            log.warning("secondary %s: saved copy unusable for IXFR (%s); the next transfer "
+                        "is an AXFR", self.name, e)
+            return
+        zone.changed_names = set()
+        restored._zone = zone
+        with zone.lock:
+            self._prepared = (id(zone), restored.serial, restored)
+            self.zone, self._restored = zone, None
+        log.debug("secondary %s: ready for IXFR in %.1f s", self.name, time.monotonic() - started)
 
     def save(self, zone: dns.zone.Zone | None = None) -> None:
         """The zone (or a snapshot of it) to disk."""
@@ -189,7 +224,7 @@ class Secondary:
 
     def check_expired(self) -> bool:
         """Whether the zone just expired (it stays so until the primary answers)."""
-        if self.zone is None or self.expired:
+        if self._held() is None or self.expired:
             return False
         if time.time() - self.answered_at < self.timers()[2]:
             return False
@@ -201,7 +236,7 @@ class Secondary:
         """Ask the primary's serial, fetch the zone if it is newer. What changed, for
         the log, or None when nothing did. Raises TransferFailed."""
         remote = self._primary_serial()
-        current = self.serial
+        current = self.serial if self.zone is not None else None
         if current is not None and current == self.uncompiled:
             current = None                      # AXFR: the zone held may be a bad delta's
         elif current is not None and not newer(remote, current):
@@ -275,10 +310,12 @@ class Secondary:
         """Forever: refresh on the SOA's timers or a NOTIFY; reload(name) publishes."""
         self._wake = asyncio.Event()
         loop = asyncio.get_running_loop()
+        if self.zone is None and self._restored is not None:
+            await loop.run_in_executor(None, self._build_twin)
         wait = 0.0
         while True:
             if wait > 0:
-                if self.zone is not None and not self.expired:
+                if self._held() is not None and not self.expired:
                     wait = min(wait, max(0.05, self.answered_at + self.timers()[2] - time.time()))
                 try:
                     await asyncio.wait_for(self._wake.wait(), wait)

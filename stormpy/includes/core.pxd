@@ -660,7 +660,7 @@ cdef extern from "stormpy/zone/zone.h" nogil:
         uint32_t off
         uint16_t len
     struct sp_zone:
-        uint32_t nnames, ndead, nrrsets, nrdatas, nrecords, origin, serial
+        uint32_t nnames, ndead, nrrsets, nrdatas, nrecords, origin, serial, soa
         bint pending
         sp_zone_name *names
         sp_zone_rrset *rrsets
