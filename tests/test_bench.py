@@ -104,8 +104,9 @@ def test_notify_times_knot_to_stormpy_with_the_table_edited(tmp_path):
     r = bench("notify", "--records", "1000", "--rounds", "2", "--csv", str(csv_path))
     assert r.returncode == 0, r.stderr
     rows = list(csv.reader(open(csv_path)))
-    assert rows[0][:2] == ["round", "seconds to answer"] and len(rows) == 4, rows
-    assert all(row[3] == "C, edited" and 0 < float(row[1]) < 30 for row in rows[2:]), rows
+    assert rows[0][:2] == ["round", "seconds to answer"] and len(rows) == 5, rows
+    assert all(row[3] == "C, edited" and 0 < float(row[1]) < 30 for row in rows[2:4]), rows
+    assert rows[4][0] == "restart" and 0 < float(rows[4][1]) < 30, rows
 
 
 def test_compile_reports_time_and_memory():

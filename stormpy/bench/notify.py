@@ -6,7 +6,8 @@ each round sends Knot a dynamic update (one A record added, the serial bumped by
 Knot), then the NOTIFY Knot would send (Knot waits about a second before its own; it is
 told not to), and times from that NOTIFY until stormpy answers the new record:
 stormpy's SOA query, the IXFR, the C store patched, the published table edited.
-stormpy's own log says how long its reload took and how it compiled.
+stormpy's own log says how long its reload took and how it compiled. Last, stormpy
+is restarted: the time until it answers again from the zone it saved.
 """
 from __future__ import annotations
 
@@ -99,12 +100,11 @@ def measure(records: int, rounds: int, workdir: str) -> list:
                                           stdout=out, stderr=subprocess.STDOUT))
         _wait(lambda: _answer(f"host0.{ZONE_ORIGIN}", knot_port) is not None, 120, "knotd",
               procs[0], knot_log)
+        argv = [sys.executable, "-m", "stormpy", "serve-dns", "--secondary", ZONE_ORIGIN,
+                "--primary", f"{LOOPBACK}:{knot_port}", "--zone-dir", zone_dir,
+                "--listen", f"{LOOPBACK}:{stormpy_port}", "--workers", "1"]
         with open(stormpy_log, "w") as out:
-            procs.append(subprocess.Popen(
-                [sys.executable, "-m", "stormpy", "serve-dns", "--secondary", ZONE_ORIGIN,
-                 "--primary", f"{LOOPBACK}:{knot_port}", "--zone-dir", zone_dir,
-                 "--listen", f"{LOOPBACK}:{stormpy_port}", "--workers", "1"],
-                stdout=out, stderr=subprocess.STDOUT))
+            procs.append(subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT))
         say(f"notify: the first AXFR of {records:,} records")
         first = _wait(lambda: _has(_answer(f"host0.{ZONE_ORIGIN}", stormpy_port)),
                       FIRST_TRANSFER_SECONDS, "the first AXFR", procs[1], stormpy_log)
@@ -128,6 +128,8 @@ def measure(records: int, rounds: int, workdir: str) -> list:
             took = time.monotonic() - start
             rows.append({"round": r + 1, "seconds": round(took, 3), **_reload_of(stormpy_log, r + 1)})
             time.sleep(0.5)
+        rows.append({"round": "restart", "reload_s": "", "compiled": "",
+                     "seconds": round(_restart(procs, argv, stormpy_log, stormpy_port), 2)})
         return [{"round": "first AXFR", "seconds": round(first, 1), "reload_s": "",
                  "compiled": ""}] + rows
     finally:
@@ -137,6 +139,19 @@ def measure(records: int, rounds: int, workdir: str) -> list:
                 p.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 p.kill()
+
+
+def _restart(procs: list, argv: list, log_path: str, port: int) -> float:
+    """stormpy stopped (its zone file written first) and started again: the seconds
+    until it answers from the saved zone."""
+    procs[1].terminate()
+    procs[1].wait(timeout=600)
+    with open(log_path, "a") as out:
+        start = time.monotonic()
+        procs[1] = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT)
+    _wait(lambda: _has(_answer(f"host0.{ZONE_ORIGIN}", port)), FIRST_TRANSFER_SECONDS,
+          "the restart", procs[1], log_path)
+    return time.monotonic() - start
 
 
 def _has(reply) -> bool:
