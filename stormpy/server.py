@@ -34,12 +34,12 @@ from stormpy.tap import create_region, give_region, region_status, remove_region
 
 log = logging.getLogger("stormpy")
 
-def shared_table_ref(table, workers: int):
+def shared_table_ref(table, workers: int, reserve: int = 0):
     """The published table and the workers' state, in memory shared with worker
     processes. The region reserves address space for several reloads of a zone
-    that grows (pages are only taken when written); a smaller one is tried where
-    the kernel refuses to overcommit."""
-    size = max(256 << 20, 8 * table.flat_size() + (64 << 20))
+    that grows (pages are only taken when written), at least `reserve` bytes; a
+    smaller one is tried where the kernel refuses to overcommit."""
+    size = max(256 << 20, 8 * table.flat_size() + (64 << 20), reserve)
     while True:
         try:
             return _core.TableRef(table, workers, shared_bytes=size)
@@ -105,7 +105,7 @@ class Server(ABC):
             total += len(self.tcp_sockets)
             if total > _core.MAX_WORKERS:
                 raise StormpyError(f"at most {_core.MAX_WORKERS} workers in all, TCP's included")
-            self.ref = shared_table_ref(table, total)
+            self.ref = shared_table_ref(table, total, self.table_reserve)
             self._set_rrl()
         except StormpyError:
             self._close_sockets()
@@ -153,6 +153,10 @@ class Server(ABC):
         """load() for a reload (off the event loop); zones: only these were asked for
         (names zone_name() gave), where the application can re-read just those."""
         return self.load()
+
+    # Bytes of shared memory to reserve beyond what the first table suggests: a
+    # server whose data arrive after it starts (a DNS secondary) says how much.
+    table_reserve = 0
 
     def reload_published(self) -> None:
         """After a reload's table is published."""
@@ -205,7 +209,7 @@ class Server(ABC):
                 self.tcp_sockets = (open_tcp_listeners("0.0.0.0", cfg.port, cfg.tcp_workers) +
                                     open_tcp_listeners("::", cfg.port, cfg.tcp_workers))
                 self.listen_text += f", TCP {len(self.tcp_sockets)} worker(s)"
-            self.ref = shared_table_ref(table, queues + len(self.tcp_sockets))
+            self.ref = shared_table_ref(table, queues + len(self.tcp_sockets), self.table_reserve)
             self._set_rrl()
             self.tap = create_region(queues, cfg.tap_buffer)
             if self.tap is not None:

@@ -71,6 +71,9 @@ class DnsServer(Server):
     file, or only the zones `stormpy ctl reload ZONE` names, and compiles them with the
     others as they were parsed."""
     serves_tcp = True
+    # a secondary starts with no data: room for a zone of millions of records, twice
+    # (the table serving and the next one), in address space; pages come when written
+    SECONDARY_RESERVE = 4 << 30
 
     def __init__(self, cfg: DnsConfig):
         self.files = [ZoneFile(path, origin) for path, origin in with_origins(cfg.zones, cfg.origins)]
@@ -81,6 +84,7 @@ class DnsServer(Server):
         self.zone_slots: dict = {}      # zone origin -> its answer counter's slot
         for s in self.secondaries:
             s.load_saved()
+        self.table_reserve = self.SECONDARY_RESERVE if self.secondaries else 0
         self.handoff = Handoff() if self.secondaries or self.policy.enabled else None
         # for IXFR out: each zone as published (its SOA and nodes), and the differences
         self.journal = Journal() if self.policy.enabled else None
