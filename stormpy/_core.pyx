@@ -15,6 +15,7 @@ from cpython.mem cimport PyMem_Malloc, PyMem_Free
 
 from stormpy.includes.core cimport *
 
+import os
 import time
 
 from stormpy.errors import BackendError

@@ -80,6 +80,18 @@ cdef class NativeZone:
         if rc != SP_ZONE_OK:
             raise ZoneDeclined(self.z.why.decode(errors="replace"))
 
+    def write(self, str path):
+        """The zone as a master file (without the GIL). Raises OSError or ZoneDeclined."""
+        cdef bytes bpath = path.encode()
+        cdef const char *cpath = bpath
+        cdef int rc
+        with nogil:
+            rc = sp_zone_write(self.z, cpath)
+        if rc < 0:
+            raise OSError(-rc, os.strerror(-rc), path)
+        if rc != SP_ZONE_OK:
+            raise ZoneDeclined(self.z.why.decode(errors="replace"))
+
     @property
     def records_read(self):
         """Records read so far (a progress line reads it while read() runs)."""

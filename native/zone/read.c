@@ -396,3 +396,64 @@ int sp_zone_read(struct sp_zone *z, const char *path, const char *origin)
     free(r.record);
     return rc;
 }
+
+/* One record as a master file line, through ldns's printer. */
+static int write_record(FILE *f, const struct sp_zone *z, const struct sp_zone_rrset *s,
+                        const struct sp_zone_rdata *d)
+{
+    static uint8_t wire[SP_ZONE_NAME_MAX + 10 + 65536];
+    const struct sp_zone_name *n = &z->names[s->name];
+    size_t len = n->len;
+    memcpy(wire, z->arena + n->off, len);
+    uint8_t fixed[10] = {(uint8_t)(s->type >> 8), (uint8_t)s->type, 0, 1,
+                         (uint8_t)(s->ttl >> 24), (uint8_t)(s->ttl >> 16), (uint8_t)(s->ttl >> 8),
+                         (uint8_t)s->ttl, (uint8_t)(d->len >> 8), (uint8_t)d->len};
+    memcpy(wire + len, fixed, sizeof(fixed));
+    memcpy(wire + len + sizeof(fixed), z->rdata_arena + d->off, d->len);
+    ldns_rr *rr = NULL;
+    size_t pos = 0;
+    if (ldns_wire2rr(&rr, wire, len + sizeof(fixed) + d->len, &pos, LDNS_SECTION_ANSWER)
+        != LDNS_STATUS_OK)
+        return SP_ZONE_DECLINED;
+    ldns_rr_print(f, rr);
+    ldns_rr_free(rr);
+    return SP_ZONE_OK;
+}
+
+/* A name's RRsets, but for skip (the SOA, written first). */
+static int write_name(FILE *f, const struct sp_zone *z, uint32_t name, uint32_t skip)
+{
+    const struct sp_zone_name *n = &z->names[name];
+    int rc = SP_ZONE_OK;
+    for (uint32_t i = 0; rc == SP_ZONE_OK && !n->dead && i < n->nrrsets; i++) {
+        const struct sp_zone_rrset *s = &z->rrsets[n->first_rrset + i];
+        for (uint32_t k = 0; rc == SP_ZONE_OK && n->first_rrset + i != skip && k < s->count; k++)
+            rc = write_record(f, z, s, &z->rdatas[s->first + k]);
+    }
+    return rc;
+}
+
+int sp_zone_write(struct sp_zone *z, const char *path)
+{
+    FILE *f = fopen(path, "w");
+    if (f == NULL)
+        return -errno;
+    ldns_rdf *origin = ldns_dname_new_frm_data(z->names[z->origin].len,
+                                               sp_zone_name_wire(z, z->origin));
+    int rc = origin != NULL ? SP_ZONE_OK : SP_ZONE_NOMEM;
+    if (origin != NULL) {
+        fputs("$ORIGIN ", f);
+        ldns_rdf_print(f, origin);
+        fputs("\n", f);
+        ldns_rdf_deep_free(origin);
+        rc = write_record(f, z, &z->rrsets[z->soa], &z->rdatas[z->rrsets[z->soa].first]);
+    }
+    for (uint32_t id = 0; rc == SP_ZONE_OK && id < z->nnames; id++)
+        rc = write_name(f, z, id, z->soa);
+    int err = ferror(f) ? errno : 0;
+    if (fclose(f) != 0 && err == 0)
+        err = errno;
+    if (rc != SP_ZONE_OK)
+        snprintf(z->why, sizeof(z->why), "ldns cannot print a record of this zone");
+    return err ? -err : rc;
+}

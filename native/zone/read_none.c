@@ -16,3 +16,10 @@ int sp_zone_read(struct sp_zone *z, const char *path, const char *origin)
     snprintf(z->why, sizeof(z->why), "this build has no ldns");
     return SP_ZONE_DECLINED;
 }
+
+int sp_zone_write(struct sp_zone *z, const char *path)
+{
+    (void)path;
+    snprintf(z->why, sizeof(z->why), "this build has no ldns");
+    return SP_ZONE_DECLINED;
+}

@@ -126,8 +126,10 @@ def measure(records: int, rounds: int, workdir: str) -> list:
             _wait(lambda: _has(_answer(name, stormpy_port)), ANSWER_SECONDS,
                   f"round {r + 1}", procs[1], stormpy_log)
             took = time.monotonic() - start
-            rows.append({"round": r + 1, "seconds": round(took, 3), **_reload_of(stormpy_log, r + 1)})
+            rows.append({"round": r + 1, "seconds": round(took, 3)})
             time.sleep(0.5)
+        for n, row in enumerate(rows, start=1):    # logged once the table is out: read now
+            row.update(_reload_of(stormpy_log, n))
         rows.append({"round": "restart", "reload_s": "", "compiled": "",
                      "seconds": round(_restart(procs, argv, stormpy_log, stormpy_port), 2)})
         return [{"round": "first AXFR", "seconds": round(first, 1), "reload_s": "",

@@ -35,6 +35,7 @@ class NativeZone:
 
     def __init__(self, path: str, origin: str | None, native):
         self.path, self.native, self._origin_arg, self._zone = path, native, origin, None
+        self.lock = threading.Lock()    # a patch and a write of the file never overlap
         self.origin = dns.name.from_wire(native.origin_wire, 0)[0]
 
     @property
@@ -145,7 +146,7 @@ def patch(prepared: NativeZone, zone: dns.zone.Zone, names) -> bool:
                 for rd in rds:
                     yield wire, rds.rdtype, rds.ttl, rd.to_wire()
     try:
-        with progress(f"patching {zone.origin.to_text()}"):
+        with progress(f"patching {zone.origin.to_text()}"), prepared.lock:
             prepared.native.patch([name.to_wire() for name in names], records())
     except _core.ZoneDeclined as e:
         log.debug("%s: compiled in Python: %s", zone.origin, e)

@@ -38,6 +38,7 @@ from stormpy import _core
 from stormpy.dns.answer import IN, Answer, encode_variable
 from stormpy.dns.compiler import DNS_PATCHES, tag
 from stormpy.dns.inbound import inbound_xfr
+from stormpy.dns.native import NativeZone
 from stormpy.dns.transfer import keyring_of, newer
 from stormpy.dns.zone import Zone
 
@@ -187,11 +188,20 @@ class Secondary:
             self.zone, self._restored = zone, None
         log.debug("secondary %s: ready for IXFR in %.1f s", self.name, time.monotonic() - started)
 
-    def save(self, zone: dns.zone.Zone | None = None) -> None:
-        """The zone (or a snapshot of it) to disk."""
+    def save(self, zone=None) -> None:
+        """The zone to disk: zone (a snapshot of it, or the C store that serves it,
+        written by ldns without the GIL in a second or so a million records, where
+        dnspython takes half a minute and holds the GIL throughout) or the zone itself."""
+        tmp = self.path + ".tmp"
         try:
-            tmp = self.path + ".tmp"
-            (zone or self.zone).to_file(tmp, relativize=False, want_origin=True)
+            try:
+                if isinstance(zone, NativeZone):
+                    with zone.lock:
+                        zone.native.write(tmp)
+                else:
+                    (zone or self.zone).to_file(tmp, relativize=False, want_origin=True)
+            except _core.ZoneDeclined:
+                self.zone.to_file(tmp, relativize=False, want_origin=True)
             os.replace(tmp, self.path)
             self._touch()
         except OSError as e:        # served all the same; a restart will transfer again
@@ -212,7 +222,13 @@ class Secondary:
             self._save_pending = True
             return
         self._save_pending = False
-        self._saving = loop.run_in_executor(None, self.save, self._snapshot())
+        prepared = self._prepared[2] if self._prepared is not None else None
+        what = prepared if isinstance(prepared, NativeZone) else self._snapshot()
+        try:
+            self._saving = loop.run_in_executor(None, self.save, what)
+        except RuntimeError:        # the server is stopping: the latest serial, written now
+            self.save(what)
+            return
         self._saving.add_done_callback(lambda _: self._save_pending and self._save_soon(loop))
 
     def _touch(self) -> None:

@@ -678,6 +678,7 @@ cdef extern from "stormpy/zone/zone.h" nogil:
     int sp_zone_reopen(sp_zone *z, const uint8_t *const *names, const size_t *lens,
                        size_t count)
     bint sp_zone_reader_available()
+    int sp_zone_write(sp_zone *z, const char *path)
     const uint8_t *sp_zone_name_wire(const sp_zone *z, uint32_t id)
     int sp_zone_compile(sp_zone *z, sp_table_builder *b, uint32_t slot,
                         sp_zone_compile_stats *stats)

@@ -161,6 +161,10 @@ int sp_zone_reopen(struct sp_zone *z, const uint8_t *const *names, const size_t 
  * $ORIGIN. SP_ZONE_DECLINED when this build has no ldns. */
 int sp_zone_read(struct sp_zone *z, const char *path, const char *origin);
 bool sp_zone_reader_available(void);
+/* The zone as a master file at path (ldns prints each record; the apex first): a
+ * secondary's copy on disk. SP_ZONE_OK, SP_ZONE_DECLINED (no ldns, or a record it
+ * cannot print) or -errno. */
+int sp_zone_write(struct sp_zone *z, const char *path);
 
 /* Helpers the layers share. */
 static inline uint64_t sp_zone_hash(const uint8_t *p, size_t n, uint64_t seed)
