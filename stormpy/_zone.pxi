@@ -80,6 +80,16 @@ cdef class NativeZone:
         if rc != SP_ZONE_OK:
             raise ZoneDeclined(self.z.why.decode(errors="replace"))
 
+    def copy(self):
+        """A deep copy of this zone, to write from while this one is patched."""
+        cdef NativeZone c = NativeZone()
+        cdef sp_zone *z = sp_zone_copy(self.z)
+        if z is NULL:
+            raise MemoryError()
+        sp_zone_free(c.z)
+        c.z = z
+        return c
+
     def write(self, str path):
         """The zone as a master file (without the GIL). Raises OSError or ZoneDeclined."""
         cdef bytes bpath = path.encode()

@@ -326,3 +326,28 @@ def test_a_patched_c_store_answers_as_one_built_afresh(seed, tmp_path, monkeypat
                 f"serial {serial}: {qname} {qtype}"
             asked += 1
     assert asked > 2000 and incremental >= 3
+
+
+def test_a_copy_writes_the_zone_as_it_was_while_the_zone_is_patched(tmp_path):
+    """A secondary's file is written from a copy of the C store while the store itself
+    takes the next IXFR: the file has every record of the copied serial, read back by
+    dnspython and by ldns alike, and nothing of the patch after it."""
+    path = os.path.join(ZONES, "example.com.zone")
+    before = load_zone(path)
+    copy = before.native.copy()
+    origin = before.origin
+    want = sorted(f"{n} {t} {rd}" for n, t, rd in before.zone.iterate_rdatas())
+    soa = before.get_soa().replace(serial=before.serial + 1)
+    before.native.patch([origin.to_wire(), dns.name.from_text("later", origin).to_wire()],
+                        [(origin.to_wire(), dns.rdatatype.SOA, 60, soa.to_wire())] +
+                        [(origin.to_wire(), rds.rdtype, rds.ttl, rd.to_wire())
+                         for rds in before.zone.get_node(origin) if rds.rdtype != dns.rdatatype.SOA
+                         for rd in rds] +
+                        [(dns.name.from_text("later", origin).to_wire(), 1, 60, b"\xc0\x00\x02\x01")])
+    assert before.serial == soa.serial
+    out = str(tmp_path / "saved.zone")
+    copy.write(out)
+    written = dns.zone.from_file(out, relativize=False)
+    assert sorted(f"{n} {t} {rd}" for n, t, rd in written.iterate_rdatas()) == want
+    again = native.load(out, origin.to_text())
+    assert (again.serial, again.record_count) == (soa.serial - 1, copy.records)

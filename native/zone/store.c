@@ -44,6 +44,46 @@ void sp_zone_free(struct sp_zone *z)
     free(z);
 }
 
+static void *copy_of(const void *p, size_t bytes)
+{
+    void *q = malloc(bytes ? bytes : 1);
+    if (q != NULL && bytes)
+        memcpy(q, p, bytes);
+    return q;
+}
+
+struct sp_zone *sp_zone_copy(const struct sp_zone *z)
+{
+    struct sp_zone *c = calloc(1, sizeof(*c));
+    if (c == NULL)
+        return NULL;
+    *c = *z;
+    c->records = NULL;
+    c->nrecords = c->records_cap = 0;
+    c->changed = NULL;
+    c->nchanged = c->changed_cap = 0;
+    c->pending = false;
+    c->old_types = NULL;
+    c->soa_places = NULL;
+    c->nsoa_places = c->soa_places_cap = 0;
+    c->arena = copy_of(z->arena, z->arena_len);
+    c->arena_cap = z->arena_len;
+    c->names = copy_of(z->names, z->nnames * sizeof(*z->names));
+    c->names_cap = z->nnames;
+    c->slots = copy_of(z->slots, ((size_t)z->slots_mask + 1) * sizeof(*z->slots));
+    c->rdata_arena = copy_of(z->rdata_arena, z->rdata_len);
+    c->rdata_cap = z->rdata_len;
+    c->rrsets = copy_of(z->rrsets, z->nrrsets * sizeof(*z->rrsets));
+    c->rdatas = copy_of(z->rdatas, z->nrdatas * sizeof(*z->rdatas));
+    c->types = copy_of(z->types, z->ntypes * sizeof(*z->types));
+    if (!c->arena || !c->names || !c->slots || !c->rdata_arena || !c->rrsets || !c->rdatas ||
+        !c->types) {
+        sp_zone_free(c);
+        return NULL;
+    }
+    return c;
+}
+
 static bool grow(void **p, size_t *cap, size_t need, size_t item)
 {
     if (need <= *cap)

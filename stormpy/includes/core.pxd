@@ -670,6 +670,7 @@ cdef extern from "stormpy/zone/zone.h" nogil:
     struct sp_zone_compile_stats:
         uint64_t keys, responses
     sp_zone *sp_zone_new()
+    sp_zone *sp_zone_copy(const sp_zone *z)
     void sp_zone_free(sp_zone *z)
     int sp_zone_read(sp_zone *z, const char *path, const char *origin)
     int sp_zone_add_record(sp_zone *z, const uint8_t *owner, size_t owner_len, uint16_t type,

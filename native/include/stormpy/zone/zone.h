@@ -128,6 +128,10 @@ struct sp_zone {
 
 struct sp_zone *sp_zone_new(void);
 void sp_zone_free(struct sp_zone *z);
+/* A deep copy of a finished zone (without what a patch keeps for its compile): a
+ * secondary writes its file from one while the zone itself is patched. NULL when
+ * out of memory. */
+struct sp_zone *sp_zone_copy(const struct sp_zone *z);
 
 /* The id of a name (any case), added when absent; SP_ZONE_NONE when out of memory. */
 uint32_t sp_zone_intern(struct sp_zone *z, const uint8_t *wire, size_t len);
