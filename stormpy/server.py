@@ -347,7 +347,9 @@ class Server(ABC):
         started = time.monotonic()
         try:
             table, stats = await loop.run_in_executor(None, self.reload_table, zones)
+            built = time.monotonic()
             self.ref.publish(table)
+            published = time.monotonic()
         except (StormpyError, MemoryError) as e:
             self.reload_failures += 1
             log.error("reload failed, still serving what was loaded before: %s", e)
@@ -363,8 +365,9 @@ class Server(ABC):
         self.reloads += 1
         self.reload_seconds = time.monotonic() - started
         what = f"zone(s) {', '.join(sorted(zones))} of " if zones else ""
-        log.info("reloaded %s%s, %d keys in %.2f s", what, self.describe(), stats.keys,
-                 self.reload_seconds)
+        log.info("reloaded %s%s, %d keys in %.2f s (table %.2f s, placed for the workers "
+                 "%.2f s)", what, self.describe(), stats.keys, self.reload_seconds,
+                 built - started, published - built)
         # waiting for the workers to move on happens off the loop: TCP and respawns go on
         if not await loop.run_in_executor(None, self.ref.reclaim, 5000):
             log.warning("a worker did not leave the old table within 5 s; it is kept until a "

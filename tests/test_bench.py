@@ -105,7 +105,8 @@ def test_notify_times_knot_to_stormpy_with_the_table_edited(tmp_path):
     assert r.returncode == 0, r.stderr
     rows = list(csv.reader(open(csv_path)))
     assert rows[0][:2] == ["round", "seconds to answer"] and len(rows) == 5, rows
-    assert all(row[3] == "C, edited" and 0 < float(row[1]) < 30 for row in rows[2:4]), rows
+    assert all(row[5] == "C, edited" and 0 < float(row[1]) < 30 and float(row[2]) >= float(row[3])
+               for row in rows[2:4]), rows
     assert rows[4][0] == "restart" and 0 < float(rows[4][1]) < 30, rows
 
 
