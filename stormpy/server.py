@@ -30,23 +30,10 @@ from stormpy.metrics import open_metrics
 from stormpy.reloads import ReloadQueue
 from stormpy.sockets import open_sinks, open_tcp_listeners, open_udp_sockets
 from stormpy.supervisor import WorkerPool
+from stormpy.table_region import shared_table_ref
 from stormpy.tap import create_region, give_region, region_status, remove_region
 
 log = logging.getLogger("stormpy")
-
-def shared_table_ref(table, workers: int, reserve: int = 0):
-    """The published table and the workers' state, in memory shared with worker
-    processes. The region reserves address space for several reloads of a zone
-    that grows (pages are only taken when written), at least `reserve` bytes; a
-    smaller one is tried where the kernel refuses to overcommit."""
-    size = max(256 << 20, 8 * table.flat_size() + (64 << 20), reserve)
-    while True:
-        try:
-            return _core.TableRef(table, workers, shared_bytes=size)
-        except StormpyError:
-            if size <= 3 * table.flat_size() + (16 << 20):
-                raise
-            size //= 2
 
 
 class Server(ABC):
@@ -154,9 +141,7 @@ class Server(ABC):
         (names zone_name() gave), where the application can re-read just those."""
         return self.load()
 
-    # Bytes of shared memory to reserve beyond what the first table suggests: a
-    # server whose data arrive after it starts (a DNS secondary) says how much.
-    table_reserve = 0
+    table_reserve = 0       # shared memory to reserve for data that come later (a secondary's)
 
     def reload_published(self) -> None:
         """After a reload's table is published."""
