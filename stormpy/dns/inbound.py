@@ -72,7 +72,10 @@ def inbound_xfr(where: str, port: int, zone, query: dns.message.Message, timeout
             _apply(zone, query, rdtype, serial, messages, deadline)
         finally:
             stop.set()
-            sock.shutdown(socket.SHUT_RDWR)
+            try:
+                sock.shutdown(socket.SHUT_RDWR)     # the reader's recv returns
+            except OSError:
+                pass                                # the primary closed it already
             reader.join(timeout)
 
 
