@@ -323,6 +323,12 @@ static int remove_keys(struct sp_zone *z, struct sp_table_builder *b, uint32_t n
     return SP_ZONE_OK;
 }
 
+static int recompile_declined(struct sp_zone *z, const char *why)
+{
+    snprintf(z->why, sizeof(z->why), "compiled whole: %s", why);
+    return SP_ZONE_DECLINED;
+}
+
 /* The SOA's new TTLs, serial and timers where the table stores it. */
 static int rewrite_soa(struct sp_zone *z, struct sp_table_builder *b)
 {
@@ -334,15 +340,9 @@ static int rewrite_soa(struct sp_zone *z, struct sp_table_builder *b)
         uint8_t be[4] = {(uint8_t)(ttl >> 24), (uint8_t)(ttl >> 16), (uint8_t)(ttl >> 8), (uint8_t)ttl};
         if (sp_table_rewrite(b, p->response, p->ttl_at, be, 4) < 0 ||
             sp_table_rewrite(b, p->response, p->tail_at, tail, 20) < 0)
-            return SP_ZONE_DECLINED;
+            return recompile_declined(z, "an SOA place outside its response");
     }
     return SP_ZONE_OK;
-}
-
-static int recompile_declined(struct sp_zone *z, const char *why)
-{
-    snprintf(z->why, sizeof(z->why), "compiled whole: %s", why);
-    return SP_ZONE_DECLINED;
 }
 
 int sp_zone_recompile(struct sp_zone *z, struct sp_table_builder *b, uint32_t slot,
@@ -381,8 +381,6 @@ int sp_zone_recompile(struct sp_zone *z, struct sp_table_builder *b, uint32_t sl
     if (c != NULL)
         compiler_free(c);
     free(mark);
-    if (rc == SP_ZONE_DECLINED && z->why[0] == 0)
-        return recompile_declined(z, "an SOA place outside its response");
     if (rc == SP_ZONE_OK)
         z->pending = false;
     return rc;
