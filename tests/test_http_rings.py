@@ -194,7 +194,9 @@ def test_precopy_sends_a_file_again_from_its_copies(site, name):
     hits, fills = map(int, re.search(r"precopy hits=(\d+) fills=(\d+)", log).groups())
     # ideally two sends in three are hits; a copy still in flight (its completion not
     # yet reaped) is missed and filled again, so the share varies (0.42-0.67 seen)
-    assert fills > 0 and hits >= (hits + fills) / 4, log
+    # segments are cut on the same boundaries every time (no runt segment while ACKs are
+    # due), so the second and third downloads are all hits: two in three, but for resends
+    assert fills > 0 and hits >= 1.8 * fills, log
     assert re.search(r"gso_frames=0\b", log), log   # precopy mode: a frame a segment
 
 

@@ -327,6 +327,32 @@ static void recovery(int sack)
     CHECK(!c.recovery);
 }
 
+/* Sender silly-window avoidance: a cwnd that is not a whole number of segments sends
+ * whole segments only while ACKs are due, and the rest once the flight is empty. */
+static void whole_segments(void)
+{
+    static struct tcb c;
+    setup(&c, false, 300);
+    uint32_t s0 = c.reply_seq;
+    c.cwnd = 3500;
+    unsigned used = 0;
+    new_batch();
+    ring_send_more(&c, &batch, &used, &k);
+    CHECK_EQ(used, 3);
+    CHECK_EQ(len_of(2), 1000);
+    CHECK_EQ(c.snd_nxt - s0, 3000);
+    /* the flight empties with no more room than before: half a segment goes */
+    c.snd_wnd = 500;
+    used = 0;
+    new_batch();
+    ack(&c, s0 + 3000, 0, NULL, &used);
+    c.snd_wnd = 500;
+    c.cwnd = 3500;
+    ring_send_more(&c, &batch, &used, &k);
+    CHECK_EQ(used, 1);
+    CHECK_EQ(len_of(0), 500);
+}
+
 int main(void)
 {
     board(1000);
@@ -336,6 +362,7 @@ int main(void)
     recovery(1);
     probe();
     small_flight();
+    whole_segments();
     memset(&k, 0, sizeof(k));
     recovery(0);
     return check_report("test_ring_sack");

@@ -179,14 +179,22 @@ bool ring_send_more(struct tcb *c, struct sp_batch *b, unsigned *used, struct sp
         if (flight >= wnd && !(c->snd_wnd == 0 && flight == 0))
             break;
         uint32_t room = flight < wnd ? wnd - flight : 1;   /* a zero window gets a probe */
+        bool hole = false;
         if (c->sack.n && SEQ_LT(c->snd_nxt, c->snd_max)) {
             /* going back over the flight after a timeout: what the peer SACKed since
              * stays where it is */
             uint32_t seq, len;
             c->snd_nxt = sack_hole(&c->sack, c->snd_nxt, c->snd_max, &seq, &len) ? seq : c->snd_max;
-            if (SEQ_LT(c->snd_nxt, c->snd_max))
+            hole = SEQ_LT(c->snd_nxt, c->snd_max);
+            if (hole)
                 room = room < len ? room : len;
         }
+        /* Sender silly-window avoidance (RFC 9293 3.8.6.2.1): while ACKs are due, wait
+         * for room for a whole segment. It also keeps segments on the same boundaries in
+         * every download of a file, which is what lets precopy find its copies again. */
+        uint32_t end = c->reply_seq + (c->has_reply ? (uint32_t)c->reply.len : 0);
+        if (!hole && room < c->mss && flight && SEQ_LT(c->snd_nxt + room, end))
+            break;
         if (!ring_send_at(c, b, used, c->snd_nxt, room, k))
             break;
         sent = true;
