@@ -89,16 +89,20 @@ cdef class TableRef:
         """The table to publish: in the shared region when there is one."""
         cdef size_t n
         cdef void *mem
+        cdef sp_table *placed
         if table.t is NULL:
             raise ValueError("table already published")
         if self.shm is NULL:
             return table.release()
         n = sp_table_flat_size(table.t)
-        mem = sp_shm_alloc(self.shm, n)
+        # room, so that the next table, a little larger after an IXFR, still fits where
+        # this one will be, in pages kept in memory (shm.h)
+        mem = sp_shm_alloc_raw(self.shm, n, n // 32)   # room: as prefault() makes
         if mem is NULL:
             raise MemoryError(f"the table needs {n >> 20} MB and the memory shared with the "
                               f"workers is full; restart the server to make it larger")
-        placed = sp_table_flatten(table.t, mem)
+        with nogil:
+            placed = sp_table_flatten(table.t, mem)
         sp_table_free(table.release())
         return placed
 
@@ -133,6 +137,16 @@ cdef class TableRef:
         """Make table the one workers read from their next batch; the old one is
         retired until reclaim() finds no worker can still read it."""
         self.retired.append(<uintptr_t>sp_table_ref_swap(self.ref, self._place(table)))
+
+    def prefault(self):
+        """Off the reload path (no GIL): pages in memory for the next table as large as
+        the one published, so that placing it is a copy (engine/shm.h)."""
+        cdef size_t n
+        if self.shm is NULL:
+            return
+        n = sp_table_flat_size(self.ref.current)
+        with nogil:
+            sp_shm_prefault(self.shm, n, n // 32)
 
     def reclaim(self, int timeout_ms=5000):
         """Free every retired table once no worker can still read one (waiting up to

@@ -60,6 +60,7 @@ class Server(ABC):
         self.reloads = self.reload_failures = 0
         self.reload_seconds = 0.0       # the last successful reload's, for --metrics
         self._reloads = ReloadQueue(self._reload)
+        self._prefaulted = None     # the future of ref.prefault(), run after each swap
         self._client_fds: set[int] = set()
         self._control_server = None
         self._metrics_server = None
@@ -333,7 +334,9 @@ class Server(ABC):
         try:
             table, stats = await loop.run_in_executor(None, self.reload_table, zones)
             built = time.monotonic()
-            self.ref.publish(table)
+            if self._prefaulted is not None:
+                await self._prefaulted
+            await loop.run_in_executor(None, self.ref.publish, table)   # a copy: off the loop
             published = time.monotonic()
         except (StormpyError, MemoryError) as e:
             self.reload_failures += 1
@@ -357,6 +360,7 @@ class Server(ABC):
         if not await loop.run_in_executor(None, self.ref.reclaim, 5000):
             log.warning("a worker did not leave the old table within 5 s; it is kept until a "
                         "later reload can free it")
+        self._prefaulted = loop.run_in_executor(None, self.ref.prefault)
         return {"serving": self.describe(), "seconds": round(self.reload_seconds, 3)}
 
     # -- control socket (stormpy ctl) -------------------------------------------
@@ -414,6 +418,8 @@ class Server(ABC):
             loop.add_signal_handler(signal.SIGHUP, lambda: asyncio.ensure_future(self.reload()))
             self.start_workers()
             started = True
+            # pages for the next table, off the loop; a reload waits for them first
+            self._prefaulted = loop.run_in_executor(None, self.ref.prefault)
             self.started()
             if self.user is not None:
                 self._drop_privileges()

@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 import dns.zone
@@ -444,3 +445,16 @@ def test_a_transfer_that_does_not_compile_is_fetched_again(pair, workdir):
     failed_at = sec.log.index("serial 2 does not compile")
     assert "AXFR serial 2" in sec.log[failed_at:], sec.log
     assert "Traceback" not in sec.log, sec.log
+
+
+def test_zone_files_are_written_by_a_thread_of_lower_priority():
+    """A 1M-record zone file takes seconds to write: niced, it yields the CPU to the
+    compile a NOTIFY waits for, and leaves the rest of the process at its own value."""
+    from stormpy.dns.secondary import _writer
+
+    def nice():
+        return os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+
+    ours = nice()
+    assert _writer().submit(nice).result(timeout=5) == min(ours + 10, 19)
+    assert nice() == ours

@@ -13,14 +13,17 @@
  * padded so the block's data stays 64-byte aligned. */
 struct block {
     uint64_t size;     /* header included */
-    uint64_t used;
+    uint32_t used;
+    uint32_t warm;     /* free, and its pages kept in memory */
     char pad[ALIGN - 2 * sizeof(uint64_t)];
 };
 
 struct sp_shm {
     uint64_t size;
     uint64_t top;      /* offset of the end of the last block */
-    char pad[ALIGN - 2 * sizeof(uint64_t)];
+    uint64_t largest;  /* the largest block handed out: how much may be kept warm */
+    uint64_t warm;     /* bytes in warm blocks */
+    char pad[ALIGN - 4 * sizeof(uint64_t)];
 };
 
 static inline struct block *block_at(struct sp_shm *s, uint64_t off)
@@ -61,33 +64,71 @@ static void release_pages(struct sp_shm *s, uint64_t off, uint64_t len)
         madvise((char *)s + start, end - start, MADV_REMOVE);
 }
 
-void *sp_shm_alloc(struct sp_shm *s, size_t n)
+/* The free block at off, made a used block of need bytes (the rest split off). */
+static void *take(struct sp_shm *s, uint64_t off, uint64_t need)
 {
-    if (n > s->size)
-        return NULL;
-    uint64_t need = (sizeof(struct block) + n + ALIGN - 1) / ALIGN * ALIGN;
-    for (uint64_t off = sizeof(*s); off < s->top; off += block_at(s, off)->size) {
-        struct block *b = block_at(s, off);
-        if (b->used || b->size < need)
-            continue;
-        if (b->size - need >= 2 * ALIGN) {       /* split: the rest stays free */
-            struct block *rest = block_at(s, off + need);
-            rest->size = b->size - need;
-            rest->used = 0;
-            b->size = need;
-        }
-        b->used = 1;
-        memset(b + 1, 0, b->size - sizeof(*b));
-        return b + 1;
+    struct block *b = block_at(s, off);
+    if (b->warm)
+        s->warm -= b->size;
+    if (b->size - need >= 2 * ALIGN) {       /* split: the rest stays free */
+        struct block *rest = block_at(s, off + need);
+        rest->size = b->size - need;
+        rest->used = 0;
+        rest->warm = b->warm;
+        if (rest->warm)
+            s->warm += rest->size;
+        b->size = need;
     }
-    if (need > s->size - s->top)
+    b->used = 1;
+    b->warm = 0;
+    if (b->size > s->largest)
+        s->largest = b->size;
+    return b + 1;
+}
+
+static uint64_t block_size(size_t n)
+{
+    return (sizeof(struct block) + (uint64_t)n + ALIGN - 1) / ALIGN * ALIGN;
+}
+
+void *sp_shm_alloc_raw(struct sp_shm *s, size_t n, size_t room)
+{
+    if (n > s->size || room > s->size)
         return NULL;
+    uint64_t need = block_size(n);
+    uint64_t tail = s->top;                   /* where a free last block starts */
+    /* warm blocks first: their pages need no fault and no zeroing by the kernel */
+    for (uint32_t warm = 1, pass = 0; pass < 2; pass++, warm = 0) {
+        for (uint64_t off = sizeof(*s); off < s->top; off += block_at(s, off)->size) {
+            struct block *b = block_at(s, off);
+            tail = b->used ? s->top : (tail == s->top ? off : tail);
+            if (!b->used && b->warm == warm && b->size >= need)
+                return take(s, off, need);
+        }
+    }
+    if (need > s->size - tail)
+        return NULL;
+    if (block_size(n + room) <= s->size - tail)
+        need = block_size(n + room);
+    if (tail < s->top) {                      /* the free last block grows into the rest */
+        if (block_at(s, tail)->warm)
+            s->warm -= block_at(s, tail)->size;
+        s->top = tail;
+    }
     struct block *b = block_at(s, s->top);
     b->size = need;
-    b->used = 1;
+    b->used = 0;
+    b->warm = 0;
     s->top += need;
-    memset(b + 1, 0, need - sizeof(*b));      /* fresh or MADV_REMOVEd pages: cheap */
-    return b + 1;
+    return take(s, s->top - need, need);
+}
+
+void *sp_shm_alloc(struct sp_shm *s, size_t n)
+{
+    void *p = sp_shm_alloc_raw(s, n, 0);
+    if (p)
+        memset(p, 0, ((struct block *)p - 1)->size - sizeof(struct block));
+    return p;
 }
 
 void sp_shm_free(struct sp_shm *s, void *p)
@@ -97,21 +138,55 @@ void sp_shm_free(struct sp_shm *s, void *p)
     struct block *b = (struct block *)p - 1;
     uint64_t off = (uint64_t)((char *)b - (char *)s);
     b->used = 0;
+    b->warm = 0;
     /* Merge with the free blocks after it, then with a free block before it. */
-    while (off + b->size < s->top && !block_at(s, off + b->size)->used)
-        b->size += block_at(s, off + b->size)->size;
+    while (off + b->size < s->top && !block_at(s, off + b->size)->used) {
+        struct block *next = block_at(s, off + b->size);
+        if (next->warm)
+            s->warm -= next->size;
+        b->size += next->size;
+    }
     for (uint64_t prev = sizeof(*s), next; prev < off; prev = next) {
         next = prev + block_at(s, prev)->size;
         if (next == off && !block_at(s, prev)->used) {
-            block_at(s, prev)->size += b->size;
+            struct block *before = block_at(s, prev);
+            if (before->warm)
+                s->warm -= before->size;
+            before->size += b->size;
             off = prev;
-            b = block_at(s, prev);
+            b = before;
             break;
         }
+    }
+    /* One table's worth of freed pages stays in memory: the next table fits where the
+     * last one was and is copied at memory speed, instead of faulting in every page. */
+    b->warm = s->warm + b->size <= s->largest + s->largest / 8;
+    if (b->warm) {
+        s->warm += b->size;
+        return;
     }
     release_pages(s, off, b->size);
     if (off + b->size == s->top)
         s->top = off;
+}
+
+int sp_shm_prefault(struct sp_shm *s, size_t n, size_t room)
+{
+    for (uint64_t off = sizeof(*s); off < s->top; off += block_at(s, off)->size) {
+        const struct block *b = block_at(s, off);
+        if (!b->used && b->warm && b->size >= block_size(n))
+            return 0;
+    }
+    char *p = sp_shm_alloc_raw(s, n, room);
+    if (!p)
+        return -1;
+    struct block *b = (struct block *)p - 1;
+    uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+    char *start = (char *)((uintptr_t)p / page * page);
+    if (madvise(start, (size_t)(p + b->size - sizeof(*b) - start), MADV_POPULATE_WRITE) != 0)
+        memset(p, 0, b->size - sizeof(*b));      /* before Linux 5.14: touch every page */
+    sp_shm_free(s, p);
+    return 0;
 }
 
 int sp_shm_contains(const struct sp_shm *s, const void *p)
@@ -129,6 +204,8 @@ void sp_shm_get_info(const struct sp_shm *s, struct sp_shm_info *info)
         if (b->used) {
             info->used += b->size;
             info->blocks++;
+        } else if (b->warm) {
+            info->kept += b->size;
         }
         off += b->size;
     }

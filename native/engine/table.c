@@ -508,6 +508,7 @@ static void *flat_put(uint8_t **at, const void *src, size_t n)
     void *dst = *at;
     if (n)
         memcpy(dst, src, n);
+    memset(*at + n, 0, flat_round(n) - n);    /* the block may be reused, not zeroed */
     *at += flat_round(n);
     return dst;
 }

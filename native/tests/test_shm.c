@@ -45,6 +45,60 @@ static void test_blocks_are_aligned_zeroed_and_reused(void)
     sp_shm_destroy(s);
 }
 
+/* A freed block keeps its pages for the next one of its size, up to the largest block
+ * handed out; past that they go back to the system (and read as zero). */
+static void test_freed_pages_are_kept_for_one_block_like_the_largest(void)
+{
+    struct sp_shm *s = sp_shm_create(4 << 20);
+    uint8_t *a = sp_shm_alloc(s, 256 << 10), *b = sp_shm_alloc(s, 256 << 10);
+    uint8_t *c = sp_shm_alloc(s, 100);
+    memset(a, 0x5a, 256 << 10);
+    memset(b, 0xa5, 256 << 10);
+    sp_shm_free(s, a);
+    struct sp_shm_info info;
+    sp_shm_get_info(s, &info);
+    CHECK(info.kept >= 256 << 10);
+    uint8_t *a2 = sp_shm_alloc_raw(s, 200 << 10, 0);   /* warm first: a's place, as it was */
+    CHECK(a2 == a);
+    CHECK(a2[0] == 0x5a && a2[(200 << 10) - 1] == 0x5a);
+    sp_shm_free(s, a2);
+    sp_shm_free(s, b);                  /* merged with a: twice the largest, given back */
+    sp_shm_get_info(s, &info);
+    CHECK_EQ(info.kept, 0);
+    uint8_t *back = sp_shm_alloc_raw(s, 512 << 10, 0);
+    CHECK(back == a);
+    CHECK(back[4096] == 0 && back[(300 << 10)] == 0);
+    sp_shm_free(s, back);
+    sp_shm_free(s, c);
+    /* a warm block at the end of the region grows into the rest when asked for more */
+    sp_shm_get_info(s, &info);
+    CHECK_EQ(info.blocks, 0);
+    CHECK(sp_shm_alloc(s, (4 << 20) - 4096) != NULL);
+    sp_shm_destroy(s);
+}
+
+/* prefault: a warm block for the next table, made once, taken by the next alloc. */
+static void test_prefault_leaves_one_warm_block_for_the_next(void)
+{
+    struct sp_shm *s = sp_shm_create(4 << 20);
+    uint8_t *table = sp_shm_alloc_raw(s, 256 << 10, 8 << 10);
+    CHECK(table != NULL);
+    struct sp_shm_info info;
+    CHECK_EQ(sp_shm_prefault(s, 256 << 10, 8 << 10), 0);
+    sp_shm_get_info(s, &info);
+    CHECK(info.kept >= (256 + 8) << 10);
+    uint64_t kept = info.kept;
+    CHECK_EQ(sp_shm_prefault(s, 256 << 10, 8 << 10), 0);     /* there already: no more */
+    sp_shm_get_info(s, &info);
+    CHECK_EQ(info.kept, kept);
+    uint8_t *next = sp_shm_alloc_raw(s, 260 << 10, 8 << 10);
+    CHECK(next > table);
+    sp_shm_get_info(s, &info);
+    CHECK(info.kept <= (8 << 10));                            /* what it did not need */
+    CHECK_EQ(sp_shm_prefault(s, 8 << 20, 0), -1);             /* larger than the region */
+    sp_shm_destroy(s);
+}
+
 static struct sp_table *small_table(void)
 {
     struct sp_table_builder *b = sp_table_builder_new();
@@ -104,6 +158,8 @@ static void test_flat_table_answers_like_the_original_in_another_process(void)
 int main(void)
 {
     test_blocks_are_aligned_zeroed_and_reused();
+    test_freed_pages_are_kept_for_one_block_like_the_largest();
+    test_prefault_leaves_one_warm_block_for_the_next();
     test_flat_table_answers_like_the_original_in_another_process();
     return check_report("test_shm");
 }

@@ -14,7 +14,8 @@ the primary's last answer, so a restart serves at once (unless expired meanwhile
 and catches up by IXFR from the saved serial.
 
 All of it is in the server process: dnspython's transfers in the default thread
-pool, one asyncio task per zone for the timers."""
+pool, zone files in a thread of their own at a lower priority, one asyncio task per
+zone for the timers."""
 from __future__ import annotations
 
 import asyncio
@@ -22,6 +23,7 @@ import logging
 import os
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import dns.exception
 import dns.flags
@@ -48,6 +50,27 @@ QUERY_SECONDS = 3.0           # an SOA query's wait
 TRANSFER_SECONDS = 600.0      # one transfer, parse included (a million records: about a minute)
 MIN_WAIT = 1.0                # the shortest timer (a zone with refresh 0 does not spin)
 
+
+
+_writer_pool: ThreadPoolExecutor | None = None
+
+
+def _writer() -> ThreadPoolExecutor:
+    """The thread that writes zone files, niced: on a busy machine the compile and
+    the workers a NOTIFY waits for go first (a file is a restart's, not a query's)."""
+    global _writer_pool
+    if _writer_pool is None:
+        _writer_pool = ThreadPoolExecutor(1, thread_name_prefix="stormpy-save",
+                                          initializer=_lower_priority)
+    return _writer_pool
+
+
+def _lower_priority() -> None:
+    me = threading.get_native_id()
+    try:        # Linux: the calling thread's own nice value
+        os.setpriority(os.PRIO_PROCESS, me, min(os.getpriority(os.PRIO_PROCESS, me) + 10, 19))
+    except OSError:
+        pass
 
 class TransferFailed(Exception):
     """One line: why the primary did not give the zone."""
@@ -226,7 +249,7 @@ class Secondary:
         prepared = self._prepared[2] if self._prepared is not None else None
         what = prepared if isinstance(prepared, NativeZone) else self._snapshot()
         try:
-            self._saving = loop.run_in_executor(None, self.save, what)
+            self._saving = loop.run_in_executor(_writer(), self.save, what)
         except RuntimeError:        # the server is stopping: the latest serial, written now
             self.save(what)
             return

@@ -160,9 +160,12 @@ cdef extern from "stormpy/engine/shm.h" nogil:
         uint64_t size
         uint64_t used
         uint64_t blocks
+        uint64_t kept
     sp_shm *sp_shm_create(size_t size)
     void sp_shm_destroy(sp_shm *s)
     void *sp_shm_alloc(sp_shm *s, size_t n)
+    void *sp_shm_alloc_raw(sp_shm *s, size_t n, size_t room)
+    int sp_shm_prefault(sp_shm *s, size_t n, size_t room)
     void sp_shm_free(sp_shm *s, void *p)
     int sp_shm_contains(const sp_shm *s, const void *p)
     void sp_shm_get_info(const sp_shm *s, sp_shm_info *info)

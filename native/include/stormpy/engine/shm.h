@@ -8,8 +8,10 @@
  * only read tables and write their own worker state.
  *
  * The mapping reserves address space, not memory (MAP_NORESERVE): pages are
- * taken when first written and handed back when a block is freed, so a region
- * sized for several reloads of a large zone costs nothing until it is used.
+ * taken when first written, so a region sized for several reloads of a large zone
+ * costs nothing until it is used. A freed block's pages are handed back, but for
+ * up to one largest block's worth (and an eighth), kept for the next table: placing a table where
+ * the last one was is a copy, not a page fault per 4 KiB.
  */
 #ifndef STORMPY_ENGINE_SHM_H
 #define STORMPY_ENGINE_SHM_H
@@ -25,8 +27,16 @@ void sp_shm_destroy(struct sp_shm *s);
 
 /* A zeroed, 64-byte aligned block of n bytes, or NULL when the region is full. */
 void *sp_shm_alloc(struct sp_shm *s, size_t n);
-/* Gives a block back (its pages are returned to the system). NULL is ignored. */
+/* The same, its bytes left as they are (for a caller that writes every byte). Carved
+ * from space never used, the block gets `room` bytes more, so that a later block a
+ * little larger (the next table) still fits where this one was. */
+void *sp_shm_alloc_raw(struct sp_shm *s, size_t n, size_t room);
+/* Gives a block back (its pages kept or returned, see above). NULL is ignored. */
 void sp_shm_free(struct sp_shm *s, void *p);
+/* Makes sure a free block of n bytes has its pages in memory (faulted in now, off the
+ * path of the next reload, unless one has already), so that the next table is placed
+ * by a copy. 0, or -1 when the region has no room. */
+int sp_shm_prefault(struct sp_shm *s, size_t n, size_t room);
 /* True when p points into the region. */
 int sp_shm_contains(const struct sp_shm *s, const void *p);
 
@@ -34,6 +44,7 @@ struct sp_shm_info {
     uint64_t size;     /* bytes reserved */
     uint64_t used;     /* bytes in live blocks, headers included */
     uint64_t blocks;   /* live blocks */
+    uint64_t kept;     /* bytes of free blocks whose pages are kept in memory */
 };
 void sp_shm_get_info(const struct sp_shm *s, struct sp_shm_info *info);
 
