@@ -245,12 +245,18 @@ cdef class FrameWorker:
         sp_http_ring_set_pool(self.w.http.ring, self.w.dns.precopy)
         self.w.app = SP_APP_HTTP
 
-    def set_dns_handoff(self, int fd):
+    def set_dns_handoff(self, int fd, str local_address=None):
         """Send NOTIFY (and UPDATE, IXFR over UDP) up Unix datagram socket fd to the
-        server process instead of answering NOTAUTH (app/dns/handoff.h)."""
+        server process instead of answering NOTAUTH (app/dns/handoff.h); local_address:
+        the worker's socket's own, sent up with each, where it is not a wildcard."""
+        import ipaddress
         if self.w is NULL:
             raise ValueError("worker closed")
         self.w.dns.cfg.handoff_fd = fd
+        memset(self.w.dns.cfg.handoff_local, 0, 16)
+        if local_address:
+            packed = ipaddress.ip_address(local_address).packed
+            _copy_exact(self.w.dns.cfg.handoff_local, packed, len(packed), "local address")
 
     def set_identity(self, dict identity):
         """Answer only frames to identity's mac and addresses; cap replies at its mtu."""

@@ -290,10 +290,32 @@ def test_bad_tsig_and_stranger_notify_refused(pair, dirs, backend):
     assert "Traceback" not in sec.log
 
 
-def notify_from(pair, source, wire):
+@pytest.mark.parametrize("backend", EVERY_BACKEND)
+def test_a_notify_is_answered_from_the_address_it_was_sent_to(pair, dirs, backend):
+    """Two addresses served: the answer to a NOTIFY sent to the second leaves from the
+    second (Knot and BIND drop an answer from another address, and retry the NOTIFY)."""
+    knot_dir, zone_dir = dirs
+    pair.run(pair.server, "ip", "addr", "add", f"{SECOND_V4}/24", "dev", "veth0")
+    args = secondary_args(zone_dir, backend)
+    if backend == "socket":
+        args += ["--listen", f"{SECOND_V4}:53"]
+    with KnotPrimary(pair, knot_dir, serial=1), Secondary(pair, args) as sec:
+        answers = [notify_from(pair, CLIENT_V4, notify_message().to_wire(), to)
+                   for to in (SECOND_V4, SERVER_V4)]
+        sec.stop()
+    assert all(a is not None and a[2] & 0xF8 == 0xA0 for a in answers), (answers, sec.log)
+    assert "Traceback" not in sec.log
+
+
+SECOND_V4 = "198.18.0.4"
+
+
+def notify_from(pair, source, wire, to=SERVER_V4):
+    """The answer to wire sent from source to to:53; a connected socket, so an answer
+    from another address (which a primary drops) counts as none."""
     script = ("import socket,sys\ns=socket.socket(socket.AF_INET,socket.SOCK_DGRAM)\n"
-              f"s.bind(({source!r},0));s.settimeout(2)\n"
-              f"s.sendto(bytes.fromhex({wire.hex()!r}),({SERVER_V4!r},53))\n"
+              f"s.bind(({source!r},0));s.settimeout(2);s.connect(({to!r},53))\n"
+              f"s.send(bytes.fromhex({wire.hex()!r}))\n"
               "try:\n print(s.recv(65535).hex())\nexcept socket.timeout:\n print('')\n")
     r = pair.run(pair.client, sys.executable, "-c", script)
     return bytes.fromhex(r.stdout.strip()) if r.stdout.strip() else None

@@ -95,21 +95,21 @@ void *sp_shm_alloc_raw(struct sp_shm *s, size_t n, size_t room)
 {
     if (n > s->size || room > s->size)
         return NULL;
-    uint64_t need = block_size(n);
+    uint64_t need = block_size(n), want = block_size(n + room);
     uint64_t tail = s->top;                   /* where a free last block starts */
     /* warm blocks first: their pages need no fault and no zeroing by the kernel */
     for (uint32_t warm = 1, pass = 0; pass < 2; pass++, warm = 0) {
         for (uint64_t off = sizeof(*s); off < s->top; off += block_at(s, off)->size) {
             struct block *b = block_at(s, off);
             tail = b->used ? s->top : (tail == s->top ? off : tail);
-            if (!b->used && b->warm == warm && b->size >= need)
-                return take(s, off, need);
+            if (!b->used && b->warm == warm && b->size >= need)   /* the room kept too */
+                return take(s, off, b->size < want ? b->size : want);
         }
     }
     if (need > s->size - tail)
         return NULL;
-    if (block_size(n + room) <= s->size - tail)
-        need = block_size(n + room);
+    if (want <= s->size - tail)
+        need = want;
     if (tail < s->top) {                      /* the free last block grows into the rest */
         if (block_at(s, tail)->warm)
             s->warm -= block_at(s, tail)->size;

@@ -99,6 +99,33 @@ static void test_prefault_leaves_one_warm_block_for_the_next(void)
     sp_shm_destroy(s);
 }
 
+/* Reload after reload, each table a little larger (an IXFR's records) than the last:
+ * every one is placed in pages kept warm, and two tables' worth of memory is held. */
+static void test_growing_tables_take_turns_in_warm_pages(void)
+{
+    struct sp_shm *s = sp_shm_create(64 << 20);
+    sp_shm_alloc(s, 1000);                          /* the ref, the workers */
+    size_t n = 2 << 20;
+    uint8_t *cur = sp_shm_alloc_raw(s, 5000, 5000 / 32);
+    sp_shm_prefault(s, 5000, 5000 / 32);
+    int warm = 0;
+    for (int round = 0; round < 12; round++, n += 300) {
+        struct sp_shm_info before, after;
+        sp_shm_get_info(s, &before);
+        uint8_t *next = sp_shm_alloc_raw(s, n, n / 32);
+        sp_shm_get_info(s, &after);
+        warm += before.kept >= after.kept + n;
+        sp_shm_free(s, cur);
+        cur = next;
+        sp_shm_prefault(s, n, n / 32);
+    }
+    CHECK_EQ(warm, 11);                             /* all but the first, which grew */
+    struct sp_shm_info info;                        /* and memory held: two tables' worth */
+    sp_shm_get_info(s, &info);
+    CHECK(info.used + info.kept <= 2 * (n + n / 32) + (64 << 10));
+    sp_shm_destroy(s);
+}
+
 static struct sp_table *small_table(void)
 {
     struct sp_table_builder *b = sp_table_builder_new();
@@ -160,6 +187,7 @@ int main(void)
     test_blocks_are_aligned_zeroed_and_reused();
     test_freed_pages_are_kept_for_one_block_like_the_largest();
     test_prefault_leaves_one_warm_block_for_the_next();
+    test_growing_tables_take_turns_in_warm_pages();
     test_flat_table_answers_like_the_original_in_another_process();
     return check_report("test_shm");
 }

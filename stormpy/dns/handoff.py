@@ -28,7 +28,8 @@ from stormpy.dns.transfer import (TransferPolicy, error_reply, is_tsig_error, ke
 
 log = logging.getLogger("stormpy")
 
-HEADER = struct.Struct("=BBH16s")     # struct sp_dns_handoff
+HEADER = struct.Struct("=BBH16s16s")     # struct sp_dns_handoff
+IP_PKTINFO = getattr(socket, "IP_PKTINFO", 8)     # Linux's, where Python lacks the name
 KIND_UDP, KIND_TCP = 1, 2
 MAX_MESSAGE = 65536 + HEADER.size
 
@@ -51,7 +52,8 @@ class Handoff:
         return {self.up.fileno(), self.down.fileno()}
 
     def start(self, on_datagram, on_stream) -> None:
-        """on_datagram(message, (address, port)); on_stream(socket, bytes read)."""
+        """on_datagram(message, (address, port), local address or None); on_stream(socket,
+        bytes read)."""
         self.loop = asyncio.get_running_loop()
         self.loop.add_reader(self.up.fileno(), self._read, on_datagram, on_stream)
 
@@ -65,19 +67,27 @@ class Handoff:
                 for fd in fds:
                     socket.close(fd)
                 continue
-            kind, family, port, addr = HEADER.unpack_from(data)
+            kind, family, port, addr, local = HEADER.unpack_from(data)
             body = data[HEADER.size:]
             if kind == KIND_TCP and fds:
                 on_stream(socket.socket(fileno=fds[0]), body)
             elif kind == KIND_UDP:
-                packed = addr[:4] if family == 4 else addr
-                on_datagram(body, (str(ipaddress.ip_address(packed)), port))
+                size = 4 if family == 4 else 16
+                to = ipaddress.ip_address(local[:size]) if any(local[:size]) else None
+                on_datagram(body, (str(ipaddress.ip_address(addr[:size])), port), to)
 
     def close(self) -> None:
         if getattr(self, "loop", None) is not None and not self.loop.is_closed():
             self.loop.remove_reader(self.up.fileno())
         self.up.close()
         self.down.close()
+
+
+def _pktinfo(local) -> tuple[int, int, bytes]:
+    """The control message that makes a wildcard socket send from local."""
+    if local.version == 4:      # struct in_pktinfo: ifindex, spec_dst, addr
+        return socket.IPPROTO_IP, IP_PKTINFO, struct.pack("=i4s4s", 0, local.packed, bytes(4))
+    return socket.IPPROTO_IPV6, socket.IPV6_PKTINFO, struct.pack("=16si", local.packed, 0)
 
 
 def answer_notify(wire: bytes, sender: str, secondaries: dict, keys: list) -> tuple[bytes | None, object]:
@@ -126,22 +136,32 @@ class TransferService:
     def start(self) -> None:
         self.handoff.start(self.on_datagram, self.on_stream)
 
-    def on_datagram(self, wire: bytes, sender: tuple[str, int]) -> None:
+    def on_datagram(self, wire: bytes, sender: tuple[str, int], local) -> None:
         reply, secondary = answer_notify(wire, sender[0], self.secondaries, self.keys)
         if reply:
-            self._send(reply, sender)
+            self._send(reply, sender, local)
         if secondary is not None:
             secondary.notify()
 
-    def _send(self, reply: bytes, to: tuple[str, int]) -> None:
+    def _send(self, reply: bytes, to: tuple[str, int], local) -> None:
+        """From the address the message was sent to (local, when known): a primary
+        drops an answer from another (Knot: "unexpected source"). A socket bound to it,
+        else a wildcard one told the source (IP_PKTINFO), else any of the family."""
         family = socket.AF_INET6 if ":" in to[0] else socket.AF_INET
-        for s in self.reply_sockets():
-            if s.family == family:
-                try:
-                    s.sendto(reply, to)
-                except OSError as e:
-                    log.warning("answer to %s:%d not sent: %s", to[0], to[1], e)
-                return
+        ours = [s for s in self.reply_sockets() if s.family == family]
+        if not ours:
+            return
+        bound = {ipaddress.ip_address(s.getsockname()[0]): s for s in ours}
+        wildcard = bound.get(ipaddress.ip_address("::" if family == socket.AF_INET6 else "0.0.0.0"))
+        try:
+            if local is not None and local in bound:
+                bound[local].sendto(reply, to)
+            elif local is not None and wildcard is not None:
+                wildcard.sendmsg([reply], [_pktinfo(local)], 0, to)
+            else:
+                ours[0].sendto(reply, to)
+        except OSError as e:
+            log.warning("answer to %s:%d not sent: %s", to[0], to[1], e)
 
     def on_stream(self, sock: socket.socket, received: bytes) -> None:
         loop = asyncio.get_running_loop()

@@ -214,7 +214,7 @@ class DnsServer(Server):
 
     def configure_worker(self, w, local_address: str | None) -> None:
         if self.secondaries:            # NOTIFY comes up to this process
-            w.set_dns_handoff(self.handoff.worker_fd)
+            w.set_dns_handoff(self.handoff.worker_fd, local_address)
 
     def started(self) -> None:
         if self.handoff is None:

@@ -96,6 +96,7 @@ cdef extern from "stormpy/app/dns/dns.h" nogil:
     struct sp_dns_config:
         uint16_t max_udp
         int handoff_fd
+        uint8_t handoff_local[16]
     struct sp_dns_counters:
         uint64_t queries
         uint64_t dropped

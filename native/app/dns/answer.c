@@ -15,7 +15,7 @@ static inline size_t frame_reply(const struct sp_table *t, struct sp_dns_worker 
         return 0;
     if (!r && d->cfg.handoff_fd && sp_dns_handoff_wanted(verdict, q) &&
         sp_dns_handoff_datagram(d->cfg.handoff_fd, fq->u.family, fq->u.src, fq->u.sport,
-                                rx + fq->l2 + fq->u.payload_off, fq->u.payload_len))
+                                fq->u.dst, rx + fq->l2 + fq->u.payload_off, fq->u.payload_len))
         return 0;                             /* the server process answers it */
     uint32_t sum;
     size_t n = sp_dns_answer_summed(t, &d->cfg, rx + fq->l2 + fq->u.payload_off,
@@ -143,7 +143,7 @@ size_t sp_dns_datagram_answer(const struct sp_table *t, struct sp_dns_worker *d,
     const struct sp_response *r = v == SP_DNS_LOOKUP ? sp_dns_lookup(t, q) : NULL;
     if (!r && d->cfg.handoff_fd && sp_dns_handoff_wanted(v, q) &&
         sp_dns_handoff_datagram(d->cfg.handoff_fd, rx->src_family, rx->src, rx->src_port,
-                                rx->data, rx->len))
+                                rx->dst ? rx->dst : d->cfg.handoff_local, rx->data, rx->len))
         return 0;                             /* the server process answers it */
     if (d->rrl && !sp_dns_rate_limit(d, rx->src_family, rx->src, &v, r))
         return 0;

@@ -33,10 +33,12 @@ static bool send_up(int fd, const struct sp_dns_handoff *h, const uint8_t *data,
 }
 
 bool sp_dns_handoff_datagram(int fd, uint8_t family, const uint8_t *addr, uint16_t port,
-                             const uint8_t *msg, size_t len)
+                             const uint8_t *local, const uint8_t *msg, size_t len)
 {
     struct sp_dns_handoff h = {.kind = SP_DNS_HANDOFF_UDP, .family = family, .port = port};
     memcpy(h.addr, addr, family == 4 ? 4 : 16);
+    if (local)
+        memcpy(h.local, local, family == 4 ? 4 : 16);
     return send_up(fd, &h, msg, len, -1);
 }
 

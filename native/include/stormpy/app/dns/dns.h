@@ -159,6 +159,7 @@ struct sp_dns_query {
 struct sp_dns_config {
     uint16_t max_udp;        /* largest UDP response this server sends (EDNS) */
     int handoff_fd;          /* NOTIFY and transfers go up this socket (handoff.h); 0: none */
+    uint8_t handoff_local[16];   /* the worker's socket's own address, where it has one */
 };
 
 /* Counters a worker keeps for itself; index rcode by min(rcode, 16), zone by
