@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 import yaml
 
-from stormpy.errors import StormpyError
+from stormpy.errors import StormpyError, ZoneError
 
 APPS = ("serve-dns", "serve-http")
 PREFIX_SECTIONS = ("rrl", "log")     # --rrl-rate is rate in rrl:
@@ -409,6 +409,29 @@ def _unreadable(loaded: Loaded) -> list[str]:
     return errors
 
 
+def _unservable(loaded: Loaded, cfg) -> list[str]:
+    """What serving would refuse in the zones or the site, each loaded and compiled as
+    at start: one line each (a zone's with its file:line)."""
+    try:
+        if loaded.app == "serve-http":
+            from stormpy.http.site import compile_site
+            compile_site(cfg.site)
+            return []
+        from stormpy.dns.compiler import compile_zones
+        from stormpy.dns.zone import load_zone, with_origins
+        zones, errors = [], []
+        for path, origin in with_origins(cfg.zones, cfg.origins):
+            try:
+                zones.append(load_zone(path, origin))
+            except ZoneError as e:
+                errors.append(str(e))
+        if not errors:
+            compile_zones(zones)
+        return errors
+    except StormpyError as e:
+        return [str(e)]
+
+
 def check(args) -> int:
     """`stormpy check-config FILE`: a one-line summary, or one line per error (exit 1)."""
     try:
@@ -417,7 +440,7 @@ def check(args) -> int:
     except ConfigError as e:
         print("\n".join(e.lines), file=sys.stderr)
         return 1
-    errors = _unreadable(loaded)
+    errors = _unreadable(loaded) or _unservable(loaded, cfg)
     if errors:
         print("\n".join(errors), file=sys.stderr)
         return 1

@@ -300,3 +300,18 @@ def test_secondary_zones_alone_and_their_keys(tmp_path):
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 1 and "Traceback" not in r.stderr
     assert r.stderr.strip() == f"{path}:3: server.primary: '192.0.2.1:70000': the port must be 1-65535"
+
+
+def test_check_config_loads_and_compiles_the_zones_as_serving_would(tmp_path):
+    """A zone that serving would refuse fails the check, in the zone's own file:line
+    words; the config file itself being fine is not enough."""
+    good = tmp_path / "example.zone"
+    shutil.copy(EXAMPLE_ZONE, good)
+    bad = write(tmp_path / "bad.zone", "$ORIGIN bad.example.\n$TTL 300\n"
+                "@ IN SOA ns hostmaster 1 2 3 4 5\nwww IN A 192.0.2.300\n")
+    path = write(tmp_path / "stormpy.yaml", {"zone": [str(good), bad]})
+    r = stormpy("check-config", path)
+    assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
+    assert r.stderr.splitlines() == [r.stderr.strip()] and f"{bad}:4" in r.stderr, r.stderr
+    path = write(tmp_path / "stormpy.yaml", {"zone": [str(good)]})
+    assert stormpy("check-config", path).returncode == 0
