@@ -351,3 +351,36 @@ def test_a_copy_writes_the_zone_as_it_was_while_the_zone_is_patched(tmp_path):
     assert sorted(f"{n} {t} {rd}" for n, t, rd in written.iterate_rdatas()) == want
     again = native.load(out, origin.to_text())
     assert (again.serial, again.record_count) == (soa.serial - 1, copy.records)
+
+
+def test_edits_leave_replaced_responses_until_a_whole_compile_sheds_them(tmp_path):
+    """Each IXFR's edit leaves the responses it replaced in the table; past a quarter
+    of the whole-compiled size native.recompile declines (the server then compiles
+    whole), and a whole compile is back to the size it started from."""
+    from stormpy.dns.secondary import TransferZone
+    path = tmp_path / "z.zone"
+    path.write_text("$ORIGIN e.test.\n$TTL 300\n@ SOA ns hostmaster 1 2 3 4 5\n@ NS ns\n"
+                    "ns A 192.0.2.53\n" + "".join(f"h{i} A 192.0.2.{i % 250}\n"
+                                                  for i in range(200)))
+    zone = dns.zone.from_file(str(path), relativize=False, zone_factory=TransferZone)
+    prepared = native.from_records(str(path), zone)
+    table, stats = native.compile_zones([prepared], None, None, {})
+    whole = stats.memory_bytes
+    for serial in range(2, 400):
+        zone.changed_names = set()
+        with zone.writer() as txn:
+            soa = zone.get_rdataset(zone.origin, "SOA")
+            txn.replace(zone.origin, dns.rdataset.from_rdata(300, soa[0].replace(serial=serial)))
+            txn.replace(dns.name.from_text(f"h{serial % 200}", zone.origin), dns.rdataset.from_text(
+                "IN", "A", 300, f"198.51.100.{serial % 250}"))
+        assert native.patch(prepared, zone, zone.changed_names)
+        edited = native.recompile(table.edit(), [prepared], {}, stats, whole, floor=0)
+        if edited is None:
+            break
+        table, stats = edited
+        q = dns.message.make_query(f"h{serial % 200}.e.test.", "A").to_wire()
+        assert dns.message.from_wire(table.dns_answer(q)).answer[0][0].address == \
+            f"198.51.100.{serial % 250}"
+    assert edited is None and serial > 3 and stats.memory_bytes > whole * 1.2, (serial, stats)
+    _, again = native.compile_zones([prepared], None, None, {})
+    assert abs(again.memory_bytes - whole) < whole * 0.05

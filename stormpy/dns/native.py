@@ -155,12 +155,22 @@ def patch(prepared: NativeZone, zone: dns.zone.Zone, names) -> bool:
     return True
 
 
-def recompile(builder, served, zone_slots, stats):
+LEFTOVERS_FLOOR = 1 << 20
+
+
+def recompile(builder, served, zone_slots, stats, whole_bytes, floor=LEFTOVERS_FLOOR):
     """builder, an edit of the published table, brought up to the patches made since to
     the served zones (a secondary's IXFRs), only the keys they can change compiled
     again: (table, CompileStats), or None (the reason logged) when a whole compile is
-    due. Every served zone is a NativeZone, compiled into the published table."""
+    due. Every served zone is a NativeZone, compiled into the published table (stats),
+    whose last whole compile was whole_bytes large: an edit leaves the responses it
+    replaces in the table, and once they outgrow a quarter of it (and floor), a whole
+    compile sheds them."""
     import dataclasses
+    if stats.memory_bytes - whole_bytes > max(whole_bytes // 4, floor):
+        log.info("compiling whole: the responses that IXFRs replaced take %.1f MB",
+                 (stats.memory_bytes - whole_bytes) / 1e6)
+        return None
     responses = dict(stats.zone_responses)
     for z in (z for z in served if z.native.pending):
         try:

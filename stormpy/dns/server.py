@@ -90,6 +90,7 @@ class DnsServer(Server):
         self.journal = Journal() if self.policy.enabled else None
         self.published: dict = {}
         self._lineage = None    # (zones, failing) compiled into the published table
+        self._whole_bytes = 0     # the published table's size at its last whole compile
         try:
             super().__init__(cfg)
         except BaseException:
@@ -153,7 +154,8 @@ class DnsServer(Server):
         served = [z for z in fresh if z is not None]
         if not any(z.native.pending for z in served):
             return None
-        return native.recompile(self.ref.edit(), served, self.zone_slots, self.stats)
+        return native.recompile(self.ref.edit(), served, self.zone_slots, self.stats,
+                                self._whole_bytes)
 
     def _changes(self, served: list[Zone]) -> list:
         """Each zone's difference from what is published, for the journal (off the loop)."""
@@ -166,6 +168,8 @@ class DnsServer(Server):
     def reload_published(self) -> None:
         fresh, self.zone_responses, changes, failing = self._candidate
         self._lineage = (fresh, failing)
+        if "edited" not in self.stats.compiled_in:
+            self._whole_bytes = self.stats.memory_bytes
         now = time.time()
         if self.journal is not None:
             self.published = {z.origin: soa_and_nodes(z.zone) for z in fresh if z is not None}
