@@ -15,8 +15,9 @@ from setuptools import Extension, setup
 
 NOT_CORE = ("native/tests/", "native/fuzz/", "native/bpf/")   # built by their own Makefiles
 XDP = ["native/io/xdp_program.c", "native/io/xdp_socket.c"]
-ZONE_READERS = ["native/zone/read.c", "native/zone/read_none.c"]   # with ldns, without
-OPTIONAL = {"native/io/netmap.c", *XDP, *ZONE_READERS}
+ZONE_READERS = (["native/zone/read.c", "native/zone/axfr.c"],    # with ldns
+                ["native/zone/read_none.c"])                       # without
+OPTIONAL = {"native/io/netmap.c", *XDP, *ZONE_READERS[0], *ZONE_READERS[1]}
 native = sorted(f for f in glob.glob("native/**/*.c", recursive=True)
                 if not f.startswith(NOT_CORE) and f not in OPTIONAL)
 macros, cflags, libraries = [], [], []
@@ -64,10 +65,10 @@ def have_ldns() -> bool:
 
 
 if have_ldns():
-    native.append(ZONE_READERS[0])
+    native += ZONE_READERS[0]
     libraries.append("ldns")
 else:
-    native.append(ZONE_READERS[1])
+    native += ZONE_READERS[1]
     print("stormpy: ldns not found (libldns-dev), so zone files are read by dnspython")
 
 core = Extension(

@@ -9,6 +9,7 @@ import dns.rcode
 import dns.rdata
 import dns.rdataset
 import dns.rdatatype
+import dns.rrset
 import dns.zone
 import pytest
 
@@ -384,3 +385,89 @@ def test_edits_leave_replaced_responses_until_a_whole_compile_sheds_them(tmp_pat
     assert edited is None and serial > 3 and stats.memory_bytes > whole * 1.2, (serial, stats)
     _, again = native.compile_zones([prepared], None, None, {})
     assert abs(again.memory_bytes - whole) < whole * 0.05
+
+
+def _axfr_stream(tmp_path, records=3000):
+    """A zone, a TSIG-signed AXFR query for it and the messages stormpy's own primary
+    side signs in answer (a multi-message stream, RFC 8945 5.3.1)."""
+    import base64
+    import dns.tsig
+    import dns.xfr
+    from stormpy.bench.workload import write_compile_zone
+    from stormpy.dns.transfer import transfer_answer
+    path = tmp_path / "z.zone"
+    write_compile_zone(str(path), records)
+    zone = dns.zone.from_file(str(path), relativize=False)
+    key = dns.tsig.Key("xfrkey.", base64.b64encode(bytes(range(32))).decode(), "hmac-sha256")
+    query, _ = dns.xfr.make_query(zone, serial=None, keyring={key.name: key}, keyname=key.name)
+    served = dns.message.from_wire(query.to_wire(), keyring={key.name: key})
+    messages, _ = transfer_answer(served, zone, None)
+    return zone, key, query, messages
+
+
+def _axfr_in_c(zone, query, messages, key=None, secret=None, qid=None):
+    import base64
+    store = _core.NativeZone()
+    signed = {} if key is None else {
+        "key_name": key.name.to_text(), "algorithm": key.algorithm.to_text(),
+        "key_secret": secret or base64.b64encode(key.secret).decode(), "request_mac": query.mac}
+    into = _core.AxfrInto(store, zone.origin.to_wire(), query.id if qid is None else qid, **signed)
+    done = [into.message(m) for m in messages]
+    return store, done
+
+
+def test_an_axfr_read_in_c_holds_every_record_dnspython_reads(tmp_path):
+    zone, key, query, messages = _axfr_stream(tmp_path)
+    assert len(messages) > 3
+    store, done = _axfr_in_c(zone, query, messages, key)
+    assert done == [False] * (len(messages) - 1) + [True]
+    held = native.NativeZone("-", None, store).into(dns.zone.Zone(zone.origin, relativize=False))
+    assert held == zone and store.serial == zone.get_soa().serial
+
+
+@pytest.mark.parametrize("how", ["tampered", "reordered", "wrong key", "other id", "unsigned",
+                                 "outside", "serials differ", "unsigned in between"])
+def test_an_axfr_in_c_declines_what_dnspython_would_refuse(how, tmp_path):
+    """Each of these is declined (ZoneDeclined: the transfer is then dnspython's, which
+    refuses it in its own words): nothing is half-taken."""
+    import base64
+    zone, key, query, messages = _axfr_stream(tmp_path)
+    kw = {"key": key}
+    if how == "tampered":           # one byte of a record's data in the second message
+        m = bytearray(messages[1])
+        m[-120] ^= 1
+        messages[1] = bytes(m)
+    elif how == "reordered":
+        messages[1], messages[2] = messages[2], messages[1]
+    elif how == "wrong key":
+        kw["secret"] = base64.b64encode(b"another key of thirty-two bytes!").decode()
+    elif how == "other id":
+        kw["qid"] = (query.id + 1) & 0xffff
+    elif how == "unsigned":          # a signed stream, the query said to be unsigned
+        kw = {}
+    else:                            # messages made by hand, unsigned
+        plain = dns.message.make_query(zone.origin, "AXFR")
+        plain.id = query.id
+        r = dns.message.make_response(plain)
+        soa = zone.get_soa()
+        r.answer.append(dns.rrset.from_text(zone.origin, 60, "IN", "SOA", soa.to_text()))
+        if how == "unsigned in between":
+            messages.insert(1, r.to_wire())
+        else:
+            kw = {}
+            owner = "x.example.net." if how == "outside" else f"x.{zone.origin}"
+            r.answer.append(dns.rrset.from_text(owner, 60, "IN", "A", "192.0.2.1"))
+            closing = soa.replace(serial=soa.serial + (how == "serials differ"))
+            r.answer.append(dns.rrset.from_text(zone.origin, 60, "IN", "SOA", closing.to_text()))
+            messages = [r.to_wire()]
+    with pytest.raises(_core.ZoneDeclined) as declined:
+        _axfr_in_c(zone, query, messages, **kw)
+    assert WHY_DECLINED[how] in str(declined.value), declined.value
+
+
+WHY_DECLINED = {"tampered": "TSIG does not verify", "reordered": "TSIG does not verify",
+                "wrong key": "TSIG does not verify", "other id": "not an answer to the query",
+                "unsigned": "a signed message answering an unsigned query",
+                "outside": "a record outside the zone",
+                "serials differ": "the closing SOA's serial is not the opening one's",
+                "unsigned in between": "message 2 has no TSIG"}

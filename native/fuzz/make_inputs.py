@@ -148,6 +148,30 @@ def ring_sack_steps():
     return seeds
 
 
+def axfr_streams():
+    """fuzz_axfr's inputs: an unsigned AXFR of a small zone for example. (query id
+    0x1234) in one message and in three, each message length-prefixed as on TCP."""
+    import dns.rrset
+    soa = dns.rrset.from_text("example.", 300, "IN", "SOA", "ns.example. h.example. 7 1 2 3 4")
+    body = [dns.rrset.from_text("example.", 300, "IN", "NS", "ns.example."),
+            dns.rrset.from_text("ns.example.", 300, "IN", "A", "192.0.2.1"),
+            dns.rrset.from_text("*.w.example.", 300, "IN", "MX", "10 ns.example."),
+            dns.rrset.from_text("c.example.", 300, "IN", "CNAME", "ns.example.")]
+    query = dns.message.make_query("example.", "AXFR")
+    query.id = 0x1234
+
+    def stream(parts):
+        out = b""
+        for part in parts:
+            r = dns.message.make_response(query)
+            r.answer = part
+            wire = r.to_wire()
+            out += struct.pack("!H", len(wire)) + wire
+        return out
+    return [b"\0" + stream([[soa, *body, soa]]),
+            b"\0" + stream([[soa, body[0]], body[1:3], [body[3], soa]])]
+
+
 def write(directory, items):
     os.makedirs(directory, exist_ok=True)
     for i, data in enumerate(items):
@@ -191,6 +215,7 @@ def main(out):
     # records as (owner, type, data) byte triples: a cut with glue, a wildcard, a CNAME loop
     write(os.path.join(out, "seeds", "fuzz_zone"), [bytes([0x40, 1, 0, 0x43, 1, 0, 0x40 | 1, 1, 0x43,
                                                            0x82, 0, 1, 0x42, 2, 0x81, 0x41, 2, 0x42])])
+    write(os.path.join(out, "seeds", "fuzz_axfr"), axfr_streams())
     with tempfile.TemporaryDirectory() as site:
         with open(os.path.join(out, "site.bin"), "wb") as f:
             f.write(site_table(site))

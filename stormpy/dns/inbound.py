@@ -6,10 +6,12 @@ on a zone of a million records the parse is the slower side, the socket's buffer
 fills, and a primary with a short I/O timeout (Knot DNS's tcp-io-timeout, 500 ms)
 closes the connection before the end. Here a thread drains the socket into memory
 while dnspython's Inbound applies the messages to the zone, each checked and its TSIG
-verified as dns.query does it.
+verified as dns.query does it; or, for an AXFR, while C parses and checks them into a
+C store (axfr_in_c: zone/axfr.h), the records never in Python.
 """
 from __future__ import annotations
 
+import base64
 import queue
 import socket
 import struct
@@ -55,9 +57,35 @@ def inbound_xfr(where: str, port: int, zone, query: dns.message.Message, timeout
                 lifetime: float) -> None:
     """The transfer query asks for into zone (a transaction manager), as
     dns.query.inbound_xfr does over TCP. Raises what it raises, or EOFError."""
-    deadline = time.monotonic() + lifetime
     rdtype = query.question[0].rdtype
     serial = dns.xfr.extract_serial_from_query(query)
+    _transfer(where, port, query, timeout, lifetime,
+              lambda messages, deadline: _apply(zone, query, rdtype, serial, messages, deadline))
+
+
+def axfr_in_c(where: str, port: int, query: dns.message.Message, key, timeout: float,
+              lifetime: float):
+    """The AXFR query asks for, into a C store (an _core.NativeZone, grouped). Raises
+    what inbound_xfr raises, or _core.ZoneDeclined (the transfer is dnspython's then)."""
+    from stormpy import _core
+    store = _core.NativeZone()
+
+    def feed(messages, deadline):
+        signed = {} if key is None else {
+            "key_name": key.name.to_text(), "algorithm": key.algorithm.to_text(),
+            "key_secret": base64.b64encode(key.secret).decode(), "request_mac": query.mac}
+        into = _core.AxfrInto(store, query.question[0].name.to_wire(), query.id, **signed)
+        while not into.message(_next(messages, deadline)):
+            pass
+    _transfer(where, port, query, timeout, lifetime, feed)
+    return store
+
+
+def _transfer(where: str, port: int, query: dns.message.Message, timeout: float,
+              lifetime: float, apply) -> None:
+    """query sent over TCP, then apply(messages, deadline) while a thread drains the
+    answer's messages into that queue."""
+    deadline = time.monotonic() + lifetime
     family = socket.AF_INET6 if ":" in where else socket.AF_INET
     with socket.socket(family, socket.SOCK_STREAM) as sock:
         sock.settimeout(timeout)
@@ -69,7 +97,7 @@ def inbound_xfr(where: str, port: int, zone, query: dns.message.Message, timeout
         reader = threading.Thread(target=_drain, args=(sock, messages, stop), daemon=True)
         reader.start()
         try:
-            _apply(zone, query, rdtype, serial, messages, deadline)
+            apply(messages, deadline)
         finally:
             stop.set()
             try:
@@ -79,19 +107,25 @@ def inbound_xfr(where: str, port: int, zone, query: dns.message.Message, timeout
             reader.join(timeout)
 
 
+def _next(messages: queue.Queue, deadline: float) -> bytes:
+    """The next message the reader drained, or what ended it raised."""
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise dns.exception.Timeout()
+    try:
+        item = messages.get(timeout=left)
+    except queue.Empty:
+        raise dns.exception.Timeout() from None
+    if isinstance(item, BaseException):
+        raise item
+    return item
+
+
 def _apply(zone, query, rdtype, serial, messages: queue.Queue, deadline: float) -> None:
     with dns.xfr.Inbound(zone, rdtype, serial, False) as inbound:
         done, first, tsig_ctx = False, True, None
         while not done:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise dns.exception.Timeout()
-            try:
-                item = messages.get(timeout=left)
-            except queue.Empty:
-                raise dns.exception.Timeout() from None
-            if isinstance(item, BaseException):
-                raise item
+            item = _next(messages, deadline)
             r = dns.message.from_wire(item, keyring=query.keyring, request_mac=query.mac,
                                       xfr=True, origin=zone.from_wire_origin(),
                                       tsig_ctx=tsig_ctx, multi=True,

@@ -39,7 +39,7 @@ import dns.zone
 from stormpy import _core
 from stormpy.dns.answer import IN, Answer, encode_variable
 from stormpy.dns.compiler import DNS_PATCHES, tag
-from stormpy.dns.inbound import inbound_xfr
+from stormpy.dns.inbound import axfr_in_c, inbound_xfr
 from stormpy.dns.native import NativeZone
 from stormpy.dns.transfer import keyring_of, newer
 from stormpy.dns.zone import Zone
@@ -49,9 +49,6 @@ log = logging.getLogger("stormpy")
 QUERY_SECONDS = 3.0           # an SOA query's wait
 TRANSFER_SECONDS = 600.0      # one transfer, parse included (a million records: about a minute)
 MIN_WAIT = 1.0                # the shortest timer (a zone with refresh 0 does not spin)
-
-
-
 _writer_pool: ThreadPoolExecutor | None = None
 
 
@@ -71,6 +68,7 @@ def _lower_priority() -> None:
         os.setpriority(os.PRIO_PROCESS, me, min(os.getpriority(os.PRIO_PROCESS, me) + 10, 19))
     except OSError:
         pass
+
 
 class TransferFailed(Exception):
     """One line: why the primary did not give the zone."""
@@ -209,7 +207,8 @@ class Secondary:
         with zone.lock:
             self._prepared = (id(zone), restored.serial, restored)
             self.zone, self._restored = zone, None
-        log.debug("secondary %s: ready for IXFR in %.1f s", self.name, time.monotonic() - started)
+        log.info("secondary %s: ready for IXFR (its dnspython twin built in %.1f s)", self.name,
+                 time.monotonic() - started)
 
     def save(self, zone=None) -> None:
         """The zone to disk: zone (a snapshot of it, or the C store that serves it,
@@ -246,7 +245,7 @@ class Secondary:
             self._save_pending = True
             return
         self._save_pending = False
-        prepared = self._prepared[2] if self._prepared is not None else None
+        prepared = self._prepared[2] if self._prepared is not None else self._restored
         what = prepared if isinstance(prepared, NativeZone) else self._snapshot()
         try:
             self._saving = loop.run_in_executor(_writer(), self.save, what)
@@ -321,11 +320,35 @@ class Secondary:
                 return f"{kind} {current} -> {self.serial}"
             except TransferFailed as e:
                 log.info("secondary %s: IXFR failed (%s), trying AXFR", self.name, e)
+        restored = self._axfr_in_c()
+        if restored is not None:        # serving as after a restart; follow() builds the twin
+            self.zone, self._restored, self._prepared = None, restored, None
+            self.transfers["axfr"] += 1
+            return f"AXFR serial {self.serial} (read in C)"
         zone = TransferZone(self.origin, relativize=False)
         self._inbound(zone, None)
         self.zone = zone
         self.transfers["axfr"] += 1
         return f"AXFR serial {self.serial}"
+
+    def _axfr_in_c(self) -> NativeZone | None:
+        """An AXFR read into a C store (seconds a million records, dnspython's 90), or
+        None: the build or the transfer leaves it to dnspython's checks (zone/axfr.h)."""
+        from stormpy.dns import native
+        if not native.enabled():
+            return None
+        host, port = self.primary
+        try:
+            query, _ = dns.xfr.make_query(TransferZone(self.origin, relativize=False),
+                                          serial=None, **self._tsig())
+            store = axfr_in_c(host, port, query, self.key, timeout=QUERY_SECONDS * 3,
+                              lifetime=TRANSFER_SECONDS)
+        except _core.ZoneDeclined as e:
+            log.info("secondary %s: AXFR not taken in C (%s); again with dnspython", self.name, e)
+            return None
+        except (dns.exception.DNSException, OSError, EOFError, ValueError) as e:
+            raise TransferFailed(f"AXFR from {_where(self.primary)}: {_why(e)}") from None
+        return NativeZone(self.path, self.name, store)
 
     def _inbound(self, zone: TransferZone, serial: int | None) -> None:
         host, port = self.primary
@@ -384,6 +407,8 @@ class Secondary:
                 result = await reload(self.name)
                 if changed:
                     self._save_soon(loop)
+                if self.zone is None and self._restored is not None:    # an AXFR read in C
+                    await loop.run_in_executor(None, self._build_twin)
                 if result and result.get("error"):
                     # the old table serves on; fetch the whole zone again, even at this serial
                     self.uncompiled, self.last_error = self.serial, result["error"]

@@ -689,3 +689,21 @@ cdef extern from "stormpy/zone/zone.h" nogil:
                         sp_zone_compile_stats *stats)
     int sp_zone_recompile(sp_zone *z, sp_table_builder *b, uint32_t slot,
                           sp_zone_compile_stats *stats)
+
+cdef extern from "stormpy/zone/axfr.h" nogil:
+    enum:
+        SP_ZONE_AXFR_DONE
+    struct sp_zone_axfr_config:
+        const uint8_t *origin
+        size_t origin_len
+        uint16_t id
+        const char *key_name
+        const char *key_secret
+        const char *algorithm
+        const uint8_t *request_mac
+        size_t request_mac_len
+    struct sp_zone_axfr:
+        pass
+    sp_zone_axfr *sp_zone_axfr_new(sp_zone *z, const sp_zone_axfr_config *cfg)
+    int sp_zone_axfr_message(sp_zone_axfr *a, const uint8_t *wire, size_t len, uint64_t now)
+    void sp_zone_axfr_free(sp_zone_axfr *a)
