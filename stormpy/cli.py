@@ -288,7 +288,8 @@ def _serve_http(args) -> int:
 
 def _config_command(args) -> int:
     from stormpy import configfile
-    return {"serve": configfile.serve, "check-config": configfile.check}[args.command](args)
+    from stormpy.checkconfig import check
+    return {"serve": configfile.serve, "check-config": check}[args.command](args)
 
 
 def _impair(args) -> int:
