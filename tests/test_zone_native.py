@@ -426,12 +426,17 @@ def test_an_axfr_read_in_c_holds_every_record_dnspython_reads(tmp_path):
 
 
 @pytest.mark.parametrize("how", ["tampered", "reordered", "wrong key", "other id", "unsigned",
-                                 "outside", "serials differ", "unsigned in between"])
-def test_an_axfr_in_c_declines_what_dnspython_would_refuse(how, tmp_path):
+                                 "outside", "serials differ", "unsigned in between", "stale"])
+def test_an_axfr_in_c_declines_what_dnspython_would_refuse(how, tmp_path, monkeypatch):
     """Each of these is declined (ZoneDeclined: the transfer is then dnspython's, which
     refuses it in its own words): nothing is half-taken."""
     import base64
+    import time
+    if how == "stale":               # signed 20 minutes ago: past the 300 s fudge
+        now = time.time()
+        monkeypatch.setattr(time, "time", lambda: now - 1200)
     zone, key, query, messages = _axfr_stream(tmp_path)
+    monkeypatch.undo()
     kw = {"key": key}
     if how == "tampered":           # one byte of a record's data in the second message
         m = bytearray(messages[1])
@@ -445,7 +450,7 @@ def test_an_axfr_in_c_declines_what_dnspython_would_refuse(how, tmp_path):
         kw["qid"] = (query.id + 1) & 0xffff
     elif how == "unsigned":          # a signed stream, the query said to be unsigned
         kw = {}
-    else:                            # messages made by hand, unsigned
+    elif how != "stale":                            # messages made by hand, unsigned
         plain = dns.message.make_query(zone.origin, "AXFR")
         plain.id = query.id
         r = dns.message.make_response(plain)
@@ -470,4 +475,5 @@ WHY_DECLINED = {"tampered": "TSIG does not verify", "reordered": "TSIG does not 
                 "unsigned": "a signed message answering an unsigned query",
                 "outside": "a record outside the zone",
                 "serials differ": "the closing SOA's serial is not the opening one's",
-                "unsigned in between": "message 2 has no TSIG"}
+                "unsigned in between": "message 2 has no TSIG",
+                "stale": "message 1: TSIG error or time out of its fudge"}
