@@ -7,7 +7,9 @@ cdef class TableRef:
 
     With shared_bytes, all of it lives in a region shared with worker processes
     forked after it was made (see native/include/stormpy/engine/shm.h): each table is
-    copied in as one block, and the supervisor reads the workers' counters there."""
+    copied in as one block, and the supervisor reads the workers' counters there;
+    keep_freed_pages: a table's pages are kept for the next (prefault() readies them),
+    for servers whose table changes often, at the cost of a second table's memory."""
     cdef sp_table_ref *ref
     cdef sp_shm *shm
     cdef sp_frame_worker *workers
@@ -17,7 +19,8 @@ cdef class TableRef:
     cdef list retired     # tables swapped out, not yet freed (addresses)
     cdef TapRegion tap
 
-    def __cinit__(self, Table table not None, int nworkers, size_t shared_bytes=0):
+    def __cinit__(self, Table table not None, int nworkers, size_t shared_bytes=0,
+                  bint keep_freed_pages=False):
         import os
         if nworkers < 0 or nworkers > MAX_WORKERS:
             raise ValueError(f"workers must be between 1 and {MAX_WORKERS}")
@@ -28,6 +31,7 @@ cdef class TableRef:
             if self.shm is NULL:
                 raise BackendError(f"cannot map {shared_bytes >> 20} MB of memory shared with "
                                    f"the workers: {os.strerror(errno)}")
+            sp_shm_keep_freed_pages(self.shm, keep_freed_pages)
             self.ref = <sp_table_ref *>sp_shm_alloc(self.shm, sizeof(sp_table_ref))
             self.workers = <sp_frame_worker *>sp_shm_alloc(self.shm, max(nworkers, 1) * sizeof(sp_frame_worker))
         else:
@@ -139,8 +143,8 @@ cdef class TableRef:
         self.retired.append(<uintptr_t>sp_table_ref_swap(self.ref, self._place(table)))
 
     def prefault(self):
-        """Off the reload path (no GIL): pages in memory for the next table as large as
-        the one published, so that placing it is a copy (engine/shm.h)."""
+        """Off the reload path (no GIL), with keep_freed_pages: pages in memory for the
+        next table as large as the one published, so that placing it is a copy."""
         cdef size_t n
         if self.shm is NULL:
             return

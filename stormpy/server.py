@@ -93,7 +93,7 @@ class Server(ABC):
             total += len(self.tcp_sockets)
             if total > _core.MAX_WORKERS:
                 raise StormpyError(f"at most {_core.MAX_WORKERS} workers in all, TCP's included")
-            self.ref = shared_table_ref(table, total, self.table_reserve)
+            self.ref = shared_table_ref(table, total, self.table_reserve, self.table_changes_often)
             self._set_rrl()
         except StormpyError:
             self._close_sockets()
@@ -143,6 +143,7 @@ class Server(ABC):
         return self.load()
 
     table_reserve = 0       # shared memory to reserve for data that come later (a secondary's)
+    table_changes_often = False     # keep a second table's pages warm (a secondary's)
 
     def reload_published(self) -> None:
         """After a reload's table is published."""
@@ -195,7 +196,8 @@ class Server(ABC):
                 self.tcp_sockets = (open_tcp_listeners("0.0.0.0", cfg.port, cfg.tcp_workers) +
                                     open_tcp_listeners("::", cfg.port, cfg.tcp_workers))
                 self.listen_text += f", TCP {len(self.tcp_sockets)} worker(s)"
-            self.ref = shared_table_ref(table, queues + len(self.tcp_sockets), self.table_reserve)
+            self.ref = shared_table_ref(table, queues + len(self.tcp_sockets), self.table_reserve,
+                                        self.table_changes_often)
             self._set_rrl()
             self.tap = create_region(queues, cfg.tap_buffer)
             if self.tap is not None:

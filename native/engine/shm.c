@@ -23,7 +23,8 @@ struct sp_shm {
     uint64_t top;      /* offset of the end of the last block */
     uint64_t largest;  /* the largest block handed out: how much may be kept warm */
     uint64_t warm;     /* bytes in warm blocks */
-    char pad[ALIGN - 4 * sizeof(uint64_t)];
+    uint64_t keep;     /* freed pages are kept (sp_shm_keep_freed_pages) */
+    char pad[ALIGN - 5 * sizeof(uint64_t)];
 };
 
 static inline struct block *block_at(struct sp_shm *s, uint64_t off)
@@ -160,7 +161,7 @@ void sp_shm_free(struct sp_shm *s, void *p)
     }
     /* One table's worth of freed pages stays in memory: the next table fits where the
      * last one was and is copied at memory speed, instead of faulting in every page. */
-    b->warm = s->warm + b->size <= s->largest + s->largest / 8;
+    b->warm = s->keep && s->warm + b->size <= s->largest + s->largest / 8;
     if (b->warm) {
         s->warm += b->size;
         return;
@@ -170,8 +171,15 @@ void sp_shm_free(struct sp_shm *s, void *p)
         s->top = off;
 }
 
+void sp_shm_keep_freed_pages(struct sp_shm *s, int keep)
+{
+    s->keep = keep != 0;
+}
+
 int sp_shm_prefault(struct sp_shm *s, size_t n, size_t room)
 {
+    if (!s->keep)
+        return 0;
     for (uint64_t off = sizeof(*s); off < s->top; off += block_at(s, off)->size) {
         const struct block *b = block_at(s, off);
         if (!b->used && b->warm && b->size >= block_size(n))

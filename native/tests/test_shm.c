@@ -50,6 +50,7 @@ static void test_blocks_are_aligned_zeroed_and_reused(void)
 static void test_freed_pages_are_kept_for_one_block_like_the_largest(void)
 {
     struct sp_shm *s = sp_shm_create(4 << 20);
+    sp_shm_keep_freed_pages(s, 1);
     uint8_t *a = sp_shm_alloc(s, 256 << 10), *b = sp_shm_alloc(s, 256 << 10);
     uint8_t *c = sp_shm_alloc(s, 100);
     memset(a, 0x5a, 256 << 10);
@@ -77,10 +78,31 @@ static void test_freed_pages_are_kept_for_one_block_like_the_largest(void)
     sp_shm_destroy(s);
 }
 
+/* Unless told to keep them, freed pages go back at once (they read as zero again),
+ * and prefault does nothing. */
+static void test_freed_pages_go_back_unless_kept(void)
+{
+    struct sp_shm *s = sp_shm_create(4 << 20);
+    uint8_t *a = sp_shm_alloc(s, 256 << 10);
+    sp_shm_alloc(s, 100);
+    memset(a, 0x5a, 256 << 10);
+    sp_shm_free(s, a);
+    struct sp_shm_info info;
+    sp_shm_get_info(s, &info);
+    CHECK_EQ(info.kept, 0);
+    uint8_t *again = sp_shm_alloc_raw(s, 200 << 10, 0);
+    CHECK(again == a && again[8192] == 0);
+    CHECK_EQ(sp_shm_prefault(s, 1 << 20, 0), 0);
+    sp_shm_get_info(s, &info);
+    CHECK_EQ(info.kept, 0);
+    sp_shm_destroy(s);
+}
+
 /* prefault: a warm block for the next table, made once, taken by the next alloc. */
 static void test_prefault_leaves_one_warm_block_for_the_next(void)
 {
     struct sp_shm *s = sp_shm_create(4 << 20);
+    sp_shm_keep_freed_pages(s, 1);
     uint8_t *table = sp_shm_alloc_raw(s, 256 << 10, 8 << 10);
     CHECK(table != NULL);
     struct sp_shm_info info;
@@ -104,6 +126,7 @@ static void test_prefault_leaves_one_warm_block_for_the_next(void)
 static void test_growing_tables_take_turns_in_warm_pages(void)
 {
     struct sp_shm *s = sp_shm_create(64 << 20);
+    sp_shm_keep_freed_pages(s, 1);
     sp_shm_alloc(s, 1000);                          /* the ref, the workers */
     size_t n = 2 << 20;
     uint8_t *cur = sp_shm_alloc_raw(s, 5000, 5000 / 32);
@@ -186,6 +209,7 @@ int main(void)
 {
     test_blocks_are_aligned_zeroed_and_reused();
     test_freed_pages_are_kept_for_one_block_like_the_largest();
+    test_freed_pages_go_back_unless_kept();
     test_prefault_leaves_one_warm_block_for_the_next();
     test_growing_tables_take_turns_in_warm_pages();
     test_flat_table_answers_like_the_original_in_another_process();

@@ -85,6 +85,7 @@ class DnsServer(Server):
         for s in self.secondaries:
             s.load_saved()
         self.table_reserve = self.SECONDARY_RESERVE if self.secondaries else 0
+        self.table_changes_often = bool(self.secondaries)      # an IXFR's swap: a copy
         self.handoff = Handoff() if self.secondaries or self.policy.enabled else None
         # for IXFR out: each zone as published (its SOA and nodes), and the differences
         self.journal = Journal() if self.policy.enabled else None

@@ -167,6 +167,7 @@ cdef extern from "stormpy/engine/shm.h" nogil:
     void *sp_shm_alloc(sp_shm *s, size_t n)
     void *sp_shm_alloc_raw(sp_shm *s, size_t n, size_t room)
     int sp_shm_prefault(sp_shm *s, size_t n, size_t room)
+    void sp_shm_keep_freed_pages(sp_shm *s, int keep)
     void sp_shm_free(sp_shm *s, void *p)
     int sp_shm_contains(const sp_shm *s, const void *p)
     void sp_shm_get_info(const sp_shm *s, sp_shm_info *info)

@@ -9,9 +9,10 @@
  *
  * The mapping reserves address space, not memory (MAP_NORESERVE): pages are
  * taken when first written, so a region sized for several reloads of a large zone
- * costs nothing until it is used. A freed block's pages are handed back, but for
- * up to one largest block's worth (and an eighth), kept for the next table: placing a table where
- * the last one was is a copy, not a page fault per 4 KiB.
+ * costs nothing until it is used. A freed block's pages are handed back; a region
+ * told to keep them (sp_shm_keep_freed_pages: a server whose table changes often, a
+ * secondary's) keeps up to one largest block's worth (and an eighth) for the next
+ * table: placing a table where the last one was is a copy, not a page fault per 4 KiB.
  */
 #ifndef STORMPY_ENGINE_SHM_H
 #define STORMPY_ENGINE_SHM_H
@@ -33,7 +34,9 @@ void *sp_shm_alloc(struct sp_shm *s, size_t n);
 void *sp_shm_alloc_raw(struct sp_shm *s, size_t n, size_t room);
 /* Gives a block back (its pages kept or returned, see above). NULL is ignored. */
 void sp_shm_free(struct sp_shm *s, void *p);
-/* Makes sure a free block of n bytes has its pages in memory (faulted in now, off the
+/* Whether freed pages are kept (see above); not at first. */
+void sp_shm_keep_freed_pages(struct sp_shm *s, int keep);
+/* With freed pages kept: makes sure a free block of n bytes has its pages in memory (faulted in now, off the
  * path of the next reload, unless one has already), so that the next table is placed
  * by a copy. 0, or -1 when the region has no room. */
 int sp_shm_prefault(struct sp_shm *s, size_t n, size_t room);
