@@ -1,6 +1,12 @@
 # The published table and the workers' state (included by _core.pyx): TableRef.
 # See native/include/stormpy/engine/table_ref.h and shm.h.
 
+cdef inline size_t _room(size_t n) noexcept nogil:
+    """Room placed with a table, so that the next, a little larger after an IXFR, still
+    fits where it is, in pages kept in memory (shm.h)."""
+    return n // 32
+
+
 cdef class TableRef:
     """The table the workers serve from, and the workers' own state and counters;
     swap() publishes a new table atomically.
@@ -99,9 +105,7 @@ cdef class TableRef:
         if self.shm is NULL:
             return table.release()
         n = sp_table_flat_size(table.t)
-        # room, so that the next table, a little larger after an IXFR, still fits where
-        # this one will be, in pages kept in memory (shm.h)
-        mem = sp_shm_alloc_raw(self.shm, n, n // 32)   # room: as prefault() makes
+        mem = sp_shm_alloc_raw(self.shm, n, _room(n))
         if mem is NULL:
             raise MemoryError(f"the table needs {n >> 20} MB and the memory shared with the "
                               f"workers is full; restart the server to make it larger")
@@ -150,7 +154,7 @@ cdef class TableRef:
             return
         n = sp_table_flat_size(self.ref.current)
         with nogil:
-            sp_shm_prefault(self.shm, n, n // 32)
+            sp_shm_prefault(self.shm, n, _room(n))
 
     def reclaim(self, int timeout_ms=5000):
         """Free every retired table once no worker can still read one (waiting up to
