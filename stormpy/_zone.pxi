@@ -4,6 +4,11 @@
 ZONE_READER = sp_zone_reader_available()   # False: built without ldns
 
 
+def zone_type_in_c(uint16_t rdtype):
+    """Whether records of this type stay on the C path (DNSSEC's and DNAME do not)."""
+    return sp_zone_type_in_c(rdtype)
+
+
 class ZoneDeclined(Exception):
     """The C path leaves this zone to the Python loader and compiler (the reason)."""
 
@@ -150,6 +155,26 @@ cdef class NativeZone:
                 d = &self.z.rdatas[s.first + k]
                 datas.append(self.z.rdata_arena[d.off:d.off + d.len])
             yield owner, s.type, s.ttl, datas
+
+    def node(self, bytes owner not None):
+        """The RRsets at a name (lower-cased wire) as rrsets() gives them, [] when the
+        zone does not hold it: what an IXFR's delta changes is read from here."""
+        cdef uint32_t id = sp_zone_lookup(self.z, owner, len(owner))
+        cdef const sp_zone_rrset *s
+        cdef const sp_zone_rdata *d
+        cdef uint32_t i, k
+        out = []
+        if id == 0xFFFFFFFF:
+            return out
+        for i in range(self.z.names[id].first_rrset,
+                       self.z.names[id].first_rrset + self.z.names[id].nrrsets):
+            s = &self.z.rrsets[i]
+            datas = []
+            for k in range(s.count):
+                d = &self.z.rdatas[s.first + k]
+                datas.append(self.z.rdata_arena[d.off:d.off + d.len])
+            out.append((s.type, s.ttl, datas))
+        return out
 
     @property
     def pending(self):

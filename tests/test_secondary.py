@@ -201,7 +201,7 @@ def test_axfr_at_start_then_notify_and_ixfr(pair, dirs, backend):
         assert gone["rcode"] == 3 and www["answer"] and www["answer"][0].endswith("192.0.2.4")
         sec.stop()
     print(f"serial 2 served {took:.3f} s after knotc zone-reload")
-    # the AXFR read in C (TSIG-signed), then IXFRs applied to its dnspython twin
+    # the AXFR read in C (TSIG-signed), then IXFRs applied to that C store
     assert ("AXFR serial 1 (read in C)" if _core.ZONE_READER else "AXFR serial 1") in sec.log, \
         sec.log
     assert "not taken in C" not in sec.log, sec.log

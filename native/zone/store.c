@@ -252,15 +252,14 @@ static int decline(struct sp_zone *z, const char *why, uint32_t name)
     return SP_ZONE_DECLINED;
 }
 
-/* Types the C path leaves to the Python compiler, which knows DNSSEC and DNAME. */
-static bool python_only(uint16_t type)
+bool sp_zone_type_in_c(uint16_t type)
 {
     switch (type) {
     case TYPE_SIG: case TYPE_NXT: case TYPE_DNAME: case TYPE_RRSIG: case TYPE_NSEC:
     case TYPE_DNSKEY: case TYPE_NSEC3: case TYPE_NSEC3PARAM: case TYPE_CDS: case TYPE_CDNSKEY:
-        return true;
-    default:
         return false;
+    default:
+        return true;
     }
 }
 
@@ -276,7 +275,7 @@ static int group(struct sp_zone *z)
     uint8_t seen[65536 / 8 + 1] = {0};
     for (uint32_t i = 0; i < z->nrecords; i++) {
         const struct sp_zone_record *r = &z->records[i];
-        if (python_only(r->type))
+        if (!sp_zone_type_in_c(r->type))
             return decline(z, "a DNSSEC or DNAME record", r->name);
         if (!sp_zone_is_subdomain(sp_zone_name_wire(z, r->name), z->names[r->name].len,
                                   sp_zone_name_wire(z, z->origin), z->names[z->origin].len))

@@ -6,7 +6,8 @@ each round sends Knot a dynamic update (one A record added, the serial bumped by
 Knot), then the NOTIFY Knot would send (Knot waits about a second before its own; it is
 told not to), and times from that NOTIFY until stormpy answers the new record:
 stormpy's SOA query, the IXFR, the C store patched, the published table edited.
-stormpy's own log says how long its reload took and how it compiled. Last, stormpy
+stormpy's own log says how long its reload took and how it compiled; the server's
+resident memory after each step shows what holding the zone costs. Last, stormpy
 is restarted: the time until it answers again from the zone it saved.
 """
 from __future__ import annotations
@@ -108,10 +109,7 @@ def measure(records: int, rounds: int, workdir: str) -> list:
         say(f"notify: the first AXFR of {records:,} records")
         first = _wait(lambda: _has(_answer(f"host0.{ZONE_ORIGIN}", stormpy_port)),
                       FIRST_TRANSFER_SECONDS, "the first AXFR", procs[1], stormpy_log)
-        # an AXFR read in C serves at once; IXFRs wait for the zone's dnspython twin
-        ready = first + _wait(lambda: _logged(stormpy_log, "ready for IXFR") or
-                              not _logged(stormpy_log, "(read in C)"),
-                              FIRST_TRANSFER_SECONDS, "ready for IXFR", procs[1], stormpy_log)
+        first_rss = _rss_mib(procs[1].pid)
         rows = []
         for r in range(rounds):
             name = f"added{r}.{ZONE_ORIGIN}"
@@ -130,16 +128,15 @@ def measure(records: int, rounds: int, workdir: str) -> list:
             _wait(lambda: _has(_answer(name, stormpy_port)), ANSWER_SECONDS,
                   f"round {r + 1}", procs[1], stormpy_log)
             took = time.monotonic() - start
-            rows.append({"round": r + 1, "seconds": round(took, 3)})
+            rows.append({"round": r + 1, "seconds": round(took, 3),
+                         "rss_mib": _rss_mib(procs[1].pid)})
             time.sleep(0.5)
         for n, row in enumerate(rows, start=1):    # logged once the table is out: read now
             row.update(_reload_of(stormpy_log, n))
         rows.append({"round": "restart", "reload_s": "", "compiled": "",
                      "seconds": round(_restart(procs, argv, stormpy_log, stormpy_port), 2)})
         return [{"round": "first AXFR", "seconds": round(first, 1), "reload_s": "",
-                 "compiled": ""},
-                {"round": "ready for IXFR", "seconds": round(ready, 1), "reload_s": "",
-                 "compiled": ""}] + rows
+                 "compiled": "", "rss_mib": first_rss}] + rows
     finally:
         for p in reversed(procs):
             p.terminate()
@@ -162,9 +159,14 @@ def _restart(procs: list, argv: list, log_path: str, port: int) -> float:
     return time.monotonic() - start
 
 
-def _logged(path: str, text: str) -> bool:
-    with open(path, errors="replace") as f:
-        return text in f.read()
+def _rss_mib(pid: int) -> int | str:
+    """The server process's resident memory: the zone as it holds it, after each step."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            kib = next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
+    except (OSError, StopIteration, ValueError):
+        return "?"
+    return kib // 1024
 
 
 def _has(reply) -> bool:
@@ -191,9 +193,9 @@ def run_notify(args) -> int:
     with tempfile.TemporaryDirectory(prefix="stormpy-notify-") as workdir:
         rows = measure(args.records, args.rounds, workdir)
     header = ["round", "seconds to answer", "stormpy's reload (s)", "of which the table (s)",
-              "placed for the workers (s)", "compiled"]
+              "placed for the workers (s)", "compiled", "stormpy RSS (MiB)"]
     table = [[r["round"], r["seconds"], r["reload_s"], r.get("table_s", ""), r.get("placed_s", ""),
-              r["compiled"]] for r in rows]
+              r["compiled"], r.get("rss_mib", "")] for r in rows]
     print(f"{args.records:,} records")
     print(markdown_table(header, table))
     if args.csv:

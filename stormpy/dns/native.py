@@ -139,20 +139,27 @@ def patch(prepared: NativeZone, zone: dns.zone.Zone, names) -> bool:
     """prepared (from_records' zone, an IXFR ago) brought to zone's state in place: the
     records at names (the IXFR's changed names) replaced by zone's, the rest untouched.
     False, the reason logged, when the C path declines it; prepared is unusable then."""
-    def records():
-        for name in names:
-            for rds in zone.get_node(name) or ():
-                wire = name.to_wire()
-                for rd in rds:
-                    yield wire, rds.rdtype, rds.ttl, rd.to_wire()
     try:
-        with progress(f"patching {zone.origin.to_text()}"), prepared.lock:
-            prepared.native.patch([name.to_wire() for name in names], records())
+        patch_names(prepared, {name: list(zone.get_node(name) or ()) for name in names})
     except _core.ZoneDeclined as e:
         log.debug("%s: compiled in Python: %s", zone.origin, e)
         return False
     prepared._zone = zone
     return True
+
+
+def patch_names(prepared: NativeZone, nodes: dict) -> None:
+    """prepared's records at each name of nodes replaced in place by its rdatasets
+    (dnspython's; none: the name leaves the zone). Raises ZoneDeclined; prepared is
+    unusable then."""
+    def records():
+        for name, rdatasets in nodes.items():
+            wire = name.to_wire()
+            for rds in rdatasets:
+                for rd in rds:
+                    yield wire, rds.rdtype, rds.ttl, rd.to_wire()
+    with progress(f"patching {prepared.origin.to_text()}"), prepared.lock:
+        prepared.native.patch([name.to_wire() for name in nodes], records())
 
 
 LEFTOVERS_FLOOR = 1 << 20

@@ -6,6 +6,8 @@ expire has passed since the primary last answered, the zone stops being served
 (SERVFAIL, as Knot and NSD) until it answers again. A NOTIFY from the primary starts a
 check at once. A newer serial is fetched by IXFR, applied as a delta to the zone in
 a transaction (dnspython's), or by AXFR where the primary cannot or the IXFR fails.
+A zone the C path takes is held in C only (patchable.py): an AXFR read in C, the
+IXFRs after it applied to that store; one it declines (DNSSEC, DNAME) is dnspython's.
 A transfer that is cut, garbled or inconsistent changes nothing: the data before it
 keeps serving.
 
@@ -41,8 +43,10 @@ from stormpy.dns.answer import IN, Answer, encode_variable
 from stormpy.dns.compiler import DNS_PATCHES, tag
 from stormpy.dns.inbound import axfr_in_c, inbound_xfr
 from stormpy.dns.native import NativeZone
+from stormpy.dns.patchable import PatchableZone
 from stormpy.dns.transfer import keyring_of, newer
 from stormpy.dns.zone import Zone
+from stormpy.errors import ZoneError
 
 log = logging.getLogger("stormpy")
 
@@ -102,9 +106,8 @@ class Secondary:
     def __init__(self, origin: dns.name.Name, primary: tuple[str, int], key, zone_dir: str):
         self.origin, self.primary, self.key = origin, primary, key
         self.path = os.path.join(zone_dir, (origin.to_text(omit_final_dot=True) or "root") + ".zone")
-        self.zone: TransferZone | None = None
-        # the saved copy read in C at start, serving until its dnspython twin is built
-        self._restored = None
+        self.zone: TransferZone | None = None       # dnspython's, where C declines it
+        self.store: PatchableZone | None = None     # or held in C
         self.answered_at = 0.0        # wall clock of the primary's last answer
         self.expired = False
         self.last_error: str | None = None
@@ -119,8 +122,10 @@ class Secondary:
         return self.origin.to_text()
 
     def _held(self):
-        """The zone's data: the transferred zone, or the saved copy read in C."""
-        return self.zone if self.zone is not None else self._restored
+        """The zone's data: dnspython's or C's; None before any, or when C's is unusable."""
+        if self.store is not None:
+            return None if self.store.broken else self.store
+        return self.zone
 
     @property
     def serial(self) -> int | None:
@@ -135,9 +140,17 @@ class Secondary:
         return (max(MIN_WAIT, soa.refresh), max(MIN_WAIT, soa.retry), max(MIN_WAIT, soa.expire))
 
     def serving(self) -> Zone | None:
-        """The zone to compile, or None (SERVFAIL): no data yet, or expired."""
-        if self.zone is None or self.expired:
-            return None if self.expired else self._restored
+        """The zone to compile, or None (SERVFAIL): no data yet, or expired. Raises
+        ZoneError when an IXFR does not apply to the store (the old table serves on)."""
+        if self._held() is None or self.expired:
+            if self.store is not None and self.store.broken and not self.expired:
+                raise ZoneError(f"secondary {self.name}: {self.store.broken}")
+            return None
+        if self.store is not None:
+            try:
+                return self.store.applied()
+            except _core.ZoneDeclined as e:
+                raise ZoneError(f"secondary {self.name}: {e}") from None
         # an IXFR changes the zone in place, and always its serial
         zone = self.zone
         with zone.lock:     # (a `ctl reload` may come while an IXFR commits)
@@ -166,13 +179,13 @@ class Secondary:
     def load_saved(self) -> None:
         """The copy a previous run wrote, if any; whether it has expired since. Read in
         C where it can be (a million records in about a second, where dnspython takes
-        a minute); follow() then builds the twin that IXFRs apply to."""
+        a minute), and the IXFRs after it are applied there."""
         if not os.path.exists(self.path):
             return
         from stormpy.dns import native
         restored = native.load(self.path, self.name)
         if restored is not None and restored.origin == self.origin:
-            self._restored = restored
+            self.store = PatchableZone(restored)
             self.answered_at = os.stat(self.path).st_mtime
             self.check_expired()
             log.info("secondary %s: serial %s from %s (read in C)%s", self.name, self.serial,
@@ -191,25 +204,6 @@ class Secondary:
         log.info("secondary %s: serial %s from %s%s", self.name, self.serial, self.path,
                  " (expired)" if self.expired else "")
 
-    def _build_twin(self) -> None:
-        """The restored copy's dnspython twin, for IXFRs to apply to; the C store that
-        serves since the start stays the one they patch."""
-        restored = self._restored
-        started = time.monotonic()
-        try:
-            zone = restored.into(TransferZone(self.origin, relativize=False))
-        except (dns.exception.DNSException, ValueError) as e:
-            log.warning("secondary %s: saved copy unusable for IXFR (%s); the next transfer "
-                        "is an AXFR", self.name, e)
-            return
-        zone.changed_names = set()
-        restored._zone = zone
-        with zone.lock:
-            self._prepared = (id(zone), restored.serial, restored)
-            self.zone, self._restored = zone, None
-        log.info("secondary %s: ready for IXFR (its dnspython twin built in %.1f s)", self.name,
-                 time.monotonic() - started)
-
     def save(self, zone=None) -> None:
         """The zone to disk: zone (a snapshot of it, or the C store that serves it,
         copied and written by ldns without the GIL, 1.6 s a million records, where
@@ -223,8 +217,8 @@ class Secondary:
                     copy.write(tmp)
                 else:
                     (zone or self.zone).to_file(tmp, relativize=False, want_origin=True)
-            except _core.ZoneDeclined:
-                self.zone.to_file(tmp, relativize=False, want_origin=True)
+            except _core.ZoneDeclined:      # a record ldns cannot print: dnspython's view
+                (self.zone or zone.zone).to_file(tmp, relativize=False, want_origin=True)
             os.replace(tmp, self.path)
             self._touch()
         except OSError as e:        # served all the same; a restart will transfer again
@@ -245,7 +239,9 @@ class Secondary:
             self._save_pending = True
             return
         self._save_pending = False
-        prepared = self._prepared[2] if self._prepared is not None else self._restored
+        prepared = self._prepared[2] if self._prepared is not None else None
+        if self.store is not None:
+            prepared = self.store.held
         what = prepared if isinstance(prepared, NativeZone) else self._snapshot()
         try:
             self._saving = loop.run_in_executor(_writer(), self.save, what)
@@ -275,7 +271,7 @@ class Secondary:
         """Ask the primary's serial, fetch the zone if it is newer. What changed, for
         the log, or None when nothing did. Raises TransferFailed."""
         remote = self._primary_serial()
-        current = self.serial if self.zone is not None else None
+        current = self.serial if self._held() is not None else None
         if current is not None and current == self.uncompiled:
             current = None                      # AXFR: the zone held may be a bad delta's
         elif current is not None and not newer(remote, current):
@@ -314,20 +310,20 @@ class Secondary:
         TransferFailed; the zone is untouched then."""
         if current is not None:
             try:
-                self._inbound(self.zone, current)
-                self.transfers["ixfr" if not self.zone.replaced else "axfr"] += 1
-                kind = "IXFR" if not self.zone.replaced else "IXFR (full zone)"
-                return f"{kind} {current} -> {self.serial}"
+                self._inbound(self._held(), current)
+                replaced = self.store is None and self.zone.replaced
+                self.transfers["axfr" if replaced else "ixfr"] += 1
+                return f"{'IXFR (full zone)' if replaced else 'IXFR'} {current} -> {self.serial}"
             except TransferFailed as e:
                 log.info("secondary %s: IXFR failed (%s), trying AXFR", self.name, e)
-        restored = self._axfr_in_c()
-        if restored is not None:        # serving as after a restart; follow() builds the twin
-            self.zone, self._restored, self._prepared = None, restored, None
+        stored = self._axfr_in_c()
+        if stored is not None:          # held in C from here on
+            self.zone, self.store, self._prepared = None, PatchableZone(stored), None
             self.transfers["axfr"] += 1
             return f"AXFR serial {self.serial} (read in C)"
         zone = TransferZone(self.origin, relativize=False)
         self._inbound(zone, None)
-        self.zone = zone
+        self.zone, self.store = zone, None
         self.transfers["axfr"] += 1
         return f"AXFR serial {self.serial}"
 
@@ -350,7 +346,7 @@ class Secondary:
             raise TransferFailed(f"AXFR from {_where(self.primary)}: {_why(e)}") from None
         return NativeZone(self.path, self.name, store)
 
-    def _inbound(self, zone: TransferZone, serial: int | None) -> None:
+    def _inbound(self, zone: TransferZone | PatchableZone, serial: int | None) -> None:
         host, port = self.primary
         try:
             query, _ = dns.xfr.make_query(zone, serial=serial, **self._tsig())
@@ -373,8 +369,6 @@ class Secondary:
         """Forever: refresh on the SOA's timers or a NOTIFY; reload(name) publishes."""
         self._wake = asyncio.Event()
         loop = asyncio.get_running_loop()
-        if self.zone is None and self._restored is not None:
-            await loop.run_in_executor(None, self._build_twin)
         wait = 0.0
         while True:
             if wait > 0:
@@ -396,7 +390,7 @@ class Secondary:
                 self.transfers["failed"] += 1
                 self.last_error = str(e)
                 log.warning("secondary %s: %s; %s", self.name, e,
-                            f"keeping serial {self.serial}" if self.zone is not None
+                            f"keeping serial {self.serial}" if self._held() is not None
                             else "no data yet (SERVFAIL)")
                 wait = self.timers()[1]
                 continue
@@ -407,8 +401,6 @@ class Secondary:
                 result = await reload(self.name)
                 if changed:
                     self._save_soon(loop)
-                if self.zone is None and self._restored is not None:    # an AXFR read in C
-                    await loop.run_in_executor(None, self._build_twin)
                 if result and result.get("error"):
                     # the old table serves on; fetch the whole zone again, even at this serial
                     self.uncompiled, self.last_error = self.serial, result["error"]

@@ -110,16 +110,16 @@ class DnsServer(Server):
         kept; every zone compiled. A zone that fails keeps its error for zone-status."""
         fresh, errors = [], []
         for f in self.files:
-            if f.secondary is not None:
-                fresh.append(f.secondary.serving())     # None: SERVFAIL
-            elif zones is None or f.name in zones:
-                try:
+            try:
+                if f.secondary is not None:
+                    fresh.append(f.secondary.serving())     # None: SERVFAIL
+                elif zones is None or f.name in zones:
                     fresh.append(load_zone(f.path, f.origin))
-                except ZoneError as e:
-                    f.last_error = str(e)
-                    errors.append(str(e))
-            else:
-                fresh.append(f.zone)
+                else:
+                    fresh.append(f.zone)
+            except ZoneError as e:
+                f.last_error = str(e)
+                errors.append(str(e))
         if errors:
             more = f" (and {len(errors) - 1} more zone(s))" if len(errors) > 1 else ""
             raise ZoneError(errors[0] + more)

@@ -658,6 +658,8 @@ cdef extern from "stormpy/zone/zone.h" nogil:
         SP_ZONE_NOMEM
     struct sp_zone_name:
         uint8_t len
+        uint32_t first_rrset
+        uint16_t nrrsets
     struct sp_zone_rrset:
         uint32_t name, ttl, first
         uint16_t type, count
@@ -684,6 +686,8 @@ cdef extern from "stormpy/zone/zone.h" nogil:
     int sp_zone_reopen(sp_zone *z, const uint8_t *const *names, const size_t *lens,
                        size_t count)
     bint sp_zone_reader_available()
+    bint sp_zone_type_in_c(uint16_t type)
+    uint32_t sp_zone_lookup(const sp_zone *z, const uint8_t *wire, size_t len)
     int sp_zone_write(sp_zone *z, const char *path)
     const uint8_t *sp_zone_name_wire(const sp_zone *z, uint32_t id)
     int sp_zone_compile(sp_zone *z, sp_table_builder *b, uint32_t slot,

@@ -161,6 +161,10 @@ int sp_zone_finish(struct sp_zone *z, const uint8_t *origin, size_t origin_len);
 int sp_zone_reopen(struct sp_zone *z, const uint8_t *const *names, const size_t *lens,
                    size_t count);
 
+/* Whether records of this type stay on the C path: DNSSEC's and DNAME go to the Python
+ * compiler, which knows them (sp_zone_finish declines a zone holding one). */
+bool sp_zone_type_in_c(uint16_t type);
+
 /* Read a master file with ldns. origin: text, or NULL to take the file's first
  * $ORIGIN. SP_ZONE_DECLINED when this build has no ldns. */
 int sp_zone_read(struct sp_zone *z, const char *path, const char *origin);
