@@ -86,6 +86,15 @@ def test_origin_from_the_soa_or_the_flag(tmp_path):
     assert_one_line_error(stormpy("check-zone", str(rel)), "--origin")
     r = stormpy("check-zone", str(rel), "--origin", "example.org")
     assert r.returncode == 0 and "zone example.org. loaded" in r.stdout, r.stderr
+    # the root zone as IANA publishes it: no $ORIGIN, the SOA at "."
+    root = tmp_path / "root.zone"
+    root.write_text(".\t86400\tIN\tSOA\ta.root-servers.net. nstld.verisign-grs.com. 1 2 3 4 5\n"
+                    ".\t518400\tIN\tNS\ta.root-servers.net.\n"
+                    "a.root-servers.net.\t518400\tIN\tA\t198.41.0.4\n"
+                    "com.\t172800\tIN\tNS\ta.gtld-servers.net.\n"
+                    "a.gtld-servers.net.\t172800\tIN\tA\t192.5.6.30\n")
+    r = stormpy("check-zone", str(root))
+    assert r.returncode == 0 and "zone . loaded, 5 records" in r.stdout, r.stderr
 
 
 def test_include_missing(tmp_path):

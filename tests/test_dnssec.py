@@ -169,3 +169,33 @@ def test_signed_answers_keep_the_udp_size_rules(pair, payload):
             problems.append(f"{_qname(name)} {rdtype}: " + "; ".join(diffs))
     assert not problems, f"{kind} at {payload} bytes:\n" + "\n".join(problems[:20])
     assert truncated or payload > 512
+
+
+def test_a_name_without_its_nsec_is_served_without_that_proof(signed_zones, tmp_path):
+    """A broken chain (Knot's semantic-check zone nsec_missing: a name with no NSEC) is
+    served as Knot serves it: NODATA there goes without the NSEC it lacks, and nothing
+    else changes; no traceback at load."""
+    from stormpy.dns.compiler import compile_zones
+    from stormpy.dns.zone import load_zone
+    lines = open(signed_zones["nsec"]).read().splitlines()
+    mail = "mail." + ORIGIN
+    kept = [line for line in lines if not (line.split()[:1] == [mail] and
+                                           ("\tNSEC\t" in line or "RRSIG\tNSEC " in line))]
+    assert len(lines) - len(kept) == 2, "the NSEC at mail and its RRSIG"
+    path = tmp_path / "broken.zone"
+    path.write_text("\n".join(kept) + "\n")
+    table, _ = compile_zones([load_zone(str(path))])
+    whole, _ = compile_zones([load_zone(signed_zones["nsec"])])
+
+    def ask(name, rdtype):
+        q = dns.message.make_query(name, rdtype, use_edns=0, payload=4096, want_dnssec=True)
+        return (dns.message.from_wire(table.dns_answer(q.to_wire(), tcp=True)),
+                dns.message.from_wire(whole.dns_answer(q.to_wire(), tcp=True)))
+    broken, intact = ask(mail, "TXT")
+    assert broken.rcode() == intact.rcode() == dns.rcode.NOERROR and not broken.answer
+    assert {r.rdtype for r in intact.authority} >= {dns.rdatatype.NSEC}
+    assert {(r.name, r.rdtype) for r in broken.authority} == \
+        {(r.name, r.rdtype) for r in intact.authority if r.rdtype != dns.rdatatype.NSEC and
+         not (r.rdtype == dns.rdatatype.RRSIG and r.covers == dns.rdatatype.NSEC)}
+    broken, intact = ask("www." + ORIGIN, "A")
+    assert broken.answer == intact.answer and broken.answer

@@ -184,7 +184,9 @@ class Signed:
         out.additional = list(answer.additional)      # glue: never signed
 
     def _proof(self, rrsets, out, seen) -> None:
-        self._signed_section(rrsets, {}, out.authority, seen)
+        """A denial's records; one the zone lacks (a broken chain: Knot serves such a
+        zone too) is left out, and the answer goes without that part of its proof."""
+        self._signed_section([r for r in rrsets if r is not None], {}, out.authority, seen)
 
     def _denial(self, denial, variable):
         kind, name, owner = denial
@@ -198,6 +200,8 @@ class Signed:
 
     def _nsec_covering(self, name: dns.name.Name):
         """The NSEC at name, or at the last owner before it in canonical order."""
+        if not self.nsec_owners:
+            return None
         i = bisect.bisect_right(self.nsec_owners, name) - 1
         return self.ix.nodes[self.nsec_owners[i]][NSEC]
 
@@ -249,7 +253,7 @@ class Signed:
         if self.nsec3 is None:
             if owner not in self.ix.nodes:   # an empty non-terminal: the NSEC covering it
                 return [self._nsec_covering(name)]
-            return [self.ix.nodes[owner][NSEC]]
+            return [self.ix.nodes[owner].get(NSEC)]
         proof = [self._nsec3_matching(owner)]
         if owner != name:                                  # a wildcard's NODATA
             encloser = self._provable_encloser(owner.parent())

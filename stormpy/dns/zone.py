@@ -98,9 +98,13 @@ def load_zone(path: str, origin: str | None = None, native: bool = True) -> Zone
         except dns.zone.UnknownOrigin:
             name = None
             name = _soa_owner(path)
-            if name is None or name == dns.name.root:
+            if name is None:
                 raise ZoneError(f"{path}: cannot tell the zone's origin: add $ORIGIN to the "
                                 f"file or give --origin") from None
+            if native:          # the SOA owner known, the C reader can take the file
+                loaded = c_path.load(path, name.to_text())
+                if loaded is not None:
+                    return loaded
             z = _read(path, name)
     except ZoneError:
         raise
