@@ -26,12 +26,12 @@ cdef class TableBuilder:
 
     def add_response(self, const uint8_t[:] data, patches=(), uint32_t user=0):
         """Add a response with patches [(op, field, dst, src, len, mask)]; returns its index."""
-        cdef sp_patch p[64]
+        cdef sp_patch p[512]
         cdef int64_t idx
         if self.b is NULL:
             raise ValueError("builder already finished")
-        if len(patches) > 64:
-            raise ValueError("at most 64 patches per response")
+        if len(patches) > 512:
+            raise ValueError("at most 512 patches per response")
         memset(p, 0, sizeof(p))
         for i, (op, field, dst, src, length, mask) in enumerate(patches):
             p[i].op, p[i].field, p[i].dst, p[i].src, p[i].len, p[i].mask = op, field, dst, src, length, mask

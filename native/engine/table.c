@@ -82,6 +82,11 @@ static bool patches_valid(const struct sp_patch *p, uint16_t n, uint32_t len, in
         case SP_PATCH_COPY_BITS:
             span = 1;
             break;
+        case SP_PATCH_SHIFT:    /* a pointer after the splice, to a shifted place */
+            if (*insert < 0 || p[i].field != p[*insert].field || p[i].dst < at)
+                return false;
+            span = 2;
+            break;
         default:
             return false;
         }
@@ -93,8 +98,8 @@ static bool patches_valid(const struct sp_patch *p, uint16_t n, uint32_t len, in
     /* A COPY_BITS byte stays out of every COPY range, so the incremental checksum
      * can take the stored byte as the one it replaces. */
     for (uint16_t i = 0; i < n; i++)
-        for (uint16_t j = 0; j < n; j++)
-            if (p[i].op == SP_PATCH_COPY_BITS && p[j].op == SP_PATCH_COPY &&
+        for (uint16_t j = 0; j < n && p[i].op == SP_PATCH_COPY_BITS; j++)
+            if (p[j].op == SP_PATCH_COPY &&
                 p[i].dst >= p[j].dst && p[i].dst < p[j].dst + p[j].len)
                 return false;
     return true;
@@ -390,6 +395,11 @@ size_t sp_response_render_prefix(const struct sp_table *t, const struct sp_respo
                 return 0;
             out[at] = (uint8_t)((out[at] & ~p[i].mask) | (src[p[i].src] & p[i].mask));
             break;
+        case SP_PATCH_SHIFT:
+            if (p[i].dst + 2u > stored_len)
+                break;
+            sp_put16(out + at, sp_shifted_pointer(b + p[i].dst, ins_len, p[i].len));
+            break;
         default:
             break;
         }
@@ -440,6 +450,11 @@ static uint32_t patches_sum(const struct sp_table *t, const struct sp_response *
             uint8_t new = (uint8_t)((old & ~p[i].mask) | (src[p[i].src] & p[i].mask));
             sum = sp_csum_sub(sum, sum_at(&old, 1, at));
             sum = sp_csum_add(sum, sum_at(&new, 1, at));
+        } else if (p[i].op == SP_PATCH_SHIFT) {
+            uint8_t new[2];
+            sp_put16(new, sp_shifted_pointer(b + p[i].dst, ins_len, p[i].len));
+            sum = sp_csum_sub(sum, sum_at(b + p[i].dst, 2, at));
+            sum = sp_csum_add(sum, sum_at(new, 2, at));
         }
     }
     return sum;

@@ -5,6 +5,7 @@ dns.c splices the client's question in at offset 12 (dns.h).
 """
 from __future__ import annotations
 
+import io
 import struct
 from dataclasses import dataclass, field
 
@@ -20,6 +21,7 @@ import dns.rrset
 from stormpy.errors import ZoneError
 
 CNAME = dns.rdatatype.CNAME
+SHIFTS_MAX = 500        # pointers a variable answer moves (the table takes 512 patches)
 IN = dns.rdataclass.IN
 
 
@@ -49,10 +51,11 @@ def _header(answer: Answer, counts: tuple[int, int, int]) -> bytes:
     return struct.pack("!HHHHHH", 0, flags, 1, *counts)
 
 
-def encode_fixed(qname: dns.name.Name, qtype: int, rdclass: int, answer: Answer) -> tuple[bytes, int]:
+def encode_fixed(qname: dns.name.Name, qtype: int, rdclass: int,
+                 answer: Answer) -> tuple[bytes, int, tuple]:
     """Wire format for a question of known length: full name compression, which may
     point into the question. Returns (header + sections after the question, length
-    without the additional section or 0 when that is not droppable)."""
+    without the additional section or 0 when that is not droppable, no shifts)."""
     msg = dns.message.Message(id=0)
     msg.flags = dns.flags.QR | (dns.flags.AA if answer.aa else 0)
     msg.set_rcode(answer.rcode)
@@ -68,7 +71,7 @@ def encode_fixed(qname: dns.name.Name, qtype: int, rdclass: int, answer: Answer)
     if answer.additional and not answer.referral:
         msg.additional = []
         droppable = len(msg.to_wire(max_size=65535)) - qlen
-    return wire[:12] + wire[12 + qlen:], droppable
+    return wire[:12] + wire[12 + qlen:], droppable, ()
 
 
 def section_wire(qname: dns.name.Name | None, rrsets: list, splice=None) -> tuple[bytes, int]:
@@ -88,10 +91,44 @@ def section_wire(qname: dns.name.Name | None, rrsets: list, splice=None) -> tupl
     return bytes(body), count
 
 
-def encode_variable(qname: dns.name.Name, answer: Answer) -> tuple[bytes, int]:
-    """Wire format for a question of unknown length (wildcards, NXDOMAIN, referrals
-    below a cut): the asked name is a pointer to the question, nothing else is
-    compressed, so no offset depends on the question's length."""
+def encode_variable(qname: dns.name.Name, answer: Answer,
+                    compress_additional: bool = True) -> tuple[bytes, int, tuple]:
+    """Wire format for a question of unknown length below qname's parent (wildcards,
+    NXDOMAIN, referrals below a cut), compressed as for the question qname (a sample
+    of those names): the asked name is a pointer to the question's start, and every
+    other pointer is moved per query as the asked name's length differs from qname's
+    (SP_PATCH_SHIFT: all of them point past that name's first label). Returns (wire,
+    droppable length as encode_fixed, shifts: the stored question's length then each
+    pointer's stored offset, or () for none). A DNAME's answer (dns.c completes its
+    CNAME) stays uncompressed, as does the additional section when not
+    compress_additional (an NSEC3 proof is spliced in before it)."""
+    if answer.splice or qname == dns.name.root:
+        return _uncompressed(qname, answer)
+    ref = qname.to_wire() + b"\0\0\0\0"
+    out = io.BytesIO()
+    out.write(b"\0" * 12 + ref)
+    pointers = _Pointers(out, qname, 0x3FFF - max(0, 255 + 4 - len(ref)))
+    counts = []
+    for i, rrsets in enumerate((answer.answer, answer.authority, answer.additional)):
+        if i == 2:
+            additional_at = out.tell()
+        if i == 2 and not compress_additional:
+            body, count = section_wire(qname, rrsets)
+            out.write(body)
+        else:
+            count = _write_section(out, rrsets, pointers)
+        counts.append(count)
+    wire = _header(answer, tuple(counts)) + out.getvalue()[12 + len(ref):]
+    if len(wire) + 255 + 4 > 65535:
+        raise ZoneError(f"the response below {qname.parent()} is larger than 65535 bytes")
+    droppable = 0
+    if answer.additional and not answer.referral:
+        droppable = additional_at - len(ref)
+    shifts = (len(ref),) + tuple(at - len(ref) for at in pointers.shifted) if pointers.shifted else ()
+    return wire, droppable, shifts
+
+
+def _uncompressed(qname: dns.name.Name, answer: Answer) -> tuple[bytes, int, tuple]:
     sections = [section_wire(qname, rrsets, answer.splice)
                 for rrsets in (answer.answer, answer.authority, answer.additional)]
     head = _header(answer, tuple(c for _, c in sections))
@@ -101,4 +138,49 @@ def encode_variable(qname: dns.name.Name, answer: Answer) -> tuple[bytes, int]:
     droppable = 0
     if answer.additional and not answer.referral:
         droppable = len(wire) - len(sections[2][0])
-    return wire, droppable
+    return wire, droppable, ()
+
+
+class _Pointers(dict):
+    """dnspython's compression table for a variable answer: it notes where each
+    pointer it gives is written, unless it points at the asked name itself (the
+    question's start, which never moves), and takes no target so far in that a
+    longer question would push it past 14 bits."""
+
+    def __init__(self, out: io.BytesIO, asked: dns.name.Name, limit: int):
+        super().__init__()
+        self.out, self.asked, self.limit = out, asked, limit
+        self.shifted: list[int] = []
+        at = 12             # the question: the asked name, then its ancestors
+        for i, label in enumerate(asked.labels[:-1]):
+            dict.__setitem__(self, dns.name.Name(asked.labels[i:]), at)
+            at += 1 + len(label)
+
+    def get(self, name, default=None):
+        at = dict.get(self, name)
+        if at is None or (name != self.asked and len(self.shifted) >= SHIFTS_MAX):
+            return default
+        if name != self.asked:
+            self.shifted.append(self.out.tell())
+        return at
+
+    def __setitem__(self, name, at) -> None:
+        if at <= self.limit:
+            dict.__setitem__(self, name, at)
+
+
+def _write_section(out: io.BytesIO, rrsets: list, pointers: _Pointers) -> int:
+    count = 0
+    for rrset in rrsets:
+        for rdata in rrset:
+            rrset.name.to_wire(out, pointers)
+            out.write(struct.pack("!HHI", rrset.rdtype, rrset.rdclass, rrset.ttl))
+            at = out.tell()
+            out.write(b"\0\0")
+            rdata.to_wire(out, pointers)
+            end = out.tell()
+            out.seek(at)
+            out.write(struct.pack("!H", end - at - 2))
+            out.seek(end)
+            count += 1
+    return count

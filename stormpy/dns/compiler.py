@@ -243,8 +243,18 @@ class _Emitter:
         self.keys[(tag(kind, rdclass, rdtype), name.canonicalize().to_wire())] = index
 
 
-def _user_word(wire: bytes, droppable: int, zone: int, flags: int) -> int:
-    return _rcode_of(wire) | flags | zone << 8 | droppable << 16
+def _user_word(form: tuple, zone: int, flags: int) -> int:
+    """form: (wire, droppable, shifts) as answer.py's encoders give it."""
+    return _rcode_of(form[0]) | flags | zone << 8 | form[1] << 16
+
+
+def _patches(form: tuple, base: tuple = DNS_PATCHES) -> tuple:
+    """base, and a SHIFT for each pointer a variable answer moves with the question."""
+    if not form[2]:
+        return base
+    stored_question, *pointers = form[2]
+    return base + tuple((_core.PATCH_SHIFT, _FIELD_QUESTION, at, 0, stored_question, 0)
+                        for at in pointers)
 
 
 def _build(out: _Emitter, extend):
@@ -256,7 +266,7 @@ def _build(out: _Emitter, extend):
 
     def stored(form, zone, data=None):
         if (form, zone) not in forms:
-            forms[(form, zone)] = (builder.add_response(form[0], DNS_PATCHES, _user_word(*form, zone, 0))
+            forms[(form, zone)] = (builder.add_response(form[0], _patches(form), _user_word(form, zone, 0))
                                    if data is None else builder.add_response(data, (), zone << 8))
         return forms[(form, zone)]
 
@@ -271,9 +281,9 @@ def _build(out: _Emitter, extend):
         flags = ((_core.DNS_USER_WILDCARD if wildcard else 0) |
                  (_core.DNS_USER_DNAME if spliced else 0))
         signed_flag = _core.DNS_USER_SIGNED if signed is not None else 0
-        patches = SPLICED_PATCHES if spliced else DNS_PATCHES
-        first[index] = builder.add_response(plain[0], patches,
-                                            _user_word(*plain, zone, flags | signed_flag))
+        base = SPLICED_PATCHES if spliced else DNS_PATCHES
+        first[index] = builder.add_response(plain[0], _patches(plain, base),
+                                            _user_word(plain, zone, flags | signed_flag))
         if isinstance(signed, Gaps):
             entries = b"".join(struct.pack("!IB", forms[(form, zone)], len(bound)) + bound.ljust(63, b"\0")
                                for bound, form in signed)
@@ -286,7 +296,7 @@ def _build(out: _Emitter, extend):
             builder.add_response(descriptor + b"".join(struct.pack("!I", i) for i in present),
                                  SPLICED_PATCHES, _core.DNS_USER_NSEC3 | zone << 8)
         elif signed is not None:
-            builder.add_response(signed[0], patches, _user_word(*signed, zone, flags))
+            builder.add_response(signed[0], _patches(signed, base), _user_word(signed, zone, flags))
     for (t, key), index in out.keys.items():
         builder.add_key(t, key, first[index])
     if extend is not None:

@@ -112,7 +112,7 @@ class Signed:
 
     def splice(self, sample: dns.name.Name, form) -> Nsec3Splice:
         """form (an Answer from sign, cover_next_closer set) as Nsec3Splice."""
-        wire = encode_variable(sample, form)
+        wire = encode_variable(sample, form, compress_additional=False)
         additional = section_wire(sample, form.additional)[0]
         present = tuple(self.chain_index[r.name.labels[0].lower()] for r in form.authority
                         if r.rdtype == NSEC3)

@@ -227,7 +227,7 @@ def compile_zones(zones, chaos_version, chaos_identity, zone_slots, extend=None)
     _emit_chaos(chaos, chaos_version, chaos_identity)
     stored = {}
     for (plain, _signed, zone, _wildcard, _spliced), index in chaos.responses.items():
-        stored[index] = builder.add_response(plain[0], DNS_PATCHES, _user_word(*plain, zone, 0))
+        stored[index] = builder.add_response(plain[0], DNS_PATCHES, _user_word(plain, zone, 0))
     for (t, key), index in chaos.keys.items():
         builder.add_key(t, key, stored[index])
     if extend is not None:

@@ -416,7 +416,7 @@ def servfail_for(origins: list[dns.name.Name], zone_slots: dict):
     """compile_zones()'s extend hook: every name in these zones (not yet transferred,
     or expired) answered SERVFAIL, counted as the zone's."""
     def extend(builder) -> None:
-        wire, _ = encode_variable(dns.name.root, Answer(rcode=dns.rcode.SERVFAIL, aa=False))
+        wire = encode_variable(dns.name.root, Answer(rcode=dns.rcode.SERVFAIL, aa=False))[0]
         for origin in origins:
             index = builder.add_response(wire, DNS_PATCHES, dns.rcode.SERVFAIL |
                                          zone_slots.get(origin, 0) << 8)

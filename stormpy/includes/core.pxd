@@ -12,6 +12,7 @@ cdef extern from "stormpy/engine/table.h" nogil:
         SP_PATCH_COPY
         SP_PATCH_COPY_BITS
         SP_PATCH_INSERT
+        SP_PATCH_SHIFT
     struct sp_patch:
         uint8_t op
         uint8_t field

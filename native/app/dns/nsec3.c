@@ -165,6 +165,13 @@ size_t sp_dns_nsec3_render(const struct sp_table *t, const struct sp_response *d
     memcpy(p, q->question, qlen);
     p += qlen;
     memcpy(p, f + SP_DNS_HEADER_LEN, insert - SP_DNS_HEADER_LEN);
+    /* the form's pointers before the proof's place, moved with the question (the
+     * compiler leaves what follows that place uncompressed) */
+    const struct sp_patch *pt = sp_response_patches(t, form);
+    for (uint16_t i = 0; i < form->npatch; i++)
+        if (pt[i].op == SP_PATCH_SHIFT && pt[i].dst + 2u <= insert)
+            sp_put16(p + pt[i].dst - SP_DNS_HEADER_LEN,
+                     sp_shifted_pointer(f + pt[i].dst, qlen, pt[i].len));
     p += insert - SP_DNS_HEADER_LEN;
     memcpy(p, c + rr_off, rr_len);
     p += rr_len;

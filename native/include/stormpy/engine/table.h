@@ -11,7 +11,11 @@
  *                      (a DNS ID, a transaction ID at a fixed offset);
  *   SP_PATCH_COPY_BITS copy the bits in mask of one byte (DNS RD and CD);
  *   SP_PATCH_INSERT    splice a whole request field into the response (the DNS
- *                      question, echoed with the client's own letter case).
+ *                      question, echoed with the client's own letter case);
+ *   SP_PATCH_SHIFT     add the inserted field's length less len to the 14-bit
+ *                      offset of a DNS compression pointer after the splice: a
+ *                      response stored for a question len bytes long, compressed
+ *                      throughout, answers a longer one ending the same way.
  *
  * Requests are described by up to SP_FIELDS byte ranges ("fields"): field 0 is the
  * received payload, the others are views a protocol parser prepared (for DNS,
@@ -44,6 +48,7 @@ enum sp_patch_op {
     SP_PATCH_COPY = 1,
     SP_PATCH_COPY_BITS = 2,
     SP_PATCH_INSERT = 3,
+    SP_PATCH_SHIFT = 4,
 };
 
 struct sp_patch {
@@ -53,8 +58,17 @@ struct sp_patch {
     uint8_t pad;
     uint16_t dst;   /* offset in the stored response */
     uint16_t src;   /* offset in the field (COPY, COPY_BITS) */
-    uint16_t len;   /* COPY only; INSERT takes the whole field */
+    uint16_t len;   /* COPY: bytes; SHIFT: the stored question's length */
 };
+
+/* SP_PATCH_SHIFT's value: a stored compression pointer (two bytes) for a question of
+ * `stored` bytes, moved for one of ins_len bytes, as its target moved. Kept to 14 bits
+ * (compilers leave room below 0x4000 for the longest question). */
+static inline uint16_t sp_shifted_pointer(const uint8_t *stored_ptr, size_t ins_len, uint16_t stored)
+{
+    uint16_t v = sp_get16(stored_ptr);
+    return (uint16_t)(0xc000u | ((v + ins_len - stored) & 0x3fffu));
+}
 
 struct sp_request {
     const uint8_t *field[SP_FIELDS];
