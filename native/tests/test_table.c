@@ -153,6 +153,49 @@ static void test_render_and_sum(void)
     sp_table_free(t);
 }
 
+/* A compressed answer stored for a question of 10 bytes: a pointer to the question's
+ * start (never moved), one at its last 6 bytes and one past it (both moved by the
+ * asked question's length less 10), in every rendering, its sum, and a prefix. */
+static void test_shifted_pointers(void)
+{
+    struct sp_table_builder *b = sp_table_builder_new();
+    uint8_t stored[24] = {0};
+    stored[12] = 0xc0, stored[13] = 12;                       /* the asked name */
+    stored[16] = 0xc0, stored[17] = 12 + 4;                   /* its suffix */
+    stored[20] = 0xc0, stored[21] = 12 + 10 + 2;              /* a name in the answer */
+    struct sp_patch patches[8];
+    memcpy(patches, DNS_LIKE, 4 * sizeof(*patches));
+    patches[4] = (struct sp_patch){.op = SP_PATCH_SHIFT, .field = 1, .dst = 16, .len = 10};
+    patches[5] = (struct sp_patch){.op = SP_PATCH_SHIFT, .field = 1, .dst = 20, .len = 10};
+    CHECK_EQ(sp_table_add_response(b, stored, sizeof(stored), patches, 6, 0), 0);
+    struct sp_patch before[5], alone[1] = {{.op = SP_PATCH_SHIFT, .field = 1, .dst = 16, .len = 10}};
+    memcpy(before, DNS_LIKE, 4 * sizeof(*before));
+    before[4] = (struct sp_patch){.op = SP_PATCH_SHIFT, .field = 1, .dst = 4, .len = 10};
+    CHECK_EQ(sp_table_add_response(b, stored, sizeof(stored), before, 5, 0), -1);  /* before the splice */
+    CHECK_EQ(sp_table_add_response(b, stored, sizeof(stored), alone, 1, 0), -1);   /* no splice */
+    before[4].dst = 23;
+    CHECK_EQ(sp_table_add_response(b, stored, sizeof(stored), before, 5, 0), -1);  /* past the end */
+    CHECK_EQ(sp_table_add_key(b, 1, (const uint8_t *)"a", 1, 0), 0);
+    struct sp_table *t = sp_table_builder_finish(b);
+    const struct sp_response *r = sp_table_find(t, 1, (const uint8_t *)"a", 1);
+    CHECK(r != NULL);
+    uint8_t msg[16] = {0}, question[300], out[400];
+    for (size_t qlen = 6; qlen <= 259; qlen++) {
+        for (size_t i = 0; i < qlen; i++)
+            question[i] = (uint8_t)(i * 7 + qlen);
+        struct sp_request req = {.field = {msg, question}, .field_len = {sizeof(msg), (uint16_t)qlen}};
+        size_t n = sp_response_render(t, r, &req, out, sizeof(out));
+        CHECK_EQ(n, sizeof(stored) + qlen);
+        CHECK_EQ(sp_get16(out + qlen + 12), 0xc00c);
+        CHECK_EQ(sp_get16(out + qlen + 16), 0xc000 | (12 + 4 + qlen - 10));
+        CHECK_EQ(sp_get16(out + qlen + 20), 0xc000 | (12 + qlen + 2));
+        CHECK_EQ(sp_csum_fold(sp_response_sum(t, r, &req)), sp_csum_fold(sp_csum_partial(out, n, 0)));
+        CHECK_EQ(sp_response_render_prefix(t, r, &req, 20, out, sizeof(out)), 20 + qlen);
+        CHECK_EQ(sp_get16(out + qlen + 16), 0xc000 | (12 + 4 + qlen - 10));
+    }
+    sp_table_free(t);
+}
+
 static void test_ref_swap(void)
 {
     struct sp_table_builder *b = sp_table_builder_new();
@@ -282,6 +325,7 @@ int main(void)
     test_shared_key_bytes();
     test_invalid_patches();
     test_render_and_sum();
+    test_shifted_pointers();
     test_ref_swap();
     test_ref_pins();
     test_edit();

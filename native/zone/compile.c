@@ -38,12 +38,18 @@ struct compiler {
     struct sp_zone_answer answer;
     struct sp_zone_soa_place soa;      /* where the last answer encoded holds the SOA */
     uint8_t other[SP_RESPONSE_MAX + 1], wire[SP_RESPONSE_MAX + 1];
+    struct sp_zone_shifts other_shifts, wire_shifts;    /* theirs, when variable */
+    struct sp_patch patches[4 + SP_ZONE_SHIFTS_MAX];
 };
 
-static void hash2(const uint8_t *p, size_t n, uint32_t user, uint64_t *h1, uint32_t *h2)
+/* question: the length a variable response was compressed for (0: fixed); the same
+ * bytes compressed for another length point elsewhere. */
+static void hash2(const uint8_t *p, size_t n, uint32_t user, uint16_t question, uint64_t *h1,
+                  uint32_t *h2)
 {
-    *h1 = sp_zone_hash(p, n, 0x243f6a8885a308d3ULL ^ user);
-    *h2 = (uint32_t)(sp_zone_hash(p, n, 0x13198a2e03707344ULL + user) >> 16);
+    uint64_t seed = (uint64_t)user | (uint64_t)question << 32;
+    *h1 = sp_zone_hash(p, n, 0x243f6a8885a308d3ULL ^ seed);
+    *h2 = (uint32_t)(sp_zone_hash(p, n, 0x13198a2e03707344ULL + seed) >> 16);
 }
 
 static int grow_known(struct compiler *c)
@@ -81,22 +87,35 @@ static int remember_soa(struct sp_zone *z, uint32_t index, const struct sp_zone_
     return SP_ZONE_OK;
 }
 
-/* The response's index, added the first time it is seen; -1 when the builder refuses. */
-static int64_t response(struct compiler *c, const uint8_t *wire, size_t len, uint32_t user)
+/* The DNS patch list, and a SHIFT for each pointer a variable response moves. */
+static uint16_t patch_list(struct compiler *c, const struct sp_zone_shifts *shifts)
+{
+    uint16_t n = sizeof(dns_patches) / sizeof(dns_patches[0]);
+    memcpy(c->patches, dns_patches, sizeof(dns_patches));
+    for (uint16_t i = 0; shifts && i < shifts->n; i++)
+        c->patches[n++] = (struct sp_patch){.op = SP_PATCH_SHIFT, .field = SP_DNS_FIELD_QUESTION,
+                                            .dst = shifts->at[i], .len = shifts->question};
+    return n;
+}
+
+/* The response's index, added the first time it is seen; -1 when the builder refuses.
+ * shifts: a variable response's, or NULL. */
+static int64_t response(struct compiler *c, const uint8_t *wire, size_t len, uint32_t user,
+                        const struct sp_zone_shifts *shifts)
 {
     if ((c->nknown + 1) * 2 > c->mask && grow_known(c) != SP_ZONE_OK)
         return -1;
     uint64_t h1;
     uint32_t h2;
-    hash2(wire, len, user, &h1, &h2);
+    hash2(wire, len, user, shifts && shifts->n ? shifts->question : 0, &h1, &h2);
     uint64_t s = h1 & c->mask;
     for (; c->known[s].index_plus1; s = (s + 1) & c->mask) {
         const struct known *k = &c->known[s];
         if (k->h1 == h1 && k->h2 == h2)
             return k->index_plus1 - 1;
     }
-    int64_t index = sp_table_add_response(c->b, wire, (uint32_t)len, dns_patches,
-                                          sizeof(dns_patches) / sizeof(dns_patches[0]), user);
+    int64_t index = sp_table_add_response(c->b, wire, (uint32_t)len, c->patches,
+                                          patch_list(c, shifts), user);
     if (index < 0)
         return -1;
     c->known[s] = (struct known){h1, h2, (uint32_t)index + 1};
@@ -112,7 +131,9 @@ static int add(struct compiler *c, enum sp_dns_kind kind, uint16_t type, uint32_
 {
     uint32_t user = (wire[3] & 0x0f) | c->slot << 8 | droppable << 16 |
                     (wildcard ? SP_DNS_USER_WILDCARD : 0);
-    int64_t index = response(c, wire, len, user);
+    bool variable = kind == SP_DNS_BELOW || kind == SP_DNS_BELOW_OTHER;
+    int64_t index = response(c, wire, len, user, !variable ? NULL
+                             : wire == c->other ? &c->other_shifts : &c->wire_shifts);
     if (index < 0 || sp_table_add_key(c->b, sp_dns_tag(kind, CLASS_IN, type),
                                       sp_zone_name_wire(c->z, name), c->z->names[name].len,
                                       (uint32_t)index) < 0)
@@ -129,14 +150,24 @@ static int too_big(struct compiler *c, uint32_t name, uint16_t type)
 }
 
 /* Encode the answer to (name, type), or below `below` when name is NONE, into out. */
+/* A variable answer's shifts go with the buffer it is encoded into (c->wire, c->other). */
+static struct sp_zone_shifts *shifts_of(struct compiler *c, const uint8_t *out)
+{
+    return out == c->other ? &c->other_shifts : &c->wire_shifts;
+}
+
 static size_t answer(struct compiler *c, uint32_t name, uint32_t below, uint16_t type,
                      uint8_t *out, uint32_t *droppable)
 {
     if (sp_zone_resolve(c->z, name, below, type, &c->answer) < 0)
         return 0;
-    return sp_zone_encode(c->z, &c->answer, name != SP_ZONE_NONE ? sp_zone_name_wire(c->z, name)
-                          : NULL, name != SP_ZONE_NONE ? c->z->names[name].len : 0, out, droppable,
-                          &c->soa);
+    if (name != SP_ZONE_NONE)
+        return sp_zone_encode(c->z, &c->answer, sp_zone_name_wire(c->z, name),
+                              c->z->names[name].len, out, droppable, &c->soa, NULL);
+    struct sp_zone_shifts *shifts = shifts_of(c, out);
+    shifts->anchor = c->z->names[below].len;
+    return sp_zone_encode(c->z, &c->answer, sp_zone_name_wire(c->z, below),
+                          c->z->names[below].len, out, droppable, &c->soa, shifts);
 }
 
 /* compiler.py's _sample_below: whether a name the zone lacks fits below this one. */
@@ -218,12 +249,14 @@ static int emit_name(struct compiler *c, uint32_t name, int64_t *nxdomain)
         if (sp_zone_referral(z, cut, &c->answer) < 0)
             return too_big(c, name, 0);
         len = sp_zone_encode(z, &c->answer, sp_zone_name_wire(z, name), z->names[name].len,
-                             c->wire, &drop, &c->soa);
+                             c->wire, &drop, &c->soa, NULL);
         if (len == 0)
             return too_big(c, name, 0);
         int rc = add(c, SP_DNS_OTHER, 0, name, c->wire, len, drop, false);
         if (rc == SP_ZONE_OK && sample) {
-            len = sp_zone_encode(z, &c->answer, NULL, 0, c->wire, &drop, &c->soa);
+            c->wire_shifts.anchor = z->names[name].len;
+            len = sp_zone_encode(z, &c->answer, sp_zone_name_wire(z, name), z->names[name].len,
+                                 c->wire, &drop, &c->soa, &c->wire_shifts);
             rc = len ? add(c, SP_DNS_BELOW_OTHER, 0, name, c->wire, len, drop, false)
                      : too_big(c, name, 0);
         }
@@ -245,12 +278,16 @@ static int emit_name(struct compiler *c, uint32_t name, int64_t *nxdomain)
         return rc;
     uint32_t node = z->names[name].wildcard;
     if (node == SP_ZONE_NONE) {
-        if (*nxdomain < 0) {
-            len = answer(c, SP_ZONE_NONE, name, 0, c->wire, &drop);
+        if (*nxdomain < 0) {         /* one for every name: pointing at the origin only */
+            if (sp_zone_resolve(z, SP_ZONE_NONE, name, 0, &c->answer) < 0)
+                return too_big(c, name, 0);
+            c->wire_shifts.anchor = z->names[z->origin].len;
+            len = sp_zone_encode(z, &c->answer, sp_zone_name_wire(z, name), z->names[name].len,
+                                 c->wire, &drop, &c->soa, &c->wire_shifts);
             if (len == 0)
                 return too_big(c, name, 0);
             uint32_t user = (c->wire[3] & 0x0f) | c->slot << 8 | drop << 16;
-            *nxdomain = response(c, c->wire, len, user);
+            *nxdomain = response(c, c->wire, len, user, &c->wire_shifts);
             if (*nxdomain < 0)
                 return SP_ZONE_NOMEM;
         }

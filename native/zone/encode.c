@@ -14,7 +14,9 @@ struct writer {
     uint8_t *out;           /* the stored response: header, then what follows the question */
     size_t len;
     size_t shift;           /* message offset minus stored offset past the header */
+    size_t limit;           /* targets from here on may not be pointed at */
     bool compress, overflow;
+    struct sp_zone_shifts *shifts;      /* a variable response's pointers, or NULL */
     struct sp_zone_soa_place *soa;
     uint16_t nentries;
     struct { const uint8_t *name; uint8_t len; uint16_t offset; } entry[ENTRIES_MAX];
@@ -52,7 +54,7 @@ static void put16(struct writer *w, uint16_t v)
  * for later names to point at. */
 static void remember(struct writer *w, const uint8_t *name, size_t len, size_t offset, size_t upto)
 {
-    for (size_t i = 0; i < upto && name[i] && w->nentries < ENTRIES_MAX && offset + i < 0x4000;
+    for (size_t i = 0; i < upto && name[i] && w->nentries < ENTRIES_MAX && offset + i < w->limit;
          i += 1 + name[i])
         w->entry[w->nentries++] = (typeof(w->entry[0])){name + i, (uint8_t)(len - i),
                                                          (uint16_t)(offset + i)};
@@ -61,11 +63,14 @@ static void remember(struct writer *w, const uint8_t *name, size_t len, size_t o
 static void put_name(struct writer *w, const uint8_t *name, size_t len)
 {
     size_t at = w->len + w->shift;
-    for (size_t i = 0; w->compress && name[i]; i += 1 + name[i]) {
+    bool room = !w->shifts || w->shifts->n < SP_ZONE_SHIFTS_MAX;
+    for (size_t i = 0; w->compress && room && name[i]; i += 1 + name[i]) {
         for (uint16_t e = 0; e < w->nentries; e++) {
             if (w->entry[e].len != len - i || !same_name(w->entry[e].name, name + i, len - i))
                 continue;
             put(w, name, i);
+            if (w->shifts && !w->overflow)
+                w->shifts->at[w->shifts->n++] = (uint16_t)w->len;
             put16(w, 0xc000 | w->entry[e].offset);
             remember(w, name, len, at, i);
             return;
@@ -141,7 +146,7 @@ static uint16_t put_section(struct writer *w, const struct sp_zone *z,
 
 size_t sp_zone_encode(const struct sp_zone *z, const struct sp_zone_answer *a,
                       const uint8_t *qname, size_t qlen, uint8_t *out, uint32_t *droppable,
-                      struct sp_zone_soa_place *soa)
+                      struct sp_zone_soa_place *soa, struct sp_zone_shifts *shifts)
 {
     static __thread struct writer w;
     if (soa != NULL)
@@ -152,16 +157,26 @@ size_t sp_zone_encode(const struct sp_zone *z, const struct sp_zone_answer *a,
     w.overflow = false;
     w.nentries = 0;
     w.compress = qname != NULL;
-    /* a fixed response's offsets count the question; a variable one leaves room for
-     * the longest question (compiler.py: len + 255 + 4 <= 65535) */
-    w.shift = qname != NULL ? qlen + 4 : 255 + 4;
-    if (qname != NULL)
+    w.shifts = qname != NULL ? shifts : NULL;
+    w.limit = 0x4000;
+    /* a fixed response's offsets count the question; a variable one's count a question
+     * of one label more than `below` (qname), as compiler.py's; uncompressed, it leaves
+     * room for the longest question (len + 255 + 4 <= 65535) */
+    w.shift = w.shifts ? 2 + qlen + 4 : qname != NULL ? qlen + 4 : 255 + 4;
+    if (w.shifts) {         /* the asker's ancestors that all its askers have */
+        size_t anchor = shifts->anchor <= qlen ? shifts->anchor : qlen;
+        w.shifts->question = (uint16_t)(2 + qlen + 4);
+        w.shifts->n = 0;
+        w.limit = 0x4000 - (255 + 4 - w.shifts->question);
+        remember(&w, qname + qlen - anchor, anchor, 12 + 2 + qlen - anchor, anchor);
+    } else if (qname != NULL) {
         remember(&w, qname, qlen, 12, qlen);
+    }
     uint16_t an = put_section(&w, z, a->an, a->nan, false);
     uint16_t ns = put_section(&w, z, a->ns, a->nns, true);
     size_t additional = w.len;
     uint16_t ad = put_section(&w, z, a->ad, a->nad, false);
-    if (w.overflow)
+    if (w.overflow || (w.shifts && w.len + 255 + 4 > 65535))
         return 0;
     uint8_t head[12] = {0, 0, (uint8_t)(0x80 | (a->aa ? 0x04 : 0)), a->rcode & 0x0f, 0, 1,
                         (uint8_t)(an >> 8), (uint8_t)an, (uint8_t)(ns >> 8), (uint8_t)ns,

@@ -91,13 +91,16 @@ def section_wire(qname: dns.name.Name | None, rrsets: list, splice=None) -> tupl
     return bytes(body), count
 
 
-def encode_variable(qname: dns.name.Name, answer: Answer,
+def encode_variable(qname: dns.name.Name, answer: Answer, anchor: dns.name.Name | None = None,
                     compress_additional: bool = True) -> tuple[bytes, int, tuple]:
     """Wire format for a question of unknown length below qname's parent (wildcards,
     NXDOMAIN, referrals below a cut), compressed as for the question qname (a sample
     of those names): the asked name is a pointer to the question's start, and every
     other pointer is moved per query as the asked name's length differs from qname's
-    (SP_PATCH_SHIFT: all of them point past that name's first label). Returns (wire,
+    (SP_PATCH_SHIFT: all of them point past that name's first label). Of the asked
+    name's ancestors, anchor (qname's parent unless given) and those above it are
+    pointed at: every asker has them (an NXDOMAIN every name of a zone shares gives
+    the origin). Returns (wire,
     droppable length as encode_fixed, shifts: the stored question's length then each
     pointer's stored offset, or () for none). A DNAME's answer (dns.c completes its
     CNAME) stays uncompressed, as does the additional section when not
@@ -107,7 +110,7 @@ def encode_variable(qname: dns.name.Name, answer: Answer,
     ref = qname.to_wire() + b"\0\0\0\0"
     out = io.BytesIO()
     out.write(b"\0" * 12 + ref)
-    pointers = _Pointers(out, qname, 0x3FFF - max(0, 255 + 4 - len(ref)))
+    pointers = _Pointers(out, qname, anchor or qname.parent(), 0x3FFF - max(0, 255 + 4 - len(ref)))
     counts = []
     for i, rrsets in enumerate((answer.answer, answer.authority, answer.additional)):
         if i == 2:
@@ -147,13 +150,16 @@ class _Pointers(dict):
     question's start, which never moves), and takes no target so far in that a
     longer question would push it past 14 bits."""
 
-    def __init__(self, out: io.BytesIO, asked: dns.name.Name, limit: int):
+    def __init__(self, out: io.BytesIO, asked: dns.name.Name, anchor, limit: int):
         super().__init__()
         self.out, self.asked, self.limit = out, asked, limit
         self.shifted: list[int] = []
+        dict.__setitem__(self, asked, 12)
         at = 12             # the question: the asked name, then its ancestors
         for i, label in enumerate(asked.labels[:-1]):
-            dict.__setitem__(self, dns.name.Name(asked.labels[i:]), at)
+            suffix = dns.name.Name(asked.labels[i:])
+            if anchor.is_subdomain(suffix):
+                dict.__setitem__(self, suffix, at)
             at += 1 + len(label)
 
     def get(self, name, default=None):

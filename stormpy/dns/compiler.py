@@ -364,7 +364,7 @@ def _emit_zone(ix: ZoneIndex, deeper: list, out: _Emitter) -> None:
         wild = ix.nodes.get(dns.name.Name((WILD,) + name.labels))
         if wild is None:
             if nxdomain_cache is None or enc.signed:   # signed: each name's own proofs
-                nxdomain_cache = enc.variable(sample, OTHER_TYPE)
+                nxdomain_cache = enc.variable(sample, OTHER_TYPE, shared=not enc.signed)
             out.add(_core.DNS_BELOW_OTHER, IN, 0, name, nxdomain_cache)
             continue
         other = enc.variable(sample, OTHER_TYPE)

@@ -294,9 +294,10 @@ class Encoder:
         return (encode_fixed(name, rdtype, IN, answer),
                 None if signed is None else encode_fixed(name, rdtype, IN, signed))
 
-    def variable(self, sample: dns.name.Name, rdtype: int) -> tuple:
+    def variable(self, sample: dns.name.Name, rdtype: int, shared: bool = False) -> tuple:
+        """shared: the answer serves every name of the zone (an unsigned NXDOMAIN)."""
         answer = self.ix.resolve(sample, rdtype)
-        plain = encode_variable(sample, answer)
+        plain = encode_variable(sample, answer, self.ix.origin if shared else None)
         if self.signed is None:
             return plain, None
         signed = self.signed.sign(answer, variable=sample)

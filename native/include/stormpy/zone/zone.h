@@ -233,14 +233,29 @@ int sp_zone_resolve(const struct sp_zone *z, uint32_t name, uint32_t below, uint
 int sp_zone_referral(const struct sp_zone *z, uint32_t cut, struct sp_zone_answer *a);
 
 /* --- encode.c --- */
+#define SP_ZONE_SHIFTS_MAX 500     /* compiler.py's SHIFTS_MAX */
+
+/* A variable response's pointers that move with the question (SP_PATCH_SHIFT): the
+ * length of the question it was compressed for, then where each pointer is stored.
+ * anchor, set by the caller: how many of the name's last bytes every asker shares
+ * (the name's own length, or the origin's for a response all names share). */
+struct sp_zone_shifts {
+    uint16_t question, n, anchor;
+    uint16_t at[SP_ZONE_SHIFTS_MAX];
+};
+
 /* The stored response: header, then the sections after the question. qname (lower-
- * cased wire) is the question's name for a fixed response (compressed throughout,
- * pointers into the question allowed); NULL for a variable one (the asked name is a
- * pointer to the question, nothing else compressed). Returns the stored length, or 0
- * when the message would exceed 65535 bytes; *droppable as compiler.py's encoders. */
+ * cased wire, qlen bytes) is the question's name for a fixed response (compressed
+ * throughout, pointers into the question allowed). With shifts, a variable response
+ * below qname: the asked name is a pointer to the question, the rest compressed as
+ * for a question one label below qname (into the question only at its last
+ * shifts->anchor bytes), and shifts lists the pointers. qname NULL: a variable
+ * response with nothing but the asked name compressed. Returns the stored length, or
+ * 0 when the message would exceed 65535 bytes; *droppable as compiler.py's encoders.
+ * soa->ttl_at 0: no SOA stored. */
 size_t sp_zone_encode(const struct sp_zone *z, const struct sp_zone_answer *a,
                       const uint8_t *qname, size_t qlen, uint8_t *out, uint32_t *droppable,
-                      struct sp_zone_soa_place *soa);     /* soa->ttl_at 0: none */
+                      struct sp_zone_soa_place *soa, struct sp_zone_shifts *shifts);
 
 /* --- compile.c --- */
 struct sp_zone_compile_stats {

@@ -28,8 +28,10 @@
  *
  * Stored DNS responses are the 12-byte header followed by everything after the
  * question; the question is spliced in at offset 12 (SP_PATCH_INSERT). Responses
- * reached through BELOW keys must not contain compression pointers past the
- * question, since the question length varies with the name asked.
+ * reached through BELOW keys serve names of any length: they are compressed for a
+ * sample question one label below the key's name, the asked name a pointer to 12,
+ * and every other pointer moved by the asked question's length less the sample's
+ * (SP_PATCH_SHIFT), so they point only past the asked name's first label.
  */
 #ifndef STORMPY_APP_DNS_DNS_H
 #define STORMPY_APP_DNS_DNS_H
