@@ -105,14 +105,19 @@ static bool patches_valid(const struct sp_patch *p, uint16_t n, uint32_t len, in
     return true;
 }
 
-/* Whether the patches are the echoed head (table.h), and its masks. */
+/* Whether the patches are the echoed head (table.h), with any SHIFTs after them, and
+ * its masks. */
 static bool is_echo_head(const struct sp_patch *p, uint16_t n, int insert, uint32_t len,
                          uint8_t mask[2])
 {
     unsigned seen = 0;   /* bit 0: the COPY; bits 2 and 3: the COPY_BITS of those bytes */
-    if (n != 3 + (insert >= 0) || len < 4 || (insert >= 0 && p[insert].dst < 4))
+    uint16_t head = 3 + (insert >= 0);
+    for (uint16_t i = head; i < n; i++)
+        if (p[i].op != SP_PATCH_SHIFT)
+            return false;
+    if (n < head || len < 4 || (insert >= 0 && p[insert].dst < 4))
         return false;
-    for (uint16_t i = 0; i < n; i++) {
+    for (uint16_t i = 0; i < head; i++) {
         if (p[i].op == SP_PATCH_INSERT)
             continue;
         if (p[i].field != 0 || p[i].src != p[i].dst)
@@ -145,7 +150,17 @@ int64_t sp_table_add_response(struct sp_table_builder *b, const uint8_t *bytes, 
 
     bool same = b->last_npatch == npatch && npatch &&
                 memcmp(t->patches + b->last_patch_off, patches, npatch * sizeof(*patches)) == 0;
+    if (!same && b->first_npatch == npatch && npatch &&
+        memcmp(t->patches + b->first_patch_off, patches, npatch * sizeof(*patches)) == 0) {
+        b->last_patch_off = b->first_patch_off;
+        b->last_npatch = npatch;
+        same = true;
+    }
     if (!same) {
+        if (!b->first_npatch && npatch) {
+            b->first_patch_off = (uint32_t)t->npatches;
+            b->first_npatch = npatch;
+        }
         if (!grow((void **)&t->patches, &b->cap_patches, t->npatches + npatch, sizeof(*patches)))
             return -1;
         if (npatch)
@@ -373,6 +388,8 @@ size_t sp_response_render_prefix(const struct sp_table *t, const struct sp_respo
         if (req->field_len[0] < 4)
             return 0;
         echo_head(r, req->field[0], out);
+        if (r->npatch > SP_ECHO_PATCHES(r))
+            sp_response_shift(t, r, ins_len, stored_len, out);
         return total;
     }
     const struct sp_patch *p = t->patches + r->patch_off;
@@ -480,7 +497,33 @@ uint32_t sp_response_sum_with(const struct sp_table *t, const struct sp_response
     uint8_t head[4] = {b[0], b[1], b[2], b[3]};
     echo_head(r, m, head);
     sum += (0xffffu - sp_get16(b)) + (0xffffu - sp_get16(b + 2));
+    if (r->npatch > SP_ECHO_PATCHES(r))
+        sum = sp_response_shift_sum(t, r, ins_len, sum);
     return sp_csum_reduce(sum + sp_get16(head) + sp_get16(head + 2));
+}
+
+void sp_response_shift(const struct sp_table *t, const struct sp_response *r, size_t ins_len,
+                       size_t stored_len, uint8_t *out)
+{
+    const uint8_t *b = t->arena + r->bytes_off;
+    const struct sp_patch *p = t->patches + r->patch_off;
+    for (uint16_t i = SP_ECHO_PATCHES(r); i < r->npatch; i++)
+        if (p[i].dst + 2u <= stored_len)
+            sp_put16(out + p[i].dst + ins_len, sp_shifted_pointer(b + p[i].dst, ins_len, p[i].len));
+}
+
+uint32_t sp_response_shift_sum(const struct sp_table *t, const struct sp_response *r,
+                               size_t ins_len, uint32_t sum)
+{
+    const uint8_t *b = t->arena + r->bytes_off;
+    const struct sp_patch *p = t->patches + r->patch_off;
+    for (uint16_t i = SP_ECHO_PATCHES(r); i < r->npatch; i++) {
+        uint8_t new[2];
+        sp_put16(new, sp_shifted_pointer(b + p[i].dst, ins_len, p[i].len));
+        sum = sp_csum_sub(sum, sum_at(b + p[i].dst, 2, p[i].dst + ins_len));
+        sum = sp_csum_add(sum, sum_at(new, 2, p[i].dst + ins_len));
+    }
+    return sum;
 }
 
 uint32_t sp_response_sum(const struct sp_table *t, const struct sp_response *r,

@@ -51,8 +51,11 @@ struct sp_table_builder {
     struct sp_table t;
     uint64_t cap_arena, cap_responses, cap_patches, cap_entries;
     uint64_t indexed;          /* entries already in t.slots (an edit's copy) */
-    uint32_t last_patch_off;
-    uint16_t last_npatch;
+    /* Patch lists stored once while they repeat; the first one (a protocol's usual
+     * list) is looked at too, so one response with its own list between two with the
+     * usual one does not store it twice. */
+    uint32_t last_patch_off, first_patch_off;
+    uint16_t last_npatch, first_npatch;
     /* A name's keys (one per kind of question) come one after another: its bytes are
      * stored once, which at a million names is tens of MiB. */
     uint32_t last_key_off, last_key_len;

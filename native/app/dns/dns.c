@@ -202,8 +202,10 @@ static inline size_t summed(const uint8_t *out, size_t n, uint32_t *sum)
     return n;
 }
 
+#define DNS_PATCHES 4u      /* the head echoed and the question: SHIFTs follow */
+
 /* Whether r has the DNS patch list, as the compiler makes it: the head echoed, the
- * question spliced in at 12. */
+ * question spliced in at 12 (then any SHIFTs). */
 static inline bool dns_shaped(const struct sp_response *r)
 {
     return r->echo_head && r->insert_at == SP_DNS_HEADER_LEN &&
@@ -239,6 +241,8 @@ static inline uint32_t table_sum(const struct sp_table *t, const struct sp_respo
                    (0xffffu - sp_get16(b + 2)) + sp_get16(out) + sp_get16(out + 2) +
                    sp_csum_reduce(q->question_sum);
     sum += q->question_len & 1 ? sp_csum_swap(r->sum_tail) : sp_csum_reduce(r->sum_tail);
+    if (r->npatch > DNS_PATCHES)        /* a variable answer's moved pointers */
+        sum = sp_response_shift_sum(t, r, q->question_len, sum);
     return sp_csum_reduce(sum);
 }
 
@@ -273,6 +277,8 @@ static inline size_t render_dns(const struct sp_table *t, const struct sp_respon
         sp_copy_short(out + SP_DNS_HEADER_LEN, q->question, qlen);
     }
     sp_copy_short(out + SP_DNS_HEADER_LEN + qlen, b + SP_DNS_HEADER_LEN, tail);
+    if (r->npatch > DNS_PATCHES)
+        sp_response_shift(t, r, qlen, r->len, out);
     return r->len + qlen;
 }
 

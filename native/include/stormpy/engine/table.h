@@ -85,7 +85,8 @@ struct sp_response {
     uint32_t sum_tail;    /* partial checksum of bytes[insert_at, len) */
     uint32_t user;        /* opaque to the table; DNS keeps the rcode here */
     uint8_t insert_field; /* the field spliced in at insert_at, or SP_NO_INSERT */
-    /* 1 when the patches are the echoed head (below): rendered without the patch loop */
+    /* 1 when the patches are the echoed head (below), then any SHIFTs (their bytes all
+     * after the INSERT): rendered without the patch loop */
     uint8_t echo_head;
     uint8_t echo_mask[2]; /* the echoed head's masks for bytes 2 and 3 */
 };
@@ -245,6 +246,15 @@ uint32_t sp_response_sum_with(const struct sp_table *t, const struct sp_response
 
 /* Stored bytes of a response (for tests and tools). */
 const uint8_t *sp_response_bytes(const struct sp_table *t, const struct sp_response *r);
+
+/* An echoed head's patches (the head's, and the INSERT's); SHIFTs follow them. */
+#define SP_ECHO_PATCHES(r) (3u + ((r)->insert_field != SP_NO_INSERT))
+/* An echoed-head response's SHIFTs applied to out, its rendering for an INSERT of
+ * ins_len bytes (those stored before stored_len); and their change to a sum of it. */
+void sp_response_shift(const struct sp_table *t, const struct sp_response *r, size_t ins_len,
+                       size_t stored_len, uint8_t *out);
+uint32_t sp_response_shift_sum(const struct sp_table *t, const struct sp_response *r,
+                               size_t ins_len, uint32_t sum);
 const struct sp_patch *sp_response_patches(const struct sp_table *t, const struct sp_response *r);
 
 struct sp_table_info {
