@@ -404,8 +404,9 @@ class Secondary:
                 if result and result.get("error"):
                     # the old table serves on; fetch the whole zone again, even at this serial
                     self.uncompiled, self.last_error = self.serial, result["error"]
-                    log.warning("secondary %s: serial %s does not compile; the whole zone is "
-                                "fetched again in %d s", self.name, self.serial, self.timers()[1])
+                    log.warning("secondary %s: serial %s not published (%s); the whole zone "
+                                "is fetched again in %d s", self.name, self.serial,
+                                result["error"], self.timers()[1])
                     wait = self.timers()[1]
                     continue
                 self.uncompiled = None
