@@ -87,6 +87,62 @@ static void sha1(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen, u
  * and RR count (16 bits each) of its NSEC3 and RRSIG records' wire form in the blob. */
 #define CHAIN_ENTRY (SHA1_LEN + 8u)
 
+static bool same_name(const uint8_t *a, const uint8_t *b, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        uint8_t x = a[i] >= 'A' && a[i] <= 'Z' ? a[i] + 32 : a[i];
+        if (x != b[i])
+            return false;
+    }
+    return true;
+}
+
+/* The cover's records (its NSEC3, then its RRSIGs: count in all, len bytes), each
+ * owned by the hashed name, written at out + at compressed as Knot writes them: the
+ * first owner as its label and a pointer to the zone's origin at the question's end
+ * (the asked name's last olen bytes), the others as a pointer to the first. Never
+ * longer than len (the root's one byte stays). 0 when the records are not laid out
+ * so: then they go as stored. out NULL: the length only. */
+static size_t put_cover(uint8_t *out, size_t at, const uint8_t *rr, size_t len, size_t count,
+                        const struct sp_dns_query *q)
+{
+    size_t i = 0, o = at, first = at, olen = 0;
+    for (size_t k = 0; k < count; k++) {
+        size_t label = i < len ? rr[i] : 0;
+        if (k == 0) {       /* the hashed label, then the origin: the question's end */
+            size_t end = i + 1 + label;
+            while (end < len && rr[end] && end + 1 + rr[end] < len)
+                end += 1 + rr[end];
+            olen = end + 1 - (i + 1 + label);
+            if (!label || end >= len || rr[end] || olen < 2 || olen > q->name_len ||
+                !same_name(rr + i + 1 + label, q->name_lower + q->name_len - olen, olen) ||
+                at + 12 > 0x3fff)
+                return 0;
+            if (out) {
+                memcpy(out + o, rr + i, 1 + label);
+                sp_put16(out + o + 1 + label,
+                         (uint16_t)(0xc000 | (SP_DNS_HEADER_LEN + q->name_len - olen)));
+            }
+            o += 1 + label;
+        } else {            /* the same name again */
+            if (len - i < 1 + label + olen || memcmp(rr + i, rr, 1 + label + olen))
+                return 0;
+            if (out)
+                sp_put16(out + o, (uint16_t)(0xc000 | first));
+        }
+        o += 2;
+        i += 1 + label + olen;
+        if (len - i < 10 || len - i - 10 < sp_get16(rr + i + 8))
+            return 0;
+        size_t fixed = 10 + (size_t)sp_get16(rr + i + 8);
+        if (out)
+            memcpy(out + o, rr + i, fixed);
+        o += fixed;
+        i += fixed;
+    }
+    return i == len ? o - at : 0;
+}
+
 /* The descriptor: the form's header (so a truncated answer or a slip can be made from
  * the descriptor as from any response), the form's response index, the chain's, the
  * form's stored offset where the authority section ends, the ancestor's wire length,
@@ -143,13 +199,16 @@ size_t sp_dns_nsec3_render(const struct sp_table *t, const struct sp_response *d
             rr_len = rr_count = 0;                 /* already in the form */
     if (rr_off + rr_len > chain->len)
         return 0;
+    const uint8_t *rr = c + rr_off;
 
     /* the form whole, or without its additional section when that makes it fit */
     const uint8_t *f = sp_response_bytes(t, form);
     size_t stored = form->len, qlen = q->question_len;
-    if (stored + qlen + rr_len > cap) {
+    size_t packed = put_cover(NULL, qlen + insert, rr, rr_len, rr_count, q);
+    size_t cover_len = packed ? packed : rr_len;
+    if (stored + qlen + cover_len > cap) {
         stored = SP_DNS_USER_DROPPABLE(form->user);
-        if (!stored || stored + qlen + rr_len > cap)
+        if (!stored || stored + qlen + cover_len > cap)
             return 0;
     }
     if (insert < SP_DNS_HEADER_LEN || insert > stored)
@@ -173,8 +232,11 @@ size_t sp_dns_nsec3_render(const struct sp_table *t, const struct sp_response *d
             sp_put16(p + pt[i].dst - SP_DNS_HEADER_LEN,
                      sp_shifted_pointer(f + pt[i].dst, qlen, pt[i].len));
     p += insert - SP_DNS_HEADER_LEN;
-    memcpy(p, c + rr_off, rr_len);
-    p += rr_len;
+    if (packed)
+        put_cover(out, (size_t)(p - out), rr, rr_len, rr_count, q);
+    else
+        memcpy(p, rr, rr_len);
+    p += cover_len;
     memcpy(p, f + insert, stored - insert);
     return (size_t)(p + (stored - insert) - out);
 }
