@@ -256,6 +256,43 @@ static void test_ref_pins(void)
 
 /* An edit: random removals and additions, a grown index, a rewritten response, all
  * checked against what each key should find; the table edited stays as it was. */
+/* An edit of a table large enough that its arrays are copied into huge pages. */
+static void test_edit_large(void)
+{
+    enum { KEYS = 400000 };
+    struct sp_table_builder *b = sp_table_builder_new();
+    uint8_t resp[16] = {0};
+    char key[32];
+    for (int i = 0; i < KEYS; i++) {
+        memcpy(resp + 12, &i, 4);
+        int64_t r = sp_table_add_response(b, resp, sizeof(resp), DNS_LIKE, 4, (uint32_t)i);
+        int n = snprintf(key, sizeof(key), "k%d", i);
+        CHECK_EQ(sp_table_add_key(b, 7, (uint8_t *)key, (uint32_t)n, (uint32_t)r), 0);
+    }
+    struct sp_table *t = sp_table_builder_finish(b);
+    b = sp_table_builder_edit(t);
+    CHECK(b != NULL);
+    CHECK_EQ(sp_table_remove_key(b, 7, (const uint8_t *)"k5", 2), 0);
+    int64_t r = sp_table_add_response(b, resp, sizeof(resp), DNS_LIKE, 4, 999999);
+    CHECK_EQ(sp_table_add_key(b, 7, (const uint8_t *)"new", 3, (uint32_t)r), 0);
+    struct sp_table *next = sp_table_builder_finish(b);
+    CHECK(next != NULL);
+    CHECK(sp_table_find(next, 7, (const uint8_t *)"k5", 2) == NULL);
+    CHECK(sp_table_find(t, 7, (const uint8_t *)"k5", 2) != NULL);       /* the old one intact */
+    const struct sp_response *found = sp_table_find(next, 7, (const uint8_t *)"new", 3);
+    CHECK(found && found->user == 999999);
+    int right = 0;
+    for (int i = 0; i < KEYS; i += 997) {
+        int n = snprintf(key, sizeof(key), "k%d", i);
+        const struct sp_response *x = sp_table_find(next, 7, (uint8_t *)key, (size_t)n);
+        right += x != NULL && x->user == (uint32_t)i &&
+                 memcmp(sp_response_bytes(next, x) + 12, &i, 4) == 0;
+    }
+    CHECK_EQ(right, (KEYS + 996) / 997);
+    sp_table_free(next);
+    sp_table_free(t);
+}
+
 static void test_edit(void)
 {
     enum { KEYS = 3000, ROUNDS = 4 };
@@ -326,6 +363,7 @@ int main(void)
     test_invalid_patches();
     test_render_and_sum();
     test_shifted_pointers();
+    test_edit_large();
     test_ref_swap();
     test_ref_pins();
     test_edit();
