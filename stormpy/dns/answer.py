@@ -100,11 +100,10 @@ def encode_variable(qname: dns.name.Name, answer: Answer, anchor: dns.name.Name 
     (SP_PATCH_SHIFT: all of them point past that name's first label). Of the asked
     name's ancestors, anchor (qname's parent unless given) and those above it are
     pointed at: every asker has them (an NXDOMAIN every name of a zone shares gives
-    the origin). Returns (wire,
-    droppable length as encode_fixed, shifts: the stored question's length then each
-    pointer's stored offset, or () for none). A DNAME's answer (dns.c completes its
-    CNAME) stays uncompressed, as does the additional section when not
-    compress_additional (an NSEC3 proof is spliced in before it)."""
+    the origin). Returns (wire, droppable length as encode_fixed, shifts: the stored
+    question's length then each pointer's stored offset, or () for none). A DNAME's
+    answer (dns.c completes its CNAME) stays uncompressed, as does the additional
+    section when not compress_additional (an NSEC3 proof is spliced in before it)."""
     if answer.splice or qname == dns.name.root:
         return _uncompressed(qname, answer)
     ref = qname.to_wire() + b"\0\0\0\0"
