@@ -4,9 +4,10 @@
 ZONE_READER = sp_zone_reader_available()   # False: built without ldns
 
 
-def zone_type_in_c(uint16_t rdtype):
-    """Whether records of this type stay on the C path (DNSSEC's and DNAME do not)."""
-    return sp_zone_type_in_c(rdtype)
+def zone_type_patchable(uint16_t rdtype):
+    """Whether a secondary's IXFR may patch records of this type into the C store
+    (DNSSEC's and DNAME may not: the zone is transferred whole)."""
+    return sp_zone_type_patchable(rdtype)
 
 
 class ZoneDeclined(Exception):

@@ -148,8 +148,7 @@ def test_random_zones_answer_alike(seed, tmp_path, monkeypatch):
 
 
 def test_declined_zones_fall_back_to_python(tmp_path, monkeypatch):
-    """What the C path leaves to Python is still served: $GENERATE, DNSSEC records,
-    nested zones. A file without $ORIGIN is read in C once its SOA owner says the origin."""
+    """What the C path leaves to Python is still served: $GENERATE, nested zones. A file without $ORIGIN is read in C once its SOA owner says the origin."""
     monkeypatch.setenv("STORMPY_ZONE_LOADER", "c")
     gen = load_zone(os.path.join(ZONES, "gen.example.zone"))
     assert not isinstance(gen, native.NativeZone)

@@ -6,12 +6,14 @@
  * sp_zone_finish() and sp_zone_compile() into a table, and every response must be a
  * DNS message the size rules allow. Then a patch, as a secondary's IXFR makes one (two
  * names given new records, sp_zone_reopen), recompiled into an edit of that table:
- * the same rules hold. Needs no SP_FUZZ_TABLE. */
+ * the same rules hold. RRSIG and NSEC records make some zones signed, so that their
+ * DNSSEC forms and gap lists are built too. Needs no SP_FUZZ_TABLE. */
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 
 #include "fuzz_common.h"
+#include "stormpy/app/dns/dns.h"
 #include "stormpy/zone/zone.h"
 
 #define CHECK(cond)                  \
@@ -48,7 +50,16 @@ static void check_responses(const struct sp_table *t, uint64_t count)
 {
     for (uint32_t r = 0; r < count; r++) {
         const struct sp_response *resp = sp_table_response(t, r);
-        CHECK(resp != NULL && resp->len >= 12 && resp->len <= 65535);
+        CHECK(resp != NULL && resp->len <= 65535);
+        if (resp->user & SP_DNS_USER_GAPS) {         /* a gap list: entries of live forms */
+            const uint8_t *e = sp_response_bytes(t, resp);
+            CHECK(resp->len % SP_DNS_GAP_ENTRY == 0);
+            for (uint32_t i = 0; i < resp->len; i += SP_DNS_GAP_ENTRY)
+                CHECK(sp_table_response(t, (uint32_t)e[i] << 24 | e[i + 1] << 16 | e[i + 2] << 8 |
+                                           e[i + 3]) != NULL && e[i + 4] <= 63);
+            continue;
+        }
+        CHECK(resp->len >= 12);
         const uint8_t *bytes = sp_response_bytes(t, resp);
         CHECK((bytes[2] & 0x80) && bytes[4] == 0 && bytes[5] == 1);
     }
@@ -96,17 +107,29 @@ static struct sp_table *patch(struct sp_zone *z, struct sp_table *t, uint8_t fir
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    static const uint16_t types[] = {1, 2, 5, 15, 33, 16, 43, 28};
+    /* RRSIG and NSEC make the zone signed (a DNSKEY and the SOA's RRSIG are added) */
+    static const uint16_t types[] = {1, 2, 5, 15, 33, 16, 43, 28, 46, 47, 1, 2, 5, 28, 46, 47};
     struct sp_zone *z = sp_zone_new();
     CHECK(z != NULL);
     uint8_t owner[SP_ZONE_NAME_MAX], target[SP_ZONE_NAME_MAX], rdata[SP_ZONE_NAME_MAX + 32];
+    bool signed_zone = false;
     add_apex(z, 1);
     for (size_t i = 0; i + 2 < size && i < 3 * 64; i += 3) {
         size_t olen = make_name(data[i], owner), tlen = make_name(data[i + 2], target);
-        uint16_t type = types[data[i + 1] & 7];
+        uint16_t type = types[data[i + 1] & 15];
         size_t skip = type == 15 ? 2 : type == 33 ? 6 : 0, rdlen;
         memset(rdata, data[i + 1], 8);
-        if (type == 1 || type == 28 || type == 16 || type == 43) {
+        if (type == 46) {                  /* covering one of the types, any signature */
+            rdata[0] = 0, rdata[1] = (uint8_t)types[data[i + 2] & 7];
+            memcpy(rdata + 18, ORIGIN, sizeof(ORIGIN));
+            rdlen = 18 + sizeof(ORIGIN) + (data[i + 2] & 15);
+            signed_zone = true;
+        } else if (type == 47) {           /* next name, then a bitmap */
+            memcpy(rdata, target, tlen);
+            memcpy(rdata + tlen, "\0\x06\x40\x01\0\0\0\x03", 8);
+            rdlen = tlen + 8;
+            signed_zone = true;
+        } else if (type == 1 || type == 28 || type == 16 || type == 43) {
             rdlen = type == 1 ? 4 : type == 28 ? 16 : 8;
             memset(rdata, data[i + 2], rdlen);
             if (type == 16)
@@ -116,6 +139,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             rdlen = skip + tlen;
         }
         CHECK(sp_zone_add_record(z, owner, olen, type, 30 + (data[i + 1] >> 3), rdata, rdlen) == 0);
+    }
+    if (signed_zone) {
+        static const uint8_t key[] = "\x01\x01\x03\x0dkeykeykeykey", sig[] = "\0\x06";
+        CHECK(sp_zone_add_record(z, ORIGIN, sizeof(ORIGIN), 48, 60, key, sizeof(key) - 1) == 0);
+        CHECK(sp_zone_add_record(z, ORIGIN, sizeof(ORIGIN), 46, 60, sig, sizeof(sig) - 1) == 0);
     }
     int rc = sp_zone_finish(z, ORIGIN, sizeof(ORIGIN));
     CHECK(rc != SP_ZONE_NOMEM);
@@ -127,7 +155,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         CHECK(rc != SP_ZONE_NOMEM);
         struct sp_table *t = sp_table_builder_finish(b);
         CHECK(t != NULL);
-        check_responses(t, rc == SP_ZONE_OK ? stats.responses : 0);
+        uint32_t count = 0;
+        while (rc == SP_ZONE_OK && sp_table_response(t, count) != NULL)
+            count++;
+        check_responses(t, count);
         if (rc == SP_ZONE_OK && size > 0)
             t = patch(z, t, data[0], data[size - 1]);
         sp_table_free(t);

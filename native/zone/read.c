@@ -425,7 +425,7 @@ static int write_name(FILE *f, const struct sp_zone *z, uint32_t name, uint32_t 
 {
     const struct sp_zone_name *n = &z->names[name];
     int rc = SP_ZONE_OK;
-    for (uint32_t i = 0; rc == SP_ZONE_OK && !n->dead && i < n->nrrsets; i++) {
+    for (uint32_t i = 0; rc == SP_ZONE_OK && (!n->dead || n->hidden) && i < n->nrrsets; i++) {
         const struct sp_zone_rrset *s = &z->rrsets[n->first_rrset + i];
         for (uint32_t k = 0; rc == SP_ZONE_OK && n->first_rrset + i != skip && k < s->count; k++)
             rc = write_record(f, z, s, &z->rdatas[s->first + k]);

@@ -5,7 +5,7 @@
 #include <string.h>
 
 enum { TYPE_A = 1, TYPE_NS = 2, TYPE_CNAME = 5, TYPE_MX = 15, TYPE_AAAA = 28, TYPE_SRV = 33,
-       TYPE_DS = 43, TYPE_ANY = 255, RCODE_NXDOMAIN = 3 };
+       TYPE_DS = 43, TYPE_RRSIG = 46, TYPE_NSEC = 47, TYPE_ANY = 255, RCODE_NXDOMAIN = 3 };
 
 /* The name being looked up: one the zone holds (id), or one it does not (id NONE,
  * closest encloser ce), written out (wire) or the question's own (wire NULL). */
@@ -41,8 +41,18 @@ static struct sp_zone_rref rref(const struct sp_zone *z, uint32_t rrset, const s
     return r;
 }
 
-static void negative(const struct sp_zone *z, struct sp_zone_answer *a, uint8_t rcode)
+static struct sp_zone_point point(const struct cursor *c)
 {
+    return (struct sp_zone_point){.wire = c->wire, .id = c->id, .len = (uint8_t)c->len};
+}
+
+/* NXDOMAIN (owner: the closest encloser) or NODATA (owner: the node answering). */
+static void negative(const struct sp_zone *z, struct sp_zone_answer *a, uint8_t rcode,
+                     const struct cursor *c, uint32_t owner)
+{
+    a->denial = rcode ? SP_ZONE_NXDOMAIN : SP_ZONE_NODATA;
+    a->denied = point(c);
+    a->denial_owner = owner;
     a->rcode = rcode;
     a->ns[0] = rref(z, z->soa, NULL);
     a->ns[0].ttl = z->negative_ttl;
@@ -102,6 +112,16 @@ int sp_zone_referral(const struct sp_zone *z, uint32_t cut, struct sp_zone_answe
     return addresses(z, a->ns, 1, a);
 }
 
+/* ANY's RRset: the lowest type, RRSIGs apart (a query for RRSIG gets those). */
+static uint32_t lowest_type(const struct sp_zone *z, uint32_t node)
+{
+    const struct sp_zone_name *n = &z->names[node];
+    for (uint32_t i = n->first_rrset; i < n->first_rrset + n->nrrsets; i++)
+        if (z->rrsets[i].type != TYPE_RRSIG)
+            return i;
+    return SP_ZONE_NONE;
+}
+
 /* Point the cursor at a CNAME's target (lower-cased into buf). */
 static void move_to(const struct sp_zone *z, struct cursor *c, const uint8_t *target, size_t len)
 {
@@ -133,25 +153,27 @@ int sp_zone_resolve(const struct sp_zone *z, uint32_t name, uint32_t below, uint
             return sp_zone_referral(z, cut, a);
         uint32_t node = c.id;
         if (node != SP_ZONE_NONE && z->names[node].nrrsets == 0) {   /* empty non-terminal */
-            negative(z, a, 0);
+            negative(z, a, 0, &c, node);
             return 0;
         }
         if (node == SP_ZONE_NONE) {
             node = z->names[c.ce].wildcard;
             if (node == SP_ZONE_NONE) {
-                negative(z, a, RCODE_NXDOMAIN);
+                negative(z, a, RCODE_NXDOMAIN, &c, c.ce);
                 return 0;
             }
+            a->expanded[a->nexpanded].name = point(&c);
+            a->expanded[a->nexpanded++].wildcard = node;
         }
-        const struct sp_zone_name *n = &z->names[node];
-        uint32_t set = qtype == TYPE_ANY ? n->first_rrset : sp_zone_find_rrset(z, node, qtype);
+        uint32_t set = qtype == TYPE_ANY ? lowest_type(z, node) : sp_zone_find_rrset(z, node, qtype);
         if (set != SP_ZONE_NONE) {           /* ANY: one RRset, the lowest type (RFC 8482) */
             a->an[a->nan++] = rref(z, set, &c);
             break;
         }
-        set = sp_zone_find_rrset(z, node, TYPE_CNAME);
+        set = qtype == TYPE_NSEC ? SP_ZONE_NONE     /* Knot answers NSEC at the alias itself */
+                                 : sp_zone_find_rrset(z, node, TYPE_CNAME);
         if (set == SP_ZONE_NONE) {
-            negative(z, a, 0);
+            negative(z, a, 0, &c, node);
             return 0;
         }
         if (a->nan == SP_ZONE_MAX_CHAIN)     /* the chain stops here, as in Knot DNS */

@@ -254,13 +254,32 @@ static int decline(struct sp_zone *z, const char *why, uint32_t name)
 
 bool sp_zone_type_in_c(uint16_t type)
 {
+    return type != TYPE_SIG && type != TYPE_NXT && type != TYPE_DNAME;
+}
+
+bool sp_zone_type_patchable(uint16_t type)
+{
     switch (type) {
-    case TYPE_SIG: case TYPE_NXT: case TYPE_DNAME: case TYPE_RRSIG: case TYPE_NSEC:
-    case TYPE_DNSKEY: case TYPE_NSEC3: case TYPE_NSEC3PARAM: case TYPE_CDS: case TYPE_CDNSKEY:
+    case TYPE_RRSIG: case TYPE_NSEC: case TYPE_DNSKEY: case TYPE_NSEC3: case TYPE_NSEC3PARAM:
+    case TYPE_CDS: case TYPE_CDNSKEY:
         return false;
     default:
-        return true;
+        return sp_zone_type_in_c(type);
     }
+}
+
+/* Two records of one RRset: RRSIGs are grouped by the type they cover, as dnspython
+ * keeps them (their rdata starts with it, so the sort brings each group together). */
+static bool same_rrset(const struct sp_zone *z, const struct sp_zone_rrset *set,
+                       const struct sp_zone_record *r)
+{
+    if (set == NULL || set->name != r->name || set->type != r->type)
+        return false;
+    if (r->type != TYPE_RRSIG)
+        return true;
+    const struct sp_zone_rdata *d = &z->rdatas[set->first];
+    return d->len >= 2 && r->rdlen >= 2 &&
+           memcmp(z->rdata_arena + d->off, z->rdata_arena + r->rdata, 2) == 0;
 }
 
 /* Records into RRsets: duplicates dropped, the lowest TTL kept (as dnspython does). */
@@ -276,12 +295,12 @@ static int group(struct sp_zone *z)
     for (uint32_t i = 0; i < z->nrecords; i++) {
         const struct sp_zone_record *r = &z->records[i];
         if (!sp_zone_type_in_c(r->type))
-            return decline(z, "a DNSSEC or DNAME record", r->name);
+            return decline(z, "a DNAME, SIG or NXT record", r->name);
         if (!sp_zone_is_subdomain(sp_zone_name_wire(z, r->name), z->names[r->name].len,
                                   sp_zone_name_wire(z, z->origin), z->names[z->origin].len))
             return decline(z, "a name outside the origin", r->name);
         struct sp_zone_rrset *last = z->nrrsets ? &z->rrsets[z->nrrsets - 1] : NULL;
-        if (last && last->name == r->name && last->type == r->type) {
+        if (same_rrset(z, last, r)) {
             const struct sp_zone_rdata *prev = &z->rdatas[z->nrdatas - 1];
             if (prev->len == r->rdlen && !memcmp(z->rdata_arena + prev->off,
                                                  z->rdata_arena + r->rdata, r->rdlen)) {
@@ -303,7 +322,8 @@ static int group(struct sp_zone *z)
             n->nrrsets++;
             z->rrsets[z->nrrsets++] = (struct sp_zone_rrset){
                 .name = r->name, .ttl = r->ttl, .first = z->nrdatas, .type = r->type, .count = 1};
-            if (!(seen[r->type / 8] & (1u << (r->type % 8)))) {
+            bool aside = r->type == TYPE_RRSIG || r->type == TYPE_NSEC3;   /* no answers' types */
+            if (!aside && !(seen[r->type / 8] & (1u << (r->type % 8)))) {
                 seen[r->type / 8] |= (uint8_t)(1u << (r->type % 8));
                 z->ntypes++;
             }
@@ -323,6 +343,15 @@ static int group(struct sp_zone *z)
     return SP_ZONE_OK;
 }
 
+uint32_t sp_zone_find_sigs(const struct sp_zone *z, uint32_t name, uint16_t covered)
+{
+    const struct sp_zone_name *n = &z->names[name];
+    for (uint32_t i = n->first_rrset; i < n->first_rrset + n->nrrsets; i++)
+        if (z->rrsets[i].type == TYPE_RRSIG && sp_zone_covered(z, i) == covered)
+            return i;
+    return SP_ZONE_NONE;
+}
+
 uint32_t sp_zone_find_rrset(const struct sp_zone *z, uint32_t name, uint16_t type)
 {
     const struct sp_zone_name *n = &z->names[name];
@@ -339,9 +368,9 @@ static int link_parents(struct sp_zone *z)
     uint32_t origin_len = z->names[z->origin].len;
     z->ndead = 0;
     for (uint32_t id = 0; id < z->nnames; id++)
-        z->names[id].dead = z->names[id].nrrsets == 0 && id != z->origin;
+        z->names[id].dead = (z->names[id].nrrsets == 0 || z->names[id].hidden) && id != z->origin;
     for (uint32_t id = 0; id < z->nnames; id++) {   /* nnames grows as parents are added */
-        if (z->names[id].nrrsets == 0)
+        if (z->names[id].nrrsets == 0 || z->names[id].hidden)
             continue;                                 /* reached from its descendants */
         for (uint32_t n = id; n != z->origin && z->names[n].parent == SP_ZONE_NONE;) {
             uint8_t len = z->names[n].len;
@@ -449,10 +478,44 @@ int sp_zone_reopen(struct sp_zone *z, const uint8_t *const *names, const size_t 
         struct sp_zone_name *n = &z->names[id];
         n->first_rrset = n->nrrsets = 0;
         n->parent = n->cut_top = n->wildcard = SP_ZONE_NONE;
-        n->is_cut = n->dead = 0;
+        n->is_cut = n->dead = n->hidden = 0;
     }
     z->soa = SP_ZONE_NONE;
     z->nul_labels = false;
+    return SP_ZONE_OK;
+}
+
+/* Whether a CNAME has nothing beside it but its RRSIGs and NSEC (RFC 4035 2.5). */
+static bool alone_but_dnssec(const struct sp_zone *z, uint32_t name)
+{
+    const struct sp_zone_name *n = &z->names[name];
+    uint32_t others = 0;
+    for (uint32_t i = n->first_rrset; i < n->first_rrset + n->nrrsets; i++)
+        others += z->rrsets[i].type != TYPE_RRSIG && z->rrsets[i].type != TYPE_NSEC;
+    return others == 1;
+}
+
+/* NSEC3 records' hashed owners are no names of the zone (dnssec.py keeps them apart):
+ * a query for one is NXDOMAIN. RRSIGs without an RRset beside them, or an NSEC3 beside
+ * other data, are left to the Python compiler. */
+static int hide_nsec3_owners(struct sp_zone *z)
+{
+    bool chain = false;
+    for (uint32_t id = 0; id < z->nnames; id++) {
+        struct sp_zone_name *n = &z->names[id];
+        uint32_t sigs = 0, nsec3 = 0;
+        for (uint32_t i = n->first_rrset; i < n->first_rrset + n->nrrsets; i++) {
+            sigs += z->rrsets[i].type == TYPE_RRSIG;
+            nsec3 += z->rrsets[i].type == TYPE_NSEC3;
+        }
+        if (n->nrrsets && sigs + nsec3 == n->nrrsets && !nsec3)
+            return decline(z, "RRSIGs without the RRset they cover", id);
+        if (nsec3 && sigs + nsec3 != n->nrrsets)
+            return decline(z, "an NSEC3 record beside other data", id);
+        n->hidden = nsec3 != 0;
+        chain |= nsec3 != 0;
+    }
+    z->nsec3 = chain && sp_zone_find_rrset(z, z->origin, TYPE_NSEC3PARAM) != SP_ZONE_NONE;
     return SP_ZONE_OK;
 }
 
@@ -500,9 +563,12 @@ int sp_zone_finish(struct sp_zone *z, const uint8_t *origin, size_t origin_len)
         const struct sp_zone_rrset *s = &z->rrsets[i];
         if (s->type == TYPE_SOA && s->name != z->origin)
             return decline(z, "an SOA record below the origin", s->name);
-        if (s->type == TYPE_CNAME && z->names[s->name].nrrsets > 1)
+        if (s->type == TYPE_CNAME && !alone_but_dnssec(z, s->name))
             return decline(z, "a CNAME and other records", s->name);
     }
+    rc = hide_nsec3_owners(z);
+    if (rc != SP_ZONE_OK)
+        return rc;
     z->soa = sp_zone_find_rrset(z, z->origin, TYPE_SOA);
     if (z->soa == SP_ZONE_NONE || sp_zone_find_rrset(z, z->origin, TYPE_NS) == SP_ZONE_NONE)
         return decline(z, "no SOA or no NS at the origin", SP_ZONE_NONE);
@@ -519,5 +585,10 @@ int sp_zone_finish(struct sp_zone *z, const uint8_t *origin, size_t origin_len)
     rc = link_parents(z);
     if (rc != SP_ZONE_OK)
         return rc;
+    for (uint32_t id = 0; id < z->nnames; id++)
+        if (z->names[id].hidden && !z->names[id].dead)
+            return decline(z, "names below an NSEC3 record's owner", id);
+    z->signed_zone = sp_zone_find_rrset(z, z->origin, TYPE_DNSKEY) != SP_ZONE_NONE &&
+                     sp_zone_find_rrset(z, z->origin, TYPE_RRSIG) != SP_ZONE_NONE;
     return find_cuts(z);
 }

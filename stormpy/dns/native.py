@@ -2,7 +2,7 @@
 encoded in native/zone/ straight into the table builder, with no Python per record.
 
 compiler.py stays the reference and the path for everything the C side declines
-(DNSSEC records, DNAME, $GENERATE, nested zones, a build without ldns): each load and each compile says at debug level which path it
+(DNAME, $GENERATE, NSEC3-signed zones, nested zones, a build without ldns): each load and each compile says at debug level which path it
 took and why. STORMPY_ZONE_LOADER=python forces the Python path (tests compare both).
 """
 from __future__ import annotations
@@ -63,7 +63,8 @@ class NativeZone:
         """zone (empty, dnspython's) filled with the records C holds."""
         for owner, rdtype, ttl, datas in self.native.rrsets():
             name = dns.name.from_wire(owner, 0)[0]
-            rdataset = zone.find_rdataset(name, rdtype, create=True)
+            covers = int.from_bytes(datas[0][:2], "big") if rdtype == dns.rdatatype.RRSIG else 0
+            rdataset = zone.find_rdataset(name, rdtype, covers, create=True)
             for data in datas:
                 rdataset.add(dns.rdata.from_wire(dns.rdataclass.IN, rdtype, data, 0, len(data)),
                              ttl)

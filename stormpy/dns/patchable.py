@@ -120,10 +120,10 @@ class PatchableZone(dns.transaction.TransactionManager):
             if (dns.rdatatype.CNAME, 0) in rdatasets and len(rdatasets) > 1:
                 raise dns.exception.FormError(f"a CNAME and other records at {name}")
             for rdataset in rdatasets.values():
-                if not _core.zone_type_in_c(rdataset.rdtype):
+                if not _core.zone_type_patchable(rdataset.rdtype):
                     raise dns.exception.FormError(
                         f"{dns.rdatatype.to_text(rdataset.rdtype)} records at {name}: "
-                        f"the zone is compiled in Python from here on")
+                        f"DNSSEC and DNAME changes are taken by a whole transfer")
                 if len(rdataset) > RRSET_MAX:
                     raise dns.exception.FormError(f"an RRset of {len(rdataset)} records at {name}")
         with self.lock:

@@ -687,7 +687,7 @@ cdef extern from "stormpy/zone/zone.h" nogil:
     int sp_zone_reopen(sp_zone *z, const uint8_t *const *names, const size_t *lens,
                        size_t count)
     bint sp_zone_reader_available()
-    bint sp_zone_type_in_c(uint16_t type)
+    bint sp_zone_type_patchable(uint16_t type)
     uint32_t sp_zone_lookup(const sp_zone *z, const uint8_t *wire, size_t len)
     int sp_zone_write(sp_zone *z, const char *path)
     const uint8_t *sp_zone_name_wire(const sp_zone *z, uint32_t id)

@@ -6,8 +6,9 @@
  * reference; tests compare every key's answer both ways). What it does not handle
  * it declines, and the control plane then loads and compiles the zone in Python:
  * sp_zone_read() and sp_zone_finish() return SP_ZONE_DECLINED with the reason in
- * zone->why (DNSSEC records, DNAME, $GENERATE, a record without a TTL before any
- * $TTL, anything ldns rejects: the Python loader words each error).
+ * zone->why (DNAME, $GENERATE, a record without a TTL before any $TTL, anything ldns
+ * rejects: the Python loader words each error), and sp_zone_compile() for a zone
+ * signed with NSEC3 (read in C, compiled in Python).
  *
  * Layers, one file each:
  *   store.c    names interned (lower-cased wire), records, then RRsets, empty
@@ -16,6 +17,7 @@
  *              when pkg-config finds ldns);
  *   resolve.c  the answer to (name, type): CNAME chains, wildcards, referrals, glue;
  *   encode.c   an answer in wire format, names compressed;
+ *   dnssec.c   a signed zone's answers with their RRSIGs and NSEC proofs;
  *   compile.c  every key of the zone into a table builder (dns.h's key kinds).
  */
 #ifndef STORMPY_ZONE_ZONE_H
@@ -46,6 +48,7 @@ struct sp_zone_name {
     uint8_t len;
     uint8_t is_cut : 1;    /* NS here and not the origin */
     uint8_t dead : 1;      /* no longer in the zone (a patch took its records): skipped */
+    uint8_t hidden : 1;    /* an NSEC3 record's hashed owner: no name of the zone (dead) */
     uint32_t cut_top;      /* the topmost cut at or above it, or SP_ZONE_NONE */
     uint32_t wildcard;     /* its child '*' when that holds records, or SP_ZONE_NONE */
 };
@@ -110,6 +113,8 @@ struct sp_zone {
     uint32_t negative_ttl;      /* min(SOA TTL, SOA minimum): RFC 2308 */
     uint32_t serial;
     bool nul_labels;            /* some name's first label starts with a zero byte */
+    bool signed_zone;           /* DNSKEY and RRSIGs at the origin: answers get DNSSEC forms */
+    bool nsec3;                 /* NSEC3PARAM at the origin and NSEC3 records */
     /* Since the last compile: the names patches changed and the zone as it was then,
      * for sp_zone_recompile(). */
     bool pending;
@@ -161,9 +166,12 @@ int sp_zone_finish(struct sp_zone *z, const uint8_t *origin, size_t origin_len);
 int sp_zone_reopen(struct sp_zone *z, const uint8_t *const *names, const size_t *lens,
                    size_t count);
 
-/* Whether records of this type stay on the C path: DNSSEC's and DNAME go to the Python
- * compiler, which knows them (sp_zone_finish declines a zone holding one). */
+/* Whether records of this type stay on the C path: DNAME and the obsolete SIG and NXT
+ * go to the Python compiler (sp_zone_finish declines a zone holding one). */
 bool sp_zone_type_in_c(uint16_t type);
+/* Whether a patch (a secondary's IXFR) may carry records of this type: not DNSSEC's,
+ * whose proofs reach beyond the names a patch touches. */
+bool sp_zone_type_patchable(uint16_t type);
 
 /* Read a master file with ldns. origin: text, or NULL to take the file's first
  * $ORIGIN. SP_ZONE_DECLINED when this build has no ldns. */
@@ -199,6 +207,14 @@ static inline uint64_t sp_zone_hash(const uint8_t *p, size_t n, uint64_t seed)
 bool sp_zone_is_subdomain(const uint8_t *name, size_t len, const uint8_t *parent, size_t plen);
 size_t sp_zone_wire_len(const uint8_t *name, size_t cap);   /* 0: malformed */
 uint32_t sp_zone_find_rrset(const struct sp_zone *z, uint32_t name, uint16_t type);
+/* The RRSIGs at name covering type (an RRset of its own per covered type). */
+uint32_t sp_zone_find_sigs(const struct sp_zone *z, uint32_t name, uint16_t covered);
+static inline uint16_t sp_zone_covered(const struct sp_zone *z, uint32_t rrset)
+{
+    const struct sp_zone_rdata *d = &z->rdatas[z->rrsets[rrset].first];
+    const uint8_t *p = z->rdata_arena + d->off;
+    return d->len >= 2 ? (uint16_t)(p[0] << 8 | p[1]) : 0;
+}
 
 /* --- resolve.c --- */
 #define SP_ZONE_MAX_CHAIN 5           /* CNAMEs followed in one answer (Knot DNS: 5) */
@@ -213,13 +229,32 @@ struct sp_zone_rref {
     uint8_t owner_len;
 };
 
+/* A name as resolving met it, for dnssec.c's proofs: one the zone holds (id), or not
+ * (id NONE); wire NULL stands for the name asked of a BELOW key (any name below it). */
+struct sp_zone_point {
+    const uint8_t *wire;
+    uint32_t id;
+    uint8_t len;
+};
+
+enum sp_zone_denial { SP_ZONE_NO_DENIAL, SP_ZONE_NXDOMAIN, SP_ZONE_NODATA };
+
+#define SP_ZONE_AUTHORITY_MAX 32       /* a signed denial's SOA, proofs and their RRSIGs */
+
+/* The sections' arrays have room for a DNSSEC form's RRSIGs beside each RRset. */
 struct sp_zone_answer {
     uint8_t rcode;
     bool aa, referral;
     uint16_t nan, nns, nad;
-    struct sp_zone_rref an[SP_ZONE_MAX_CHAIN + 1];
-    struct sp_zone_rref ns[1];
-    struct sp_zone_rref ad[SP_ZONE_ADDITIONAL_MAX];
+    uint8_t denial;                /* enum sp_zone_denial */
+    struct sp_zone_point denied;   /* the name denied */
+    uint32_t denial_owner;         /* NXDOMAIN: the closest encloser; NODATA: the node
+                                      answering (the name, an empty non-terminal, a wildcard) */
+    uint16_t nexpanded;            /* wildcards expanded: the name, the wildcard's node */
+    struct { struct sp_zone_point name; uint32_t wildcard; } expanded[SP_ZONE_MAX_CHAIN + 1];
+    struct sp_zone_rref an[2 * (SP_ZONE_MAX_CHAIN + 1)];
+    struct sp_zone_rref ns[SP_ZONE_AUTHORITY_MAX];
+    struct sp_zone_rref ad[2 * SP_ZONE_ADDITIONAL_MAX];
     uint8_t names[SP_ZONE_MAX_CHAIN + 1][SP_ZONE_NAME_MAX];  /* chain targets, lower-cased */
 };
 
@@ -256,6 +291,35 @@ struct sp_zone_shifts {
 size_t sp_zone_encode(const struct sp_zone *z, const struct sp_zone_answer *a,
                       const uint8_t *qname, size_t qlen, uint8_t *out, uint32_t *droppable,
                       struct sp_zone_soa_place *soa, struct sp_zone_shifts *shifts);
+
+/* --- dnssec.c --- */
+#define SP_ZONE_UNPROVABLE 2
+
+/* A signed zone's names in canonical order (RFC 4034 section 6.1), for NSEC proofs.
+ * Made after sp_zone_finish, for one compile; NULL when out of memory. */
+struct sp_zone_dnssec;
+struct sp_zone_dnssec *sp_zone_dnssec_new(const struct sp_zone *z);
+void sp_zone_dnssec_free(struct sp_zone_dnssec *d);
+
+/* out: a (resolved) with the RRSIGs of every RRset it holds and the NSEC records that
+ * prove its denials, as dnssec.py's Signed.sign. asked: the name a BELOW key's answer
+ * is given for (NULL: for the key itself, every name below it). SP_ZONE_OK,
+ * SP_ZONE_UNPROVABLE when the proof depends on the name asked (the key then gets one
+ * form per gap, below), or -1 when the sections overflow. NSEC zones only. */
+int sp_zone_sign(const struct sp_zone_dnssec *d, const struct sp_zone_answer *a,
+                 const struct sp_zone_point *asked, struct sp_zone_answer *out);
+
+/* The gaps between an ancestor's children (dns.h's SP_DNS_USER_GAPS): the bound, the
+ * label from which on a name falls in the gap (the first's is empty), and a name in
+ * it. Gap i of sp_zone_gap_count(); false when no name fits in it. */
+struct sp_zone_gap {
+    uint8_t bound[64];                 /* length-prefixed */
+    uint8_t sample[SP_ZONE_NAME_MAX];
+    uint8_t sample_len;
+};
+uint32_t sp_zone_gap_count(const struct sp_zone_dnssec *d, uint32_t ancestor);
+bool sp_zone_gap(const struct sp_zone_dnssec *d, uint32_t ancestor, uint32_t i,
+                 struct sp_zone_gap *g);
 
 /* --- compile.c --- */
 struct sp_zone_compile_stats {
