@@ -115,6 +115,9 @@ def build_parser(p: argparse.ArgumentParser = None) -> argparse.ArgumentParser:
                    help="also the Python reference path (dnspython and compiler.py): slow")
     c.add_argument("--timeout", type=positive, default=1800, metavar="S",
                    help="seconds one load may take (default 1800)")
+    c.add_argument("--signed", choices=["nsec", "nsec3"],
+                   help="sign each zone first (ldns-signzone, ECDSA P-256): about 3 records "
+                        "a source record")
     c.add_argument("--seed", type=int, default=20261121)
     _output_args(c)
     c.set_defaults(run="compile")
