@@ -8,209 +8,15 @@
 #include <string.h>
 
 #include "stormpy/app/dns/dns.h"
+#include "compiler.h"
 
 enum { CLASS_IN = 1, TYPE_CNAME = 5, TYPE_DS = 43, TYPE_RRSIG = 46, TYPE_NSEC = 47,
        TYPE_ANY = 255 };
 
-/* The question spliced in at 12, the ID copied, RD and CD copied (compiler.py's
- * DNS_PATCHES). */
-static const struct sp_patch dns_patches[] = {
-    {.op = SP_PATCH_INSERT, .field = SP_DNS_FIELD_QUESTION, .dst = 12},
-    {.op = SP_PATCH_COPY, .field = SP_DNS_FIELD_MESSAGE, .dst = 0, .src = 0, .len = 2},
-    {.op = SP_PATCH_COPY_BITS, .field = SP_DNS_FIELD_MESSAGE, .dst = 2, .src = 2, .mask = 0x01},
-    {.op = SP_PATCH_COPY_BITS, .field = SP_DNS_FIELD_MESSAGE, .dst = 3, .src = 3, .mask = 0x10},
-};
-
-/* A response already added, known by 96 bits of two hashes of its bytes, length and
- * word (16 bytes a response at 1M responses matter: this table is part of the peak). A
- * collision of both needs about 2^48 responses. */
-struct known {
-    uint64_t h1;
-    uint32_t h2, index_plus1;
-};
-
-/* One stored response's bytes: fixed, or variable (below a name, its pointers moving
- * with the question: shifts). */
-struct form {
-    uint8_t wire[SP_RESPONSE_MAX + 1];
-    size_t len;
-    uint32_t drop;
-    bool variable;
-    struct sp_zone_shifts shifts;
-};
-
-enum { SIGNED_NONE, SIGNED_FORM, SIGNED_GAPS };
-
-/* One key's answer: its form, and in a signed zone its DNSSEC form (dns.h's
- * SP_DNS_USER_SIGNED) or the list of a form per gap (SP_DNS_USER_GAPS; the forms are
- * stored as it is made). */
-struct result {
-    struct form plain, dnssec;
-    uint8_t signed_kind;
-    uint8_t *gaps;
-    size_t gaps_len, gaps_cap;
-};
-
-struct compiler {
-    struct sp_zone *z;
-    struct sp_table_builder *b;
-    uint32_t slot;
-    struct known *known;
-    uint64_t mask, nknown;
-    struct sp_zone_compile_stats *stats;
-    struct sp_zone_dnssec *dnssec;     /* a signed zone's, or NULL */
-    struct sp_zone_answer answer, signed_answer;
-    struct sp_zone_soa_place soa;      /* where the last answer encoded holds the SOA */
-    struct result other, typed;        /* OTHER's answer at a name, and a type's */
-    struct form gap;
-    struct sp_patch patches[4 + SP_ZONE_SHIFTS_MAX];
-};
-
-/* question: the length a variable response was compressed for (0: fixed); the same
- * bytes compressed for another length point elsewhere. */
-static void hash2(const uint8_t *p, size_t n, uint32_t user, uint16_t question, uint64_t *h1,
-                  uint32_t *h2)
-{
-    uint64_t seed = (uint64_t)user | (uint64_t)question << 32;
-    *h1 = sp_zone_hash(p, n, 0x243f6a8885a308d3ULL ^ seed);
-    *h2 = (uint32_t)(sp_zone_hash(p, n, 0x13198a2e03707344ULL + seed) >> 16);
-}
-
-static int grow_known(struct compiler *c)
-{
-    uint64_t mask = c->mask ? c->mask * 2 + 1 : 4095;
-    struct known *k = calloc(mask + 1, sizeof(*k));
-    if (k == NULL)
-        return SP_ZONE_NOMEM;
-    for (uint64_t i = 0; c->known && i <= c->mask; i++) {
-        if (!c->known[i].index_plus1)
-            continue;
-        uint64_t s = c->known[i].h1 & mask;
-        while (k[s].index_plus1)
-            s = (s + 1) & mask;
-        k[s] = c->known[i];
-    }
-    free(c->known);
-    c->known = k;
-    c->mask = mask;
-    return SP_ZONE_OK;
-}
-
-static int remember_soa(struct sp_zone *z, uint32_t index, const struct sp_zone_soa_place *at)
-{
-    if (z->nsoa_places == z->soa_places_cap) {
-        uint32_t cap = z->soa_places_cap ? z->soa_places_cap * 2 : 64;
-        void *p = realloc(z->soa_places, cap * sizeof(*z->soa_places));
-        if (p == NULL)
-            return SP_ZONE_NOMEM;
-        z->soa_places = p;
-        z->soa_places_cap = cap;
-    }
-    z->soa_places[z->nsoa_places] = *at;
-    z->soa_places[z->nsoa_places++].response = index;
-    return SP_ZONE_OK;
-}
-
-/* The DNS patch list, and a SHIFT for each pointer a variable response moves. */
-static uint16_t patch_list(struct compiler *c, const struct form *f)
-{
-    uint16_t n = sizeof(dns_patches) / sizeof(dns_patches[0]);
-    memcpy(c->patches, dns_patches, sizeof(dns_patches));
-    for (uint16_t i = 0; f->variable && i < f->shifts.n; i++)
-        c->patches[n++] = (struct sp_patch){.op = SP_PATCH_SHIFT, .field = SP_DNS_FIELD_QUESTION,
-                                            .dst = f->shifts.at[i], .len = f->shifts.question};
-    return n;
-}
-
-static uint16_t question_of(const struct form *f)
-{
-    return f->variable && f->shifts.n ? f->shifts.question : 0;
-}
-
-static uint32_t user_word(const struct form *f, uint32_t slot, uint32_t flags)
-{
-    return (f->wire[3] & 0x0f) | slot << 8 | f->drop << 16 | flags;
-}
-
-static uint64_t mix(uint64_t h, uint64_t v)
-{
-    return (h ^ v) * 0x9e3779b97f4a7c15ULL + (h >> 31);
-}
-
-/* The index of the group's first response, when the group was added before. */
-static int64_t known_index(struct compiler *c, uint64_t h1, uint32_t h2, uint64_t *slot)
-{
-    uint64_t s = h1 & c->mask;
-    for (; c->known[s].index_plus1; s = (s + 1) & c->mask)
-        if (c->known[s].h1 == h1 && c->known[s].h2 == h2)
-            return c->known[s].index_plus1 - 1;
-    *slot = s;
-    return -1;
-}
-
-static int remember(struct compiler *c, uint64_t s, uint64_t h1, uint32_t h2, int64_t index)
-{
-    c->known[s] = (struct known){h1, h2, (uint32_t)index + 1};
-    c->nknown++;
-    c->stats->responses++;
-    if (!c->z->signed_zone && c->soa.ttl_at && remember_soa(c->z, (uint32_t)index, &c->soa) != SP_ZONE_OK)
-        return -1;
-    return 0;
-}
-
-/* One form's index, added the first time it is seen; -1 when the builder refuses. */
-static int64_t response(struct compiler *c, const struct form *f, uint32_t user)
-{
-    if ((c->nknown + 1) * 2 > c->mask && grow_known(c) != SP_ZONE_OK)
-        return -1;
-    uint64_t h1, s = 0;
-    uint32_t h2;
-    hash2(f->wire, f->len, user, question_of(f), &h1, &h2);
-    int64_t index = known_index(c, h1, h2, &s);
-    if (index >= 0)
-        return index;
-    index = sp_table_add_response(c->b, f->wire, (uint32_t)f->len, c->patches, patch_list(c, f), user);
-    return index < 0 || remember(c, s, h1, h2, index) < 0 ? -1 : index;
-}
-
-/* A key's answer: its form, then its DNSSEC form or gap list right after it (dns.c
- * takes the next response), all added once. */
-static int64_t stored(struct compiler *c, const struct result *r, uint32_t flags)
-{
-    if ((c->nknown + 1) * 2 > c->mask && grow_known(c) != SP_ZONE_OK)
-        return -1;
-    uint32_t user = user_word(&r->plain, c->slot, flags | (r->signed_kind ? SP_DNS_USER_SIGNED : 0));
-    uint32_t dnssec_user = r->signed_kind == SIGNED_FORM ? user_word(&r->dnssec, c->slot, flags)
-                                                         : SP_DNS_USER_GAPS | c->slot << 8;
-    uint64_t h1, a1, s = 0;
-    uint32_t h2, a2;
-    hash2(r->plain.wire, r->plain.len, user, question_of(&r->plain), &h1, &h2);
-    if (r->signed_kind == SIGNED_FORM)
-        hash2(r->dnssec.wire, r->dnssec.len, dnssec_user, question_of(&r->dnssec), &a1, &a2);
-    else if (r->signed_kind == SIGNED_GAPS)
-        hash2(r->gaps, r->gaps_len, dnssec_user, 0, &a1, &a2);
-    if (r->signed_kind) {
-        h1 = mix(h1, a1);
-        h2 = (uint32_t)mix(h2, a2);
-    }
-    int64_t index = known_index(c, h1, h2, &s);
-    if (index >= 0)
-        return index;
-    index = sp_table_add_response(c->b, r->plain.wire, (uint32_t)r->plain.len, c->patches,
-                                  patch_list(c, &r->plain), user);
-    int64_t next = index;
-    if (index >= 0 && r->signed_kind == SIGNED_FORM)
-        next = sp_table_add_response(c->b, r->dnssec.wire, (uint32_t)r->dnssec.len, c->patches,
-                                     patch_list(c, &r->dnssec), dnssec_user);
-    else if (index >= 0 && r->signed_kind == SIGNED_GAPS)
-        next = sp_table_add_response(c->b, r->gaps, (uint32_t)r->gaps_len, NULL, 0, dnssec_user);
-    return next < 0 || remember(c, s, h1, h2, index) < 0 ? -1 : index;
-}
-
 static int add(struct compiler *c, enum sp_dns_kind kind, uint16_t type, uint32_t name,
                const struct result *r, bool wildcard)
 {
-    int64_t index = stored(c, r, wildcard ? SP_DNS_USER_WILDCARD : 0);
+    int64_t index = sp_compiler_stored(c, r, wildcard ? SP_DNS_USER_WILDCARD : 0);
     if (index < 0 || sp_table_add_key(c->b, sp_dns_tag(kind, CLASS_IN, type),
                                       sp_zone_name_wire(c->z, name), c->z->names[name].len,
                                       (uint32_t)index) < 0)
@@ -256,26 +62,6 @@ static bool encode(struct compiler *c, const struct sp_zone_answer *a, struct fo
     return f->len != 0;
 }
 
-static int put_gap(struct compiler *c, struct result *r, int64_t index, const uint8_t *bound)
-{
-    if (r->gaps_len + SP_DNS_GAP_ENTRY > r->gaps_cap) {
-        size_t cap = r->gaps_cap ? r->gaps_cap * 2 : 64 * SP_DNS_GAP_ENTRY;
-        uint8_t *p = realloc(r->gaps, cap);
-        if (p == NULL)
-            return SP_ZONE_NOMEM;
-        r->gaps = p;
-        r->gaps_cap = cap;
-    }
-    uint8_t *e = r->gaps + r->gaps_len;
-    memset(e, 0, SP_DNS_GAP_ENTRY);
-    e[0] = (uint8_t)(index >> 24), e[1] = (uint8_t)(index >> 16);
-    e[2] = (uint8_t)(index >> 8), e[3] = (uint8_t)index;
-    memcpy(e + 4, bound, 1u + bound[0]);
-    r->gaps_len += SP_DNS_GAP_ENTRY;
-    (void)c;
-    return SP_ZONE_OK;
-}
-
 /* A form for each gap between below's children: the proof differs from gap to gap. */
 static int gap_forms(struct compiler *c, struct result *r, uint32_t below, uint16_t type)
 {
@@ -288,8 +74,8 @@ static int gap_forms(struct compiler *c, struct result *r, uint32_t below, uint1
         if (sp_zone_sign(c->dnssec, &c->answer, &asked, &c->signed_answer) != SP_ZONE_OK ||
             !encode(c, &c->signed_answer, &c->gap, SP_ZONE_NONE, below, c->z->names[below].len))
             return too_big(c, below, type);
-        int64_t index = response(c, &c->gap, user_word(&c->gap, c->slot, 0));
-        if (index < 0 || put_gap(c, r, index, gap.bound) != SP_ZONE_OK)
+        int64_t index = sp_compiler_response(c, &c->gap, sp_compiler_user_word(&c->gap, c->slot, 0));
+        if (index < 0 || sp_compiler_put_gap(r, index, gap.bound) != SP_ZONE_OK)
             return SP_ZONE_NOMEM;
     }
     r->signed_kind = r->gaps_len ? SIGNED_GAPS : SIGNED_NONE;
@@ -430,7 +216,7 @@ static int emit_nxdomain(struct compiler *c, uint32_t name, int64_t *shared)
         int rc = forms(c, &c->typed, SP_ZONE_NONE, name, 0, z->names[z->origin].len);
         if (rc != SP_ZONE_OK)
             return rc;
-        *shared = stored(c, &c->typed, 0);
+        *shared = sp_compiler_stored(c, &c->typed, 0);
         if (*shared < 0)
             return SP_ZONE_NOMEM;
     }
@@ -485,7 +271,7 @@ static struct compiler *compiler_new(struct sp_zone *z, struct sp_table_builder 
         compiler_free(c);
         return NULL;
     }
-    if (grow_known(c) != SP_ZONE_OK) {
+    if (sp_compiler_grow_known(c) != SP_ZONE_OK) {
         compiler_free(c);
         return NULL;
     }
