@@ -7,13 +7,16 @@
  * DNS message the size rules allow. Then a patch, as a secondary's IXFR makes one (two
  * names given new records, sp_zone_reopen), recompiled into an edit of that table:
  * the same rules hold. RRSIG and NSEC records make some zones signed, so that their
- * DNSSEC forms and gap lists are built too. Needs no SP_FUZZ_TABLE. */
+ * DNSSEC forms and gap lists are built too; some of those get an NSEC3 chain (the
+ * hashes of some of the owners and their parents, opt-out or not), so that NSEC3
+ * forms, descriptors and the chain are built. Needs no SP_FUZZ_TABLE. */
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 
 #include "fuzz_common.h"
 #include "stormpy/app/dns/dns.h"
+#include "stormpy/proto/sha1.h"
 #include "stormpy/zone/zone.h"
 
 #define CHECK(cond)                  \
@@ -46,11 +49,30 @@ static size_t make_name(uint8_t pick, uint8_t *out)
 
 static const uint8_t SOA[] = "\x02ns\x01z\x00\x01h\x01z\x00\0\0\0\1\0\0\0\2\0\0\0\3\0\0\0\4\0\0\0\5";
 
+static uint32_t get32(const uint8_t *p)
+{
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
 static void check_responses(const struct sp_table *t, uint64_t count)
 {
+    uint32_t chain = UINT32_MAX;
+    for (uint32_t r = 0; r < count; r++) {
+        const struct sp_response *resp = sp_table_response(t, r);
+        if ((resp->user & SP_DNS_USER_NSEC3) == SP_DNS_USER_NSEC3) {   /* a descriptor */
+            const uint8_t *d = sp_response_bytes(t, resp);
+            CHECK(resp->len >= 26 && resp->len == 26u + 4u * d[25]);
+            CHECK(sp_table_response(t, get32(d + 12)) != NULL);
+            CHECK(chain == UINT32_MAX || chain == get32(d + 16));
+            chain = get32(d + 16);
+            CHECK(sp_table_response(t, chain) != NULL);
+        }
+    }
     for (uint32_t r = 0; r < count; r++) {
         const struct sp_response *resp = sp_table_response(t, r);
         CHECK(resp != NULL && resp->len <= 65535);
+        if (r == chain)
+            continue;
         if (resp->user & SP_DNS_USER_GAPS) {         /* a gap list: entries of live forms */
             const uint8_t *e = sp_response_bytes(t, resp);
             CHECK(resp->len % SP_DNS_GAP_ENTRY == 0);
@@ -63,6 +85,26 @@ static void check_responses(const struct sp_table *t, uint64_t count)
         const uint8_t *bytes = sp_response_bytes(t, resp);
         CHECK((bytes[2] & 0x80) && bytes[4] == 0 && bytes[5] == 1);
     }
+}
+
+/* An NSEC3 record at the hash of name (salt "s", iterations), from the input's byte. */
+static void add_nsec3(struct sp_zone *z, const uint8_t *name, size_t len, uint8_t pick)
+{
+    static const char digits[] = "0123456789abcdefghijklmnopqrstuv";
+    uint8_t h[SP_SHA1_LEN], owner[1 + 32 + sizeof(ORIGIN)] = {32};
+    sp_nsec3_hash(name, len, (const uint8_t *)"s", 1, pick & 1, h);
+    for (int i = 0; i < 32; i++) {                 /* base32hex, 5 bits a digit */
+        int bit = 5 * i, v = (h[bit / 8] << 8 | (bit / 8 + 1 < SP_SHA1_LEN ? h[bit / 8 + 1] : 0));
+        owner[1 + i] = (uint8_t)digits[(v >> (11 - bit % 8)) & 31];
+    }
+    memcpy(owner + 33, ORIGIN, sizeof(ORIGIN));
+    uint8_t rdata[6 + 21 + 3] = {1, pick >> 7, 0, pick & 1, 1, 's', SP_SHA1_LEN};
+    memset(rdata + 7, pick, SP_SHA1_LEN);
+    memcpy(rdata + 27, "\0\x01\x40", 3);
+    CHECK(sp_zone_add_record(z, owner, sizeof(owner), 50, 30, rdata, sizeof(rdata)) == 0);
+    static const uint8_t sig[] = "\0\x32";
+    if (pick & 2)
+        CHECK(sp_zone_add_record(z, owner, sizeof(owner), 46, 30, sig, sizeof(sig) - 1) == 0);
 }
 
 static void add_apex(struct sp_zone *z, uint8_t serial)
@@ -144,6 +186,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         static const uint8_t key[] = "\x01\x01\x03\x0dkeykeykeykey", sig[] = "\0\x06";
         CHECK(sp_zone_add_record(z, ORIGIN, sizeof(ORIGIN), 48, 60, key, sizeof(key) - 1) == 0);
         CHECK(sp_zone_add_record(z, ORIGIN, sizeof(ORIGIN), 46, 60, sig, sizeof(sig) - 1) == 0);
+    }
+    if (signed_zone && size > 0 && (data[0] & 0x10)) {      /* NSEC3: some names hashed */
+        uint8_t param[] = {1, 0, 0, data[0] & 1, 1, 's'};
+        CHECK(sp_zone_add_record(z, ORIGIN, sizeof(ORIGIN), 51, 60, param, sizeof(param)) == 0);
+        add_nsec3(z, ORIGIN, sizeof(ORIGIN), data[0]);
+        for (size_t i = 0; i + 2 < size && i < 3 * 64; i += 3) {
+            size_t olen = make_name(data[i], owner);
+            if (data[i + 2] & 0x40)
+                add_nsec3(z, owner, olen, (uint8_t)(data[0] & 1) | (data[i + 2] & 0x82));
+            if ((data[i + 2] & 0x20) && owner[0] < olen - 1)     /* its parent */
+                add_nsec3(z, owner + 1 + owner[0], olen - 1 - owner[0],
+                          (uint8_t)(data[0] & 1) | (data[i + 2] & 0x82));
+        }
     }
     int rc = sp_zone_finish(z, ORIGIN, sizeof(ORIGIN));
     CHECK(rc != SP_ZONE_NOMEM);

@@ -37,7 +37,7 @@ static bool same_result(const struct result *a, const struct result *b)
     if (a->signed_kind == SIGNED_FORM)
         return same_form(&a->dnssec, &b->dnssec);
     return a->signed_kind == SIGNED_NONE ||
-           (a->gaps_len == b->gaps_len && memcmp(a->gaps, b->gaps, a->gaps_len) == 0);
+           (a->list_len == b->list_len && memcmp(a->list, b->list, a->list_len) == 0);
 }
 
 static int too_big(struct compiler *c, uint32_t name, uint16_t type)
@@ -66,7 +66,7 @@ static bool encode(struct compiler *c, const struct sp_zone_answer *a, struct fo
 static int gap_forms(struct compiler *c, struct result *r, uint32_t below, uint16_t type)
 {
     struct sp_zone_gap gap;
-    r->gaps_len = 0;
+    r->list_len = 0;
     for (uint32_t i = 0, n = sp_zone_gap_count(c->dnssec, below); i < n; i++) {
         if (!sp_zone_gap(c->dnssec, below, i, &gap))
             continue;
@@ -78,7 +78,63 @@ static int gap_forms(struct compiler *c, struct result *r, uint32_t below, uint1
         if (index < 0 || sp_compiler_put_gap(r, index, gap.bound) != SP_ZONE_OK)
             return SP_ZONE_NOMEM;
     }
-    r->signed_kind = r->gaps_len ? SIGNED_GAPS : SIGNED_NONE;
+    r->signed_kind = r->list_len ? SIGNED_GAPS : SIGNED_NONE;
+    return SP_ZONE_OK;
+}
+
+static void put32(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)(v >> 24), p[1] = (uint8_t)(v >> 16), p[2] = (uint8_t)(v >> 8), p[3] = (uint8_t)v;
+}
+
+/* The zone's NSEC3 chain, stored once. */
+static int64_t chain(struct compiler *c)
+{
+    if (c->chain >= 0)
+        return c->chain;
+    size_t len;
+    uint8_t *blob = sp_zone_nsec3_chain(sp_zone_dnssec_nsec3(c->dnssec), &len);
+    if (blob == NULL)
+        return -1;
+    c->chain = sp_table_add_response(c->b, blob, (uint32_t)len, NULL, 0, c->slot << 8);
+    free(blob);
+    if (c->chain >= 0)
+        c->stats->responses++;
+    return c->chain;
+}
+
+/* The DNSSEC form below `below` without the NSEC3 covering the asked name's next
+ * closer name, and the descriptor dns.c completes it by (nsec3.c): the form's header,
+ * the form, the chain, where the proof goes in, the ancestor's length, and the chain
+ * records the form holds already. */
+static int nsec3_forms(struct compiler *c, struct result *r, uint32_t below, uint16_t type,
+                       uint16_t anchor)
+{
+    struct form *f = &r->dnssec;
+    f->shifts.plain_additional = true;
+    bool fits = encode(c, &c->signed_answer, f, SP_ZONE_NONE, below, anchor);
+    f->shifts.plain_additional = false;
+    if (!fits)
+        return too_big(c, below, type);
+    int64_t form = sp_compiler_response(c, f, sp_compiler_user_word(f, c->slot, 0));
+    int64_t blob = form >= 0 ? chain(c) : -1;
+    if (blob < 0 || sp_compiler_list_room(r, 12 + 14 + 4 * SP_ZONE_AUTHORITY_MAX) != SP_ZONE_OK)
+        return SP_ZONE_NOMEM;
+    uint8_t *d = r->list;
+    memcpy(d, f->wire, 12);
+    put32(d + 12, (uint32_t)form);
+    put32(d + 16, (uint32_t)blob);
+    put32(d + 20, f->shifts.additional_at);
+    d[24] = (uint8_t)c->z->names[below].len;
+    d[25] = 0;
+    const struct sp_zone_nsec3 *n = sp_zone_dnssec_nsec3(c->dnssec);
+    for (uint16_t i = 0; i < c->signed_answer.nns; i++) {
+        uint32_t at = sp_zone_nsec3_index(n, c->signed_answer.ns[i].rrset);
+        if (at != SP_ZONE_NONE)
+            put32(d + 26 + 4 * d[25]++, at);
+    }
+    r->list_len = 26u + 4u * d[25];
+    r->signed_kind = SIGNED_NSEC3;
     return SP_ZONE_OK;
 }
 
@@ -94,6 +150,8 @@ static int forms(struct compiler *c, struct result *r, uint32_t name, uint32_t b
     int rc = sp_zone_sign(c->dnssec, &c->answer, NULL, &c->signed_answer);
     if (rc == SP_ZONE_UNPROVABLE)
         return gap_forms(c, r, below, type);
+    if (rc == SP_ZONE_SPLICED)
+        return nsec3_forms(c, r, below, type, anchor);
     if (rc != SP_ZONE_OK || !encode(c, &c->signed_answer, &r->dnssec, name, below, anchor))
         return too_big(c, below, type);
     r->signed_kind = SIGNED_FORM;
@@ -253,44 +311,40 @@ static int emit_name(struct compiler *c, uint32_t name, int64_t *nxdomain)
 static void compiler_free(struct compiler *c)
 {
     sp_zone_dnssec_free(c->dnssec);
-    free(c->other.gaps);
-    free(c->typed.gaps);
+    free(c->other.list);
+    free(c->typed.list);
     free(c->known);
     free(c);
 }
 
-static struct compiler *compiler_new(struct sp_zone *z, struct sp_table_builder *b,
-                                     uint32_t slot, struct sp_zone_compile_stats *stats)
+static int compiler_new(struct sp_zone *z, struct sp_table_builder *b, uint32_t slot,
+                        struct sp_zone_compile_stats *stats, struct compiler **out)
 {
-    struct compiler *c = calloc(1, sizeof(*c));
+    struct compiler *c = *out = calloc(1, sizeof(*c));
     if (c == NULL)
-        return NULL;
+        return SP_ZONE_NOMEM;
     c->z = z, c->b = b, c->slot = slot, c->stats = stats;
+    c->chain = -1;
     memset(stats, 0, sizeof(*stats));
-    if (z->signed_zone && (c->dnssec = sp_zone_dnssec_new(z)) == NULL) {
+    int rc = z->signed_zone ? sp_zone_dnssec_new(z, &c->dnssec) : SP_ZONE_OK;
+    if (rc == SP_ZONE_OK)
+        rc = sp_compiler_grow_known(c);
+    if (rc != SP_ZONE_OK) {
         compiler_free(c);
-        return NULL;
+        *out = NULL;
     }
-    if (sp_compiler_grow_known(c) != SP_ZONE_OK) {
-        compiler_free(c);
-        return NULL;
-    }
-    return c;
+    return rc;
 }
 
 int sp_zone_compile(struct sp_zone *z, struct sp_table_builder *b, uint32_t slot,
                     struct sp_zone_compile_stats *stats)
 {
-    if (z->signed_zone && z->nsec3) {
-        snprintf(z->why, sizeof(z->why), "an NSEC3-signed zone");
-        return SP_ZONE_DECLINED;
-    }
-    struct compiler *c = compiler_new(z, b, slot, stats);
-    if (c == NULL)
-        return SP_ZONE_NOMEM;
+    struct compiler *c;
+    int rc = compiler_new(z, b, slot, stats, &c);
+    if (rc != SP_ZONE_OK)
+        return rc;
     z->nsoa_places = 0;
     int64_t nxdomain = -1;
-    int rc = SP_ZONE_OK;
     for (uint32_t name = 0; rc == SP_ZONE_OK && name < z->nnames; name++)
         if (!z->names[name].dead)
             rc = emit_name(c, name, &nxdomain);
@@ -367,9 +421,9 @@ int sp_zone_recompile(struct sp_zone *z, struct sp_table_builder *b, uint32_t sl
     for (uint32_t id = 0; rc == SP_ZONE_OK && id < z->nnames; id++)
         if (mark[id] & SP_ZONE_AFFECTED)
             rc = remove_keys(z, b, id);
-    struct compiler *c = rc == SP_ZONE_OK ? compiler_new(z, b, slot, stats) : NULL;
-    if (rc == SP_ZONE_OK && c == NULL)
-        rc = SP_ZONE_NOMEM;
+    struct compiler *c = NULL;
+    if (rc == SP_ZONE_OK)
+        rc = compiler_new(z, b, slot, stats, &c);
     int64_t nxdomain = -1;
     for (uint32_t id = 0; rc == SP_ZONE_OK && id < z->nnames; id++)
         if ((mark[id] & SP_ZONE_AFFECTED) && !z->names[id].dead)

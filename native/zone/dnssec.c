@@ -1,4 +1,4 @@
-/* The DNSSEC form of an answer in an NSEC-signed zone, deciding exactly as
+/* The DNSSEC form of an answer in a signed zone, deciding exactly as
  * stormpy/dns/dnssec.py's Signed.sign (the reference); see zone.h.
  *
  * NSEC proofs need the zone's names in canonical order (RFC 4034 section 6.1). That
@@ -22,6 +22,7 @@ struct sp_zone_dnssec {
     uint32_t *last;          /* per name: the rank of the last name of its subtree */
     uint32_t *cover;         /* per rank: the NSEC RRset at or before it (NONE: none yet) */
     uint32_t nlive;
+    struct sp_zone_nsec3 *nsec3;  /* an NSEC3 zone's chain (then none of the above) */
 };
 
 /* RFC 4034 section 6.1: lower-case octet strings, a prefix first. Length-prefixed. */
@@ -77,10 +78,36 @@ void sp_zone_dnssec_free(struct sp_zone_dnssec *d)
     free(d->rank);
     free(d->last);
     free(d->cover);
+    sp_zone_nsec3_free(d->nsec3);
     free(d);
 }
 
-struct sp_zone_dnssec *sp_zone_dnssec_new(const struct sp_zone *z)
+static struct sp_zone_dnssec *nsec_index(const struct sp_zone *z);
+
+int sp_zone_dnssec_new(struct sp_zone *z, struct sp_zone_dnssec **out)
+{
+    if (!z->nsec3)
+        return (*out = nsec_index(z)) != NULL ? SP_ZONE_OK : SP_ZONE_NOMEM;
+    struct sp_zone_dnssec *d = calloc(1, sizeof(*d));
+    *out = NULL;
+    if (d == NULL)
+        return SP_ZONE_NOMEM;
+    d->z = z;
+    int rc = sp_zone_nsec3_new(z, &d->nsec3);
+    if (rc != SP_ZONE_OK) {
+        free(d);
+        return rc;
+    }
+    *out = d;
+    return SP_ZONE_OK;
+}
+
+struct sp_zone_nsec3 *sp_zone_dnssec_nsec3(const struct sp_zone_dnssec *d)
+{
+    return d->nsec3;
+}
+
+static struct sp_zone_dnssec *nsec_index(const struct sp_zone *z)
 {
     struct sp_zone_dnssec *d = calloc(1, sizeof(*d));
     size_t n = (size_t)z->nnames + 1;
@@ -181,6 +208,7 @@ struct form {
     struct seen { uint32_t rrset; const uint8_t *owner; uint8_t len; } seen[2 * SP_ZONE_ADDITIONAL_MAX + 64];
     uint32_t nseen;
     bool overflow;
+    bool left_out;         /* NSEC3: the asked name's next closer cover, for dns.c */
 };
 
 static bool same_owner(const uint8_t *a, uint8_t alen, const uint8_t *b, uint8_t blen)
@@ -265,6 +293,93 @@ static bool concrete(const struct form *f, const struct sp_zone_point *p, const 
     return true;
 }
 
+/* --- NSEC3 (RFC 5155 section 7.2) --- */
+
+/* The closest ancestor-or-self of a held name with an NSEC3 (opt-out leaves some
+ * without one). */
+static uint32_t provable_encloser(const struct sp_zone_dnssec *d, uint32_t name)
+{
+    const struct sp_zone *z = d->z;
+    while (name != z->origin && sp_zone_nsec3_matching(d->nsec3, name) == SP_ZONE_NONE)
+        name = z->names[name].parent;
+    return name;
+}
+
+static unsigned label_count(const uint8_t *wire)
+{
+    unsigned n = 0;
+    for (size_t i = 0; wire[i]; i += 1 + wire[i])
+        n++;
+    return n;
+}
+
+/* The NSEC3 covering name's next closer name below encloser. When name is the asked
+ * name of a BELOW key (start: the key's name, or the name a proof starts from) and
+ * encloser is the key itself, that cover depends on the name asked: left for dns.c to
+ * hash and splice in. Otherwise the next closer name is start or above it. */
+static void next_closer_cover(struct form *f, uint32_t encloser, const struct sp_zone_point *name,
+                              uint32_t start)
+{
+    const struct sp_zone *z = f->d->z;
+    const uint8_t *wire;
+    size_t len;
+    if (!concrete(f, name, &wire, &len)) {
+        if (encloser == start) {
+            f->left_out = true;
+            return;
+        }
+        wire = sp_zone_name_wire(z, start);
+        len = z->names[start].len;
+    }
+    unsigned labels = label_count(wire), above = label_count(sp_zone_name_wire(z, encloser));
+    if (labels <= above)
+        return;
+    size_t i = 0;
+    for (unsigned k = 0; k + above + 1 < labels; k++)
+        i += 1 + wire[i];
+    proof(f, sp_zone_nsec3_covering(f->d->nsec3, wire + i, len - i));
+}
+
+static void closest_encloser_proof(struct form *f, uint32_t encloser,
+                                   const struct sp_zone_point *name, uint32_t start)
+{
+    proof(f, sp_zone_nsec3_matching(f->d->nsec3, encloser));
+    next_closer_cover(f, encloser, name, start);
+}
+
+/* NODATA at name, answered from owner (a wildcard, or name itself). */
+static void nodata_nsec3(struct form *f, uint32_t owner, const struct sp_zone_point *name)
+{
+    const struct sp_zone *z = f->d->z;
+    uint32_t match = sp_zone_nsec3_matching(f->d->nsec3, owner);
+    proof(f, match);
+    if (name->id != owner) {                              /* a wildcard's NODATA */
+        uint32_t parent = z->names[owner].parent;
+        closest_encloser_proof(f, provable_encloser(f->d, parent), name, parent);
+    } else if (match == SP_ZONE_NONE && z->names[owner].is_cut) {   /* opt-out */
+        closest_encloser_proof(f, provable_encloser(f->d, owner), name, owner);
+    }
+}
+
+static void nxdomain_nsec3(struct form *f, const struct sp_zone_answer *a)
+{
+    const struct sp_zone *z = f->d->z;
+    uint32_t encloser = provable_encloser(f->d, a->denial_owner);
+    closest_encloser_proof(f, encloser, &a->denied, a->denial_owner);
+    uint8_t wild[SP_ZONE_NAME_MAX + 2] = {1, '*'};
+    if (z->names[encloser].len + 2u <= SP_ZONE_NAME_MAX) {
+        memcpy(wild + 2, sp_zone_name_wire(z, encloser), z->names[encloser].len);
+        proof(f, sp_zone_nsec3_covering(f->d->nsec3, wild, z->names[encloser].len + 2u));
+    }
+}
+
+/* No closer name than the wildcard matched the name. */
+static void wildcard_proof_nsec3(struct form *f, const struct sp_zone_point *name, uint32_t wildcard)
+{
+    uint32_t parent = f->d->z->names[wildcard].parent;
+    next_closer_cover(f, provable_encloser(f->d, parent), name, parent);
+}
+
 static void referral(struct form *f, const struct sp_zone_answer *a)
 {
     const struct sp_zone *z = f->d->z;
@@ -277,6 +392,10 @@ static void referral(struct form *f, const struct sp_zone_answer *a)
         r.rrset = ds;
         r.ttl = z->rrsets[ds].ttl;
         signed_section(f, &r, 1, out->ns, &out->nns, SP_ZONE_AUTHORITY_MAX);
+    } else if (f->d->nsec3 != NULL) {
+        struct sp_zone_point at = {.wire = sp_zone_name_wire(z, cut), .id = cut,
+                                   .len = z->names[cut].len};
+        nodata_nsec3(f, cut, &at);
     } else {
         proof(f, sp_zone_find_rrset(z, cut, TYPE_NSEC));
     }
@@ -290,9 +409,13 @@ static bool denial(struct form *f, const struct sp_zone_answer *a)
     const struct sp_zone *z = f->d->z;
     const uint8_t *wire;
     size_t len;
-    if (!concrete(f, &a->denied, &wire, &len))
+    if (f->d->nsec3 != NULL && a->denial == SP_ZONE_NXDOMAIN)
+        nxdomain_nsec3(f, a);
+    else if (f->d->nsec3 != NULL)
+        nodata_nsec3(f, a->denial_owner, &a->denied);
+    else if (!concrete(f, &a->denied, &wire, &len))
         return false;
-    if (a->denial == SP_ZONE_NXDOMAIN) {
+    else if (a->denial == SP_ZONE_NXDOMAIN) {
         proof(f, nsec_covering(f->d, wire, len));
         uint8_t wild[SP_ZONE_NAME_MAX + 2] = {1, '*'};
         uint32_t ce = a->denial_owner;
@@ -317,6 +440,7 @@ int sp_zone_sign(const struct sp_zone_dnssec *d, const struct sp_zone_answer *a,
     f.asked = asked;
     f.nseen = 0;
     f.overflow = false;
+    f.left_out = false;
     memset(out, 0, offsetof(struct sp_zone_answer, an));
     out->rcode = a->rcode;
     out->aa = a->aa;
@@ -330,16 +454,19 @@ int sp_zone_sign(const struct sp_zone_dnssec *d, const struct sp_zone_answer *a,
         for (uint16_t i = 0; i < a->nexpanded; i++) {    /* no closer name matched */
             const uint8_t *wire;
             size_t len;
-            if (!concrete(&f, &a->expanded[i].name, &wire, &len))
+            if (d->nsec3 != NULL)
+                wildcard_proof_nsec3(&f, &a->expanded[i].name, a->expanded[i].wildcard);
+            else if (concrete(&f, &a->expanded[i].name, &wire, &len))
+                proof(&f, nsec_covering(d, wire, len));
+            else
                 return SP_ZONE_UNPROVABLE;
-            proof(&f, nsec_covering(d, wire, len));
         }
         if (a->denial != SP_ZONE_NO_DENIAL && !denial(&f, a))
             return SP_ZONE_UNPROVABLE;
         signed_section(&f, a->ad, a->nad, out->ad, &out->nad,
                        sizeof(out->ad) / sizeof(out->ad[0]));
     }
-    return f.overflow ? -1 : SP_ZONE_OK;
+    return f.overflow ? -1 : f.left_out ? SP_ZONE_SPLICED : SP_ZONE_OK;
 }
 
 bool sp_zone_gap(const struct sp_zone_dnssec *d, uint32_t ancestor, uint32_t i,

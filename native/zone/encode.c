@@ -175,6 +175,10 @@ size_t sp_zone_encode(const struct sp_zone *z, const struct sp_zone_answer *a,
     uint16_t an = put_section(&w, z, a->an, a->nan, false);
     uint16_t ns = put_section(&w, z, a->ns, a->nns, true);
     size_t additional = w.len;
+    if (w.shifts && w.shifts->plain_additional) {
+        w.compress = false;
+        w.shifts->additional_at = (uint32_t)additional;
+    }
     uint16_t ad = put_section(&w, z, a->ad, a->nad, false);
     if (w.overflow || (w.shifts && w.len + 255 + 4 > 65535))
         return 0;

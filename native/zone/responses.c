@@ -10,8 +10,14 @@
 
 /* The question spliced in at 12, the ID copied, RD and CD copied (compiler.py's
  * DNS_PATCHES). */
-static const struct sp_patch dns_patches[] = {
+static const struct sp_patch dns_patches[4] = {
     {.op = SP_PATCH_INSERT, .field = SP_DNS_FIELD_QUESTION, .dst = 12},
+    {.op = SP_PATCH_COPY, .field = SP_DNS_FIELD_MESSAGE, .dst = 0, .src = 0, .len = 2},
+    {.op = SP_PATCH_COPY_BITS, .field = SP_DNS_FIELD_MESSAGE, .dst = 2, .src = 2, .mask = 0x01},
+    {.op = SP_PATCH_COPY_BITS, .field = SP_DNS_FIELD_MESSAGE, .dst = 3, .src = 3, .mask = 0x10},
+};
+
+const struct sp_patch sp_compiler_spliced_patches[3] = {
     {.op = SP_PATCH_COPY, .field = SP_DNS_FIELD_MESSAGE, .dst = 0, .src = 0, .len = 2},
     {.op = SP_PATCH_COPY_BITS, .field = SP_DNS_FIELD_MESSAGE, .dst = 2, .src = 2, .mask = 0x01},
     {.op = SP_PATCH_COPY_BITS, .field = SP_DNS_FIELD_MESSAGE, .dst = 3, .src = 3, .mask = 0x10},
@@ -139,14 +145,15 @@ int64_t sp_compiler_stored(struct compiler *c, const struct result *r, uint32_t 
         return -1;
     uint32_t user = sp_compiler_user_word(&r->plain, c->slot, flags | (r->signed_kind ? SP_DNS_USER_SIGNED : 0));
     uint32_t dnssec_user = r->signed_kind == SIGNED_FORM ? sp_compiler_user_word(&r->dnssec, c->slot, flags)
-                                                         : SP_DNS_USER_GAPS | c->slot << 8;
+                           : r->signed_kind == SIGNED_NSEC3 ? SP_DNS_USER_NSEC3 | c->slot << 8
+                                                            : SP_DNS_USER_GAPS | c->slot << 8;
     uint64_t h1, a1, s = 0;
     uint32_t h2, a2;
     hash2(r->plain.wire, r->plain.len, user, question_of(&r->plain), &h1, &h2);
     if (r->signed_kind == SIGNED_FORM)
         hash2(r->dnssec.wire, r->dnssec.len, dnssec_user, question_of(&r->dnssec), &a1, &a2);
-    else if (r->signed_kind == SIGNED_GAPS)
-        hash2(r->gaps, r->gaps_len, dnssec_user, 0, &a1, &a2);
+    else if (r->signed_kind)
+        hash2(r->list, r->list_len, dnssec_user, 0, &a1, &a2);
     if (r->signed_kind) {
         h1 = mix(h1, a1);
         h2 = (uint32_t)mix(h2, a2);
@@ -161,26 +168,37 @@ int64_t sp_compiler_stored(struct compiler *c, const struct result *r, uint32_t 
         next = sp_table_add_response(c->b, r->dnssec.wire, (uint32_t)r->dnssec.len, c->patches,
                                      patch_list(c, &r->dnssec), dnssec_user);
     else if (index >= 0 && r->signed_kind == SIGNED_GAPS)
-        next = sp_table_add_response(c->b, r->gaps, (uint32_t)r->gaps_len, NULL, 0, dnssec_user);
+        next = sp_table_add_response(c->b, r->list, (uint32_t)r->list_len, NULL, 0, dnssec_user);
+    else if (index >= 0 && r->signed_kind == SIGNED_NSEC3)
+        next = sp_table_add_response(c->b, r->list, (uint32_t)r->list_len,
+                                     sp_compiler_spliced_patches, 3, dnssec_user);
     return next < 0 || remember(c, s, h1, h2, index) < 0 ? -1 : index;
+}
+
+int sp_compiler_list_room(struct result *r, size_t n)
+{
+    if (r->list_len + n <= r->list_cap)
+        return SP_ZONE_OK;
+    size_t cap = r->list_cap ? r->list_cap * 2 : 64 * SP_DNS_GAP_ENTRY;
+    while (cap < r->list_len + n)
+        cap *= 2;
+    uint8_t *p = realloc(r->list, cap);
+    if (p == NULL)
+        return SP_ZONE_NOMEM;
+    r->list = p;
+    r->list_cap = cap;
+    return SP_ZONE_OK;
 }
 
 int sp_compiler_put_gap(struct result *r, int64_t index, const uint8_t *bound)
 {
-    if (r->gaps_len + SP_DNS_GAP_ENTRY > r->gaps_cap) {
-        size_t cap = r->gaps_cap ? r->gaps_cap * 2 : 64 * SP_DNS_GAP_ENTRY;
-        uint8_t *p = realloc(r->gaps, cap);
-        if (p == NULL)
-            return SP_ZONE_NOMEM;
-        r->gaps = p;
-        r->gaps_cap = cap;
-    }
-    uint8_t *e = r->gaps + r->gaps_len;
+    if (sp_compiler_list_room(r, SP_DNS_GAP_ENTRY) != SP_ZONE_OK)
+        return SP_ZONE_NOMEM;
+    uint8_t *e = r->list + r->list_len;
     memset(e, 0, SP_DNS_GAP_ENTRY);
     e[0] = (uint8_t)(index >> 24), e[1] = (uint8_t)(index >> 16);
     e[2] = (uint8_t)(index >> 8), e[3] = (uint8_t)index;
     memcpy(e + 4, bound, 1u + bound[0]);
-    r->gaps_len += SP_DNS_GAP_ENTRY;
+    r->list_len += SP_DNS_GAP_ENTRY;
     return SP_ZONE_OK;
 }
-

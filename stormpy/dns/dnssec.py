@@ -23,6 +23,7 @@ import bisect
 import struct
 
 import dns.dnssec
+import dns.exception
 import dns.name
 from dns.rdatatype import DNSKEY, DS, NSEC, NSEC3, NSEC3PARAM, RRSIG
 import dns.rrset
@@ -47,6 +48,14 @@ class Unprovable(Exception):
     """The proof would depend on the name asked (see the module's docstring)."""
 
 
+def _digest(label: bytes) -> bytes:
+    """An NSEC3 owner's hash (its base32hex label); b"" when it is none."""
+    try:
+        return base64.b32hexdecode(label.upper())
+    except ValueError:
+        return b""
+
+
 def _with_owner(rrset: dns.rrset.RRset, owner: dns.name.Name, ttl: int) -> dns.rrset.RRset:
     out = dns.rrset.RRset(owner, rrset.rdclass, rrset.rdtype, rrset.covers)
     out.update(rrset)
@@ -66,7 +75,14 @@ class Signed:
         self.nsec3 = None
         if param is not None and ix.nsec3:
             p = param[0]
+            if p.algorithm != dns.dnssec.NSEC3Hash.SHA1:
+                raise dns.exception.DNSException(
+                    f"NSEC3PARAM hash algorithm {p.algorithm} is not SHA-1, the one NSEC3 has")
             self.nsec3 = (p.salt, p.iterations, p.algorithm)
+            for owner in ix.nsec3:
+                if owner.parent() != self.origin or len(_digest(owner.labels[0])) != 20:
+                    raise dns.exception.DNSException(
+                        f"NSEC3 owner {owner} is no SHA-1 hash (base32hex) right below the origin")
             self.hashes = sorted(owner.labels[0].lower() for owner in ix.nsec3)
             self.chain_index = {label: i for i, label in enumerate(self.hashes)}
             self.chain = self._chain()
@@ -101,7 +117,7 @@ class Signed:
             nsec3 = self.ix.nsec3[self._nsec3_owner(label)]
             sig = self.rrsig(nsec3)
             wire, count = section_wire(None, [nsec3] + ([sig] if sig is not None else []))
-            entries.append((base64.b32hexdecode(label.upper()), wire, count))
+            entries.append((_digest(label), wire, count))
         head = struct.pack("!HB", iterations, len(salt)) + salt + struct.pack("!I", len(entries))
         offset = len(head) + len(entries) * 28
         index = bytearray()

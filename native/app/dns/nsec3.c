@@ -9,83 +9,18 @@
 
 #include <string.h>
 
+#include "stormpy/proto/sha1.h"
 #include "stormpy/proto/wire.h"
-
-/* SHA-1 (FIPS 180-4) of short messages, enough for NSEC3 owner names. */
-#define SHA1_LEN 20
-
-static inline uint32_t rol(uint32_t x, int n)
-{
-    return x << n | x >> (32 - n);
-}
 
 static inline uint32_t get32(const uint8_t *p)
 {
     return (uint32_t)sp_get16(p) << 16 | sp_get16(p + 2);
 }
 
-static void sha1_block(uint32_t h[5], const uint8_t *block)
-{
-    uint32_t w[80];
-    for (int i = 0; i < 16; i++)
-        w[i] = get32(block + 4 * i);
-    for (int i = 16; i < 80; i++)
-        w[i] = rol(w[i - 3] ^ w[i - 8] ^ w[i - 14] ^ w[i - 16], 1);
-    uint32_t a = h[0], b = h[1], c = h[2], d = h[3], e = h[4];
-    for (int i = 0; i < 80; i++) {
-        uint32_t f, k;
-        if (i < 20) {
-            f = (b & c) | (~b & d);
-            k = 0x5a827999;
-        } else if (i < 40) {
-            f = b ^ c ^ d;
-            k = 0x6ed9eba1;
-        } else if (i < 60) {
-            f = (b & c) | (b & d) | (c & d);
-            k = 0x8f1bbcdc;
-        } else {
-            f = b ^ c ^ d;
-            k = 0xca62c1d6;
-        }
-        uint32_t t = rol(a, 5) + f + e + k + w[i];
-        e = d;
-        d = c;
-        c = rol(b, 30);
-        b = a;
-        a = t;
-    }
-    h[0] += a;
-    h[1] += b;
-    h[2] += c;
-    h[3] += d;
-    h[4] += e;
-}
-
-/* SHA-1 of a || b (each at most 255 bytes). */
-static void sha1(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen, uint8_t out[SHA1_LEN])
-{
-    uint8_t msg[2 * 255 + 72];
-    size_t n = alen + blen, padded = (n + 8) / 64 * 64 + 64;
-    memcpy(msg, a, alen);
-    memcpy(msg + alen, b, blen);
-    memset(msg + n, 0, padded - n);
-    msg[n] = 0x80;
-    uint64_t bits = (uint64_t)n * 8;
-    for (int i = 0; i < 8; i++)
-        msg[padded - 1 - i] = (uint8_t)(bits >> (8 * i));
-    uint32_t h[5] = {0x67452301, 0xefcdab89, 0x98badcfe, 0x10325476, 0xc3d2e1f0};
-    for (size_t off = 0; off < padded; off += 64)
-        sha1_block(h, msg + off);
-    for (int i = 0; i < 5; i++) {
-        sp_put16(out + 4 * i, (uint16_t)(h[i] >> 16));
-        sp_put16(out + 4 * i + 2, (uint16_t)h[i]);
-    }
-}
-
 /* The chain (a table blob): iterations (16 bits), salt length, salt, the number of
  * records, then per record in hash order: its hash, and the offset (32 bits), length
  * and RR count (16 bits each) of its NSEC3 and RRSIG records' wire form in the blob. */
-#define CHAIN_ENTRY (SHA1_LEN + 8u)
+#define CHAIN_ENTRY (SP_SHA1_LEN + 8u)
 
 static bool same_name(const uint8_t *a, const uint8_t *b, size_t n)
 {
@@ -176,24 +111,22 @@ size_t sp_dns_nsec3_render(const struct sp_table *t, const struct sp_response *d
     size_t off = 0;
     while (off < q->name_len && q->name_len - off - 1 - q->name_lower[off] > ancestor)
         off += 1 + (size_t)q->name_lower[off];
-    uint8_t h[SHA1_LEN];
-    sha1(q->name_lower + off, q->name_len - off, c + 3, salt, h);
-    for (size_t i = 0; i < iterations; i++)
-        sha1(h, SHA1_LEN, c + 3, salt, h);
+    uint8_t h[SP_SHA1_LEN];
+    sp_nsec3_hash(q->name_lower + off, q->name_len - off, c + 3, salt, (unsigned)iterations, h);
 
     /* the covering record: the last hash below h, or the last of all (the chain wraps) */
     size_t lo = 0, hi = count;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (memcmp(entries + mid * CHAIN_ENTRY, h, SHA1_LEN) < 0)
+        if (memcmp(entries + mid * CHAIN_ENTRY, h, SP_SHA1_LEN) < 0)
             lo = mid + 1;
         else
             hi = mid;
     }
     size_t cover = lo ? lo - 1 : count - 1;
     const uint8_t *e = entries + cover * CHAIN_ENTRY;
-    size_t rr_off = get32(e + SHA1_LEN), rr_len = sp_get16(e + SHA1_LEN + 4);
-    size_t rr_count = sp_get16(e + SHA1_LEN + 6);
+    size_t rr_off = get32(e + SP_SHA1_LEN), rr_len = sp_get16(e + SP_SHA1_LEN + 4);
+    size_t rr_count = sp_get16(e + SP_SHA1_LEN + 6);
     for (size_t i = 0; i < present; i++)
         if (get32(d + 14 + 4 * i) == cover)
             rr_len = rr_count = 0;                 /* already in the form */

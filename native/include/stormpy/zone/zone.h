@@ -7,8 +7,8 @@
  * it declines, and the control plane then loads and compiles the zone in Python:
  * sp_zone_read() and sp_zone_finish() return SP_ZONE_DECLINED with the reason in
  * zone->why (DNAME, $GENERATE, a record without a TTL before any $TTL, anything ldns
- * rejects: the Python loader words each error), and sp_zone_compile() for a zone
- * signed with NSEC3 (read in C, compiled in Python).
+ * rejects: the Python loader words each error), and sp_zone_compile() for an NSEC3
+ * chain it does not judge (no SHA-1 NSEC3PARAM, owners that are no hashes).
  *
  * Layers, one file each:
  *   store.c    names interned (lower-cased wire), records, then RRsets, empty
@@ -17,8 +17,10 @@
  *              when pkg-config finds ldns);
  *   resolve.c  the answer to (name, type): CNAME chains, wildcards, referrals, glue;
  *   encode.c   an answer in wire format, names compressed;
- *   dnssec.c   a signed zone's answers with their RRSIGs and NSEC proofs;
- *   compile.c  every key of the zone into a table builder (dns.h's key kinds).
+ *   dnssec.c   a signed zone's answers with their RRSIGs and NSEC or NSEC3 proofs;
+ *   nsec3.c    the NSEC3 chain in hash order, and the blob dns.c splices from;
+ *   compile.c  every key of the zone into a table builder (dns.h's key kinds);
+ *   responses.c  each response stored once (compile.c's, private: compiler.h).
  */
 #ifndef STORMPY_ZONE_ZONE_H
 #define STORMPY_ZONE_ZONE_H
@@ -277,6 +279,10 @@ int sp_zone_referral(const struct sp_zone *z, uint32_t cut, struct sp_zone_answe
 struct sp_zone_shifts {
     uint16_t question, n, anchor;
     uint16_t at[SP_ZONE_SHIFTS_MAX];
+    /* set by the caller: the additional section uncompressed (an NSEC3 proof goes in
+     * before it per query, nsec3.c); then where it starts in the stored response */
+    bool plain_additional;
+    uint32_t additional_at;
 };
 
 /* The stored response: header, then the sections after the question. qname (lower-
@@ -292,20 +298,42 @@ size_t sp_zone_encode(const struct sp_zone *z, const struct sp_zone_answer *a,
                       const uint8_t *qname, size_t qlen, uint8_t *out, uint32_t *droppable,
                       struct sp_zone_soa_place *soa, struct sp_zone_shifts *shifts);
 
+/* --- nsec3.c --- */
+/* A zone's NSEC3 chain in hash order (RFC 5155). SP_ZONE_DECLINED (why set) for a
+ * chain dnspython is left to judge: other than one NSEC3PARAM with SHA-1, or an owner
+ * that is no hash right below the origin. */
+struct sp_zone_nsec3;
+int sp_zone_nsec3_new(struct sp_zone *z, struct sp_zone_nsec3 **out);
+void sp_zone_nsec3_free(struct sp_zone_nsec3 *n);
+/* The NSEC3 RRset whose owner is the hash of a held name, or NONE (opt-out). */
+uint32_t sp_zone_nsec3_matching(struct sp_zone_nsec3 *n, uint32_t name);
+/* The NSEC3 RRset covering any name's hash: the last before it, wrapping. */
+uint32_t sp_zone_nsec3_covering(const struct sp_zone_nsec3 *n, const uint8_t *wire, size_t len);
+/* An NSEC3 RRset's place in the chain (NONE: not in it). */
+uint32_t sp_zone_nsec3_index(const struct sp_zone_nsec3 *n, uint32_t rrset);
+/* The chain as app/dns/nsec3.c searches it (a malloc'ed blob, *len bytes): iterations,
+ * salt, count, per record its hash and where its NSEC3 and RRSIG records lie. */
+uint8_t *sp_zone_nsec3_chain(const struct sp_zone_nsec3 *n, size_t *len);
+
 /* --- dnssec.c --- */
 #define SP_ZONE_UNPROVABLE 2
+#define SP_ZONE_SPLICED 3
 
-/* A signed zone's names in canonical order (RFC 4034 section 6.1), for NSEC proofs.
- * Made after sp_zone_finish, for one compile; NULL when out of memory. */
+/* A signed zone's proof index: for NSEC its names in canonical order (RFC 4034
+ * section 6.1), for NSEC3 its chain. Made after sp_zone_finish, for one compile.
+ * SP_ZONE_OK, SP_ZONE_NOMEM, or SP_ZONE_DECLINED (why set: sp_zone_nsec3_new). */
 struct sp_zone_dnssec;
-struct sp_zone_dnssec *sp_zone_dnssec_new(const struct sp_zone *z);
+int sp_zone_dnssec_new(struct sp_zone *z, struct sp_zone_dnssec **out);
 void sp_zone_dnssec_free(struct sp_zone_dnssec *d);
+struct sp_zone_nsec3 *sp_zone_dnssec_nsec3(const struct sp_zone_dnssec *d);   /* NULL: NSEC */
 
-/* out: a (resolved) with the RRSIGs of every RRset it holds and the NSEC records that
- * prove its denials, as dnssec.py's Signed.sign. asked: the name a BELOW key's answer
- * is given for (NULL: for the key itself, every name below it). SP_ZONE_OK,
- * SP_ZONE_UNPROVABLE when the proof depends on the name asked (the key then gets one
- * form per gap, below), or -1 when the sections overflow. NSEC zones only. */
+/* out: a (resolved) with the RRSIGs of every RRset it holds and the NSEC or NSEC3
+ * records that prove its denials, as dnssec.py's Signed.sign. asked: the name a BELOW
+ * key's answer is given for (NULL: for the key itself, every name below it).
+ * SP_ZONE_OK; SP_ZONE_UNPROVABLE when an NSEC proof depends on the name asked (the key
+ * then gets one form per gap, below); SP_ZONE_SPLICED when out lacks the NSEC3
+ * covering the asked name's next closer name (dns.c hashes the name and splices it
+ * in: app/dns/nsec3.c); -1 when the sections overflow. */
 int sp_zone_sign(const struct sp_zone_dnssec *d, const struct sp_zone_answer *a,
                  const struct sp_zone_point *asked, struct sp_zone_answer *out);
 
