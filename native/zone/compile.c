@@ -87,20 +87,24 @@ static void put32(uint8_t *p, uint32_t v)
     p[0] = (uint8_t)(v >> 24), p[1] = (uint8_t)(v >> 16), p[2] = (uint8_t)(v >> 8), p[3] = (uint8_t)v;
 }
 
-/* The zone's NSEC3 chain, stored once. */
-static int64_t chain(struct compiler *c)
+/* The zone's NSEC3 chain, stored once (c->chain). */
+static int store_chain(struct compiler *c)
 {
     if (c->chain >= 0)
-        return c->chain;
+        return SP_ZONE_OK;
     size_t len;
-    uint8_t *blob = sp_zone_nsec3_chain(sp_zone_dnssec_nsec3(c->dnssec), &len);
-    if (blob == NULL)
-        return -1;
+    uint8_t *blob;
+    int rc = sp_zone_nsec3_chain(sp_zone_dnssec_nsec3(c->dnssec), &blob, &len);
+    if (rc == SP_ZONE_DECLINED)
+        snprintf(c->z->why, sizeof(c->z->why), "an NSEC3 record and its RRSIGs over 65535 bytes");
+    if (rc != SP_ZONE_OK)
+        return rc;
     c->chain = sp_table_add_response(c->b, blob, (uint32_t)len, NULL, 0, c->slot << 8);
     free(blob);
-    if (c->chain >= 0)
-        c->stats->responses++;
-    return c->chain;
+    if (c->chain < 0)
+        return SP_ZONE_NOMEM;
+    c->stats->responses++;
+    return SP_ZONE_OK;
 }
 
 /* The DNSSEC form below `below` without the NSEC3 covering the asked name's next
@@ -116,14 +120,16 @@ static int nsec3_forms(struct compiler *c, struct result *r, uint32_t below, uin
     f->shifts.plain_additional = false;
     if (!fits)
         return too_big(c, below, type);
+    int rc = store_chain(c);
+    if (rc != SP_ZONE_OK)
+        return rc;
     int64_t form = sp_compiler_response(c, f, sp_compiler_user_word(f, c->slot, 0));
-    int64_t blob = form >= 0 ? chain(c) : -1;
-    if (blob < 0 || sp_compiler_list_room(r, 12 + 14 + 4 * SP_ZONE_AUTHORITY_MAX) != SP_ZONE_OK)
+    if (form < 0 || sp_compiler_list_room(r, 12 + 14 + 4 * SP_ZONE_AUTHORITY_MAX) != SP_ZONE_OK)
         return SP_ZONE_NOMEM;
     uint8_t *d = r->list;
     memcpy(d, f->wire, 12);
     put32(d + 12, (uint32_t)form);
-    put32(d + 16, (uint32_t)blob);
+    put32(d + 16, (uint32_t)c->chain);
     put32(d + 20, f->shifts.additional_at);
     d[24] = (uint8_t)c->z->names[below].len;
     d[25] = 0;

@@ -223,7 +223,7 @@ static size_t records_size(const struct sp_zone *z, uint32_t set)
 
 #define CHAIN_ENTRY (SP_SHA1_LEN + 8u)
 
-uint8_t *sp_zone_nsec3_chain(const struct sp_zone_nsec3 *n, size_t *len)
+int sp_zone_nsec3_chain(const struct sp_zone_nsec3 *n, uint8_t **out, size_t *len)
 {
     const struct sp_zone *z = n->z;
     size_t head = 2 + 1 + n->salt_len + 4, size = head + (size_t)n->count * CHAIN_ENTRY;
@@ -231,9 +231,12 @@ uint8_t *sp_zone_nsec3_chain(const struct sp_zone_nsec3 *n, size_t *len)
         uint32_t set = n->chain[i].rrset, sigs = sp_zone_find_sigs(z, z->rrsets[set].name, TYPE_NSEC3);
         size += records_size(z, set) + (sigs != SP_ZONE_NONE ? records_size(z, sigs) : 0);
     }
+    *out = NULL;
+    if (size > UINT32_MAX)
+        return SP_ZONE_DECLINED;
     uint8_t *blob = malloc(size), *p = blob;
-    if (blob == NULL || size > UINT32_MAX)
-        return free(blob), NULL;
+    if (blob == NULL)
+        return SP_ZONE_NOMEM;
     *p++ = (uint8_t)(n->iterations >> 8), *p++ = (uint8_t)n->iterations, *p++ = n->salt_len;
     memcpy(p, n->salt, n->salt_len);
     p = put32(p + n->salt_len, n->count);
@@ -248,11 +251,14 @@ uint8_t *sp_zone_nsec3_chain(const struct sp_zone_nsec3 *n, size_t *len)
         memcpy(p, n->chain[i].hash, SP_SHA1_LEN);
         p = put32(p + SP_SHA1_LEN, (uint32_t)(start - blob));
         size_t rlen = (size_t)(records - start);
-        if (rlen > UINT16_MAX || count > UINT16_MAX)
-            return free(blob), NULL;
+        if (rlen > UINT16_MAX || count > UINT16_MAX) {
+            free(blob);
+            return SP_ZONE_DECLINED;
+        }
         *p++ = (uint8_t)(rlen >> 8), *p++ = (uint8_t)rlen;
         *p++ = (uint8_t)(count >> 8), *p++ = (uint8_t)count;
     }
     *len = size;
-    return blob;
+    *out = blob;
+    return SP_ZONE_OK;
 }

@@ -312,8 +312,9 @@ uint32_t sp_zone_nsec3_covering(const struct sp_zone_nsec3 *n, const uint8_t *wi
 /* An NSEC3 RRset's place in the chain (NONE: not in it). */
 uint32_t sp_zone_nsec3_index(const struct sp_zone_nsec3 *n, uint32_t rrset);
 /* The chain as app/dns/nsec3.c searches it (a malloc'ed blob, *len bytes): iterations,
- * salt, count, per record its hash and where its NSEC3 and RRSIG records lie. */
-uint8_t *sp_zone_nsec3_chain(const struct sp_zone_nsec3 *n, size_t *len);
+ * salt, count, per record its hash and where its NSEC3 and RRSIG records lie.
+ * SP_ZONE_DECLINED when a record's entry would pass its 16-bit lengths. */
+int sp_zone_nsec3_chain(const struct sp_zone_nsec3 *n, uint8_t **out, size_t *len);
 
 /* --- dnssec.c --- */
 #define SP_ZONE_UNPROVABLE 2
