@@ -4,9 +4,9 @@
  * wildcards, empty non-terminals, CNAME chains and loops, glue and names near the
  * 255-octet limit all occur; every record's data names one of those names. Then
  * sp_zone_finish() and sp_zone_compile() into a table, and every response must be a
- * DNS message the size rules allow. Then a patch, as a secondary's IXFR makes one (two
- * names given new records, sp_zone_reopen), recompiled into an edit of that table:
- * the same rules hold. RRSIG and NSEC records make some zones signed, so that their
+ * DNS message the size rules allow (DNAMEs among the records occlude what is below
+ * them). Then a patch, as a secondary's IXFR makes one (two names given new records,
+ * sp_zone_reopen), recompiled into an edit of that table: the same rules hold. RRSIG and NSEC records make some zones signed, so that their
  * DNSSEC forms and gap lists are built too; some of those get an NSEC3 chain (the
  * hashes of some of the owners and their parents, opt-out or not), so that NSEC3
  * forms, descriptors and the chain are built. Needs no SP_FUZZ_TABLE. */
@@ -149,8 +149,9 @@ static struct sp_table *patch(struct sp_zone *z, struct sp_table *t, uint8_t fir
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    /* RRSIG and NSEC make the zone signed (a DNSKEY and the SOA's RRSIG are added) */
-    static const uint16_t types[] = {1, 2, 5, 15, 33, 16, 43, 28, 46, 47, 1, 2, 5, 28, 46, 47};
+    /* RRSIG and NSEC make the zone signed (a DNSKEY and the SOA's RRSIG are added); 39:
+     * DNAME, its target one of the names */
+    static const uint16_t types[] = {1, 2, 5, 15, 33, 16, 43, 28, 46, 47, 1, 39, 5, 28, 46, 47};
     struct sp_zone *z = sp_zone_new();
     CHECK(z != NULL);
     uint8_t owner[SP_ZONE_NAME_MAX], target[SP_ZONE_NAME_MAX], rdata[SP_ZONE_NAME_MAX + 32];

@@ -10,13 +10,14 @@
 #include "stormpy/app/dns/dns.h"
 #include "compiler.h"
 
-enum { CLASS_IN = 1, TYPE_CNAME = 5, TYPE_DS = 43, TYPE_RRSIG = 46, TYPE_NSEC = 47,
+enum { CLASS_IN = 1, TYPE_CNAME = 5, TYPE_DNAME = 39, TYPE_DS = 43, TYPE_RRSIG = 46, TYPE_NSEC = 47,
        TYPE_ANY = 255 };
 
+/* flags: dns.h's SP_DNS_USER_WILDCARD or SP_DNS_USER_DNAME, or 0. */
 static int add(struct compiler *c, enum sp_dns_kind kind, uint16_t type, uint32_t name,
-               const struct result *r, bool wildcard)
+               const struct result *r, uint32_t flags)
 {
-    int64_t index = sp_compiler_stored(c, r, wildcard ? SP_DNS_USER_WILDCARD : 0);
+    int64_t index = sp_compiler_stored(c, r, flags);
     if (index < 0 || sp_table_add_key(c->b, sp_dns_tag(kind, CLASS_IN, type),
                                       sp_zone_name_wire(c->z, name), c->z->names[name].len,
                                       (uint32_t)index) < 0)
@@ -54,11 +55,15 @@ static bool encode(struct compiler *c, const struct sp_zone_answer *a, struct fo
 {
     struct sp_zone *z = c->z;
     f->variable = name == SP_ZONE_NONE;
+    f->spliced = false;
     f->shifts.n = 0;
     f->shifts.anchor = anchor;
     uint32_t q = f->variable ? below : name;
-    f->len = sp_zone_encode(z, a, sp_zone_name_wire(z, q), z->names[q].len, f->wire, &f->drop,
-                            &c->soa, f->variable ? &f->shifts : NULL);
+    if (f->variable && a->synthesized)      /* uncompressed, as compiler.py's _uncompressed */
+        f->len = sp_zone_encode(z, a, NULL, 0, f->wire, &f->drop, &c->soa, NULL);
+    else
+        f->len = sp_zone_encode(z, a, sp_zone_name_wire(z, q), z->names[q].len, f->wire,
+                                &f->drop, &c->soa, f->variable ? &f->shifts : NULL);
     return f->len != 0;
 }
 
@@ -236,7 +241,7 @@ static int typed_keys(struct compiler *c, uint32_t name, uint32_t node, bool bel
     for (size_t i = 0; i < n && rc == SP_ZONE_OK; i++) {
         rc = answer(c, below ? SP_ZONE_NONE : name, name, types[i], &c->typed);
         if (rc == SP_ZONE_OK && !same_result(&c->typed, &c->other))
-            rc = add(c, below ? SP_DNS_BELOW : SP_DNS_EXACT, types[i], name, &c->typed, false);
+            rc = add(c, below ? SP_DNS_BELOW : SP_DNS_EXACT, types[i], name, &c->typed, 0);
     }
     free(types);
     return rc;
@@ -251,16 +256,16 @@ static int emit_below_cut(struct compiler *c, uint32_t name, uint32_t cut, bool 
         return too_big(c, name, 0);
     int rc = forms(c, &c->typed, name, name, 0, 0);
     if (rc == SP_ZONE_OK)
-        rc = add(c, SP_DNS_OTHER, 0, name, &c->typed, false);
+        rc = add(c, SP_DNS_OTHER, 0, name, &c->typed, 0);
     if (rc == SP_ZONE_OK && sample) {
         rc = forms(c, &c->typed, SP_ZONE_NONE, name, 0, z->names[name].len);
         if (rc == SP_ZONE_OK)
-            rc = add(c, SP_DNS_BELOW_OTHER, 0, name, &c->typed, false);
+            rc = add(c, SP_DNS_BELOW_OTHER, 0, name, &c->typed, 0);
     }
     if (rc == SP_ZONE_OK && name == cut) {
         rc = answer(c, name, name, TYPE_DS, &c->typed);
         if (rc == SP_ZONE_OK)
-            rc = add(c, SP_DNS_EXACT, TYPE_DS, name, &c->typed, false);
+            rc = add(c, SP_DNS_EXACT, TYPE_DS, name, &c->typed, 0);
     }
     return rc;
 }
@@ -272,7 +277,7 @@ static int emit_nxdomain(struct compiler *c, uint32_t name, int64_t *shared)
     struct sp_zone *z = c->z;
     if (c->dnssec != NULL) {
         int rc = answer(c, SP_ZONE_NONE, name, 0, &c->typed);
-        return rc == SP_ZONE_OK ? add(c, SP_DNS_BELOW_OTHER, 0, name, &c->typed, false) : rc;
+        return rc == SP_ZONE_OK ? add(c, SP_DNS_BELOW_OTHER, 0, name, &c->typed, 0) : rc;
     }
     if (*shared < 0) {
         if (sp_zone_resolve(z, SP_ZONE_NONE, name, 0, &c->answer) < 0)
@@ -291,26 +296,40 @@ static int emit_nxdomain(struct compiler *c, uint32_t name, int64_t *shared)
     return SP_ZONE_OK;
 }
 
+/* Below a DNAME's owner: the DNAME and the CNAME dns.c completes for the name asked. */
+static int emit_dname(struct compiler *c, uint32_t name)
+{
+    int rc = answer(c, SP_ZONE_NONE, name, 0, &c->other);
+    c->other.plain.spliced = c->other.dnssec.spliced = true;
+    return rc == SP_ZONE_OK ? add(c, SP_DNS_BELOW_OTHER, 0, name, &c->other, SP_DNS_USER_DNAME)
+                            : rc;
+}
+
 static int emit_name(struct compiler *c, uint32_t name, int64_t *nxdomain)
 {
     struct sp_zone *z = c->z;
+    if (z->dnames && name != z->origin &&
+        sp_zone_dname_above(z, z->names[name].parent) != SP_ZONE_NONE)
+        return SP_ZONE_OK;                   /* occluded: the DNAME rewrites it */
     uint32_t cut = z->names[name].cut_top;
     bool sample = room_below(z, name);
     if (cut != SP_ZONE_NONE)
         return emit_below_cut(c, name, cut, sample);
     int rc = answer(c, name, name, 0, &c->other);
     if (rc == SP_ZONE_OK)
-        rc = add(c, SP_DNS_OTHER, 0, name, &c->other, false);
+        rc = add(c, SP_DNS_OTHER, 0, name, &c->other, 0);
     if (rc == SP_ZONE_OK && z->names[name].nrrsets)
         rc = typed_keys(c, name, name, false);
     if (rc != SP_ZONE_OK || !sample)
         return rc;
+    if (z->dnames && sp_zone_find_rrset(z, name, TYPE_DNAME) != SP_ZONE_NONE)
+        return emit_dname(c, name);
     uint32_t node = z->names[name].wildcard;
     if (node == SP_ZONE_NONE)
         return emit_nxdomain(c, name, nxdomain);
     rc = answer(c, SP_ZONE_NONE, name, 0, &c->other);
     if (rc == SP_ZONE_OK)
-        rc = add(c, SP_DNS_BELOW_OTHER, 0, name, &c->other, true);
+        rc = add(c, SP_DNS_BELOW_OTHER, 0, name, &c->other, SP_DNS_USER_WILDCARD);
     return rc == SP_ZONE_OK ? typed_keys(c, name, node, true) : rc;
 }
 
@@ -408,6 +427,8 @@ int sp_zone_recompile(struct sp_zone *z, struct sp_table_builder *b, uint32_t sl
     const struct sp_zone_rdata *soa = &z->rdatas[z->rrsets[z->soa].first];
     if (z->signed_zone)
         return recompile_declined(z, "a signed zone's proofs reach past the changed names");
+    if (z->dnames)
+        return recompile_declined(z, "a zone with DNAME records (they occlude what is below)");
     if (z->ntypes != z->old_ntypes || memcmp(z->types, z->old_types, z->ntypes * sizeof(*z->types)))
         return recompile_declined(z, "the zone's set of types changed");
     if (z->nul_labels != z->old_nul_labels)

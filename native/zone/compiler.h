@@ -19,6 +19,7 @@ struct form {
     size_t len;
     uint32_t drop;
     bool variable;
+    bool spliced;           /* a DNAME's, completed per name by dns.c: no INSERT */
     struct sp_zone_shifts shifts;
 };
 

@@ -249,6 +249,10 @@ static void signed_section(struct form *f, const struct sp_zone_rref *from, uint
     const struct sp_zone *z = f->d->z;
     for (uint16_t i = 0; i < n; i++) {
         const struct sp_zone_rref *r = &from[i];
+        if (r->rrset == SP_ZONE_SYNTHESIZED) {      /* a DNAME's CNAME: never signed */
+            put(f, dst, ndst, cap, *r);
+            continue;
+        }
         uint32_t own = z->rrsets[r->rrset].name;
         const uint8_t *own_wire = sp_zone_name_wire(z, own);
         uint8_t own_len = z->names[own].len;
@@ -445,6 +449,10 @@ int sp_zone_sign(const struct sp_zone_dnssec *d, const struct sp_zone_answer *a,
     out->rcode = a->rcode;
     out->aa = a->aa;
     out->referral = a->referral;
+    out->synthesized = a->synthesized;
+    out->template = a->template;
+    out->synthesized_len = a->synthesized_len;
+    memcpy(out->synthesized_target, a->synthesized_target, a->synthesized_len);
     signed_section(&f, a->an, a->nan, out->an, &out->nan,
                    sizeof(out->an) / sizeof(out->an[0]));
     if (a->referral) {

@@ -8,7 +8,7 @@
 #define MESSAGE_MAX 65535u
 #define ENTRIES_MAX 2048u
 
-enum { TYPE_SOA = 6, TYPE_MX = 15 };
+enum { TYPE_CNAME = 5, TYPE_SOA = 6, TYPE_MX = 15 };
 
 struct writer {
     uint8_t *out;           /* the stored response: header, then what follows the question */
@@ -110,18 +110,46 @@ static void put_rdata(struct writer *w, uint16_t type, const uint8_t *d, size_t 
     put(w, d + i, len - i);
 }
 
+static void put_owner(struct writer *w, const struct sp_zone_rref *r)
+{
+    if (r->owner == NULL)
+        put16(w, 0xc00c);            /* the question's name */
+    else
+        put_name(w, r->owner, r->owner_len);
+}
+
+/* A DNAME's synthesized CNAME (its target as resolve.c made it). */
+static void put_synthesized(struct writer *w, const struct sp_zone_answer *a,
+                            const struct sp_zone_rref *r)
+{
+    put_owner(w, r);
+    uint8_t fixed[8] = {0, TYPE_CNAME, 0, 1, (uint8_t)(r->ttl >> 24), (uint8_t)(r->ttl >> 16),
+                        (uint8_t)(r->ttl >> 8), (uint8_t)r->ttl};
+    put(w, fixed, 8);
+    size_t at = w->len;
+    put16(w, 0);
+    put_rdata(w, TYPE_CNAME, a->synthesized_target, a->synthesized_len);
+    if (!w->overflow) {
+        w->out[at] = (uint8_t)((w->len - at - 2) >> 8);
+        w->out[at + 1] = (uint8_t)(w->len - at - 2);
+    }
+}
+
 static uint16_t put_section(struct writer *w, const struct sp_zone *z,
-                            const struct sp_zone_rref *rrs, uint16_t n, bool authority)
+                            const struct sp_zone_answer *a, const struct sp_zone_rref *rrs,
+                            uint16_t n, bool authority)
 {
     uint16_t count = 0;
     for (uint16_t i = 0; i < n; i++) {
+        if (rrs[i].rrset == SP_ZONE_SYNTHESIZED) {
+            put_synthesized(w, a, &rrs[i]);
+            count++;
+            continue;
+        }
         const struct sp_zone_rrset *s = &z->rrsets[rrs[i].rrset];
         for (uint16_t k = 0; k < s->count; k++) {
             const struct sp_zone_rdata *d = &z->rdatas[s->first + k];
-            if (rrs[i].owner == NULL)
-                put16(w, 0xc00c);            /* the question's name */
-            else
-                put_name(w, rrs[i].owner, rrs[i].owner_len);
+            put_owner(w, &rrs[i]);
             uint8_t fixed[8] = {(uint8_t)(s->type >> 8), (uint8_t)s->type, 0, 1,
                                 (uint8_t)(rrs[i].ttl >> 24), (uint8_t)(rrs[i].ttl >> 16),
                                 (uint8_t)(rrs[i].ttl >> 8), (uint8_t)rrs[i].ttl};
@@ -172,14 +200,14 @@ size_t sp_zone_encode(const struct sp_zone *z, const struct sp_zone_answer *a,
     } else if (qname != NULL) {
         remember(&w, qname, qlen, 12, qlen);
     }
-    uint16_t an = put_section(&w, z, a->an, a->nan, false);
-    uint16_t ns = put_section(&w, z, a->ns, a->nns, true);
+    uint16_t an = put_section(&w, z, a, a->an, a->nan, false);
+    uint16_t ns = put_section(&w, z, a, a->ns, a->nns, true);
     size_t additional = w.len;
     if (w.shifts && w.shifts->plain_additional) {
         w.compress = false;
         w.shifts->additional_at = (uint32_t)additional;
     }
-    uint16_t ad = put_section(&w, z, a->ad, a->nad, false);
+    uint16_t ad = put_section(&w, z, a, a->ad, a->nad, false);
     if (w.overflow || (w.shifts && w.len + 255 + 4 > 65535))
         return 0;
     uint8_t head[12] = {0, 0, (uint8_t)(0x80 | (a->aa ? 0x04 : 0)), a->rcode & 0x0f, 0, 1,

@@ -5,7 +5,8 @@
 #include <string.h>
 
 enum { TYPE_A = 1, TYPE_NS = 2, TYPE_CNAME = 5, TYPE_MX = 15, TYPE_AAAA = 28, TYPE_SRV = 33,
-       TYPE_DS = 43, TYPE_RRSIG = 46, TYPE_NSEC = 47, TYPE_ANY = 255, RCODE_NXDOMAIN = 3 };
+       TYPE_DNAME = 39, TYPE_DS = 43, TYPE_RRSIG = 46, TYPE_NSEC = 47, TYPE_ANY = 255,
+       RCODE_NXDOMAIN = 3, RCODE_YXDOMAIN = 6 };
 
 /* The name being looked up: one the zone holds (id), or one it does not (id NONE,
  * closest encloser ce), written out (wire) or the question's own (wire NULL). */
@@ -122,6 +123,50 @@ static uint32_t lowest_type(const struct sp_zone *z, uint32_t node)
     return SP_ZONE_NONE;
 }
 
+uint32_t sp_zone_dname_above(const struct sp_zone *z, uint32_t from)
+{
+    uint32_t found = SP_ZONE_NONE;
+    for (uint32_t n = from; n != SP_ZONE_NONE; n = z->names[n].parent) {
+        if (sp_zone_find_rrset(z, n, TYPE_DNAME) != SP_ZONE_NONE)
+            found = n;
+        if (n == z->origin)
+            break;
+    }
+    return found;
+}
+
+/* RFC 6672: the DNAME, and a CNAME from the name to the name with the DNAME's owner
+ * replaced by its target (not followed further); YXDOMAIN when that is too long. For
+ * a BELOW key's asked name the CNAME is a template: dns.c completes it per name. */
+static void synthesize(const struct sp_zone *z, struct sp_zone_answer *a, const struct cursor *c,
+                       uint32_t dname)
+{
+    uint32_t set = sp_zone_find_rrset(z, dname, TYPE_DNAME);
+    a->an[a->nan++] = rref(z, set, NULL);
+    const struct sp_zone_rdata *d = &z->rdatas[z->rrsets[set].first];
+    const uint8_t *target = z->rdata_arena + d->off;
+    size_t len = sp_zone_wire_len(target, d->len), owner = z->names[dname].len;
+    /* the labels in front of the owner: the asked name's, or (BELOW) compiler.py's
+     * sample's, which is what a too long name is judged by */
+    size_t prefix = c->wire != NULL ? c->len - owner : owner + 16 <= SP_ZONE_NAME_MAX ? 16 : 2;
+    if (len == 0 || prefix + len > SP_ZONE_NAME_MAX) {
+        a->rcode = RCODE_YXDOMAIN;
+        return;
+    }
+    a->synthesized = true;
+    a->template = c->wire == NULL;
+    uint8_t *out = a->synthesized_target;
+    if (!a->template)
+        memcpy(out, c->wire, prefix);
+    else
+        prefix = 0;
+    memcpy(out + prefix, target, len);
+    a->synthesized_len = (uint8_t)(prefix + len);
+    struct sp_zone_rref cname = {.rrset = SP_ZONE_SYNTHESIZED, .ttl = z->rrsets[set].ttl,
+                                 .owner = c->wire, .owner_len = (uint8_t)c->len};
+    a->an[a->nan++] = cname;
+}
+
 /* Point the cursor at a CNAME's target (lower-cased into buf). */
 static void move_to(const struct sp_zone *z, struct cursor *c, const uint8_t *target, size_t len)
 {
@@ -151,6 +196,13 @@ int sp_zone_resolve(const struct sp_zone *z, uint32_t name, uint32_t below, uint
         uint32_t cut = z->names[c.ce].cut_top;   /* at or above: c is no cut when not held */
         if (cut != SP_ZONE_NONE && !(qtype == TYPE_DS && c.id == cut))
             return sp_zone_referral(z, cut, a);
+        uint32_t above = c.id == SP_ZONE_NONE ? c.ce : z->names[c.id].parent;
+        uint32_t dname = z->dnames && above != SP_ZONE_NONE ? sp_zone_dname_above(z, above)
+                                                              : SP_ZONE_NONE;
+        if (dname != SP_ZONE_NONE) {
+            synthesize(z, a, &c, dname);
+            return 0;
+        }
         uint32_t node = c.id;
         if (node != SP_ZONE_NONE && z->names[node].nrrsets == 0) {   /* empty non-terminal */
             negative(z, a, 0, &c, node);

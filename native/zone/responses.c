@@ -79,6 +79,10 @@ static int remember_soa(struct sp_zone *z, uint32_t index, const struct sp_zone_
 /* The DNS patch list, and a SHIFT for each pointer a variable response moves. */
 static uint16_t patch_list(struct compiler *c, const struct form *f)
 {
+    if (f->spliced) {
+        memcpy(c->patches, sp_compiler_spliced_patches, sizeof(sp_compiler_spliced_patches));
+        return 3;
+    }
     uint16_t n = sizeof(dns_patches) / sizeof(dns_patches[0]);
     memcpy(c->patches, dns_patches, sizeof(dns_patches));
     for (uint16_t i = 0; f->variable && i < f->shifts.n; i++)

@@ -254,14 +254,14 @@ static int decline(struct sp_zone *z, const char *why, uint32_t name)
 
 bool sp_zone_type_in_c(uint16_t type)
 {
-    return type != TYPE_SIG && type != TYPE_NXT && type != TYPE_DNAME;
+    return type != TYPE_SIG && type != TYPE_NXT;
 }
 
 bool sp_zone_type_patchable(uint16_t type)
 {
     switch (type) {
     case TYPE_RRSIG: case TYPE_NSEC: case TYPE_DNSKEY: case TYPE_NSEC3: case TYPE_NSEC3PARAM:
-    case TYPE_CDS: case TYPE_CDNSKEY:
+    case TYPE_CDS: case TYPE_CDNSKEY: case TYPE_DNAME:     /* proofs, occlusion: whole */
         return false;
     default:
         return sp_zone_type_in_c(type);
@@ -295,7 +295,7 @@ static int group(struct sp_zone *z)
     for (uint32_t i = 0; i < z->nrecords; i++) {
         const struct sp_zone_record *r = &z->records[i];
         if (!sp_zone_type_in_c(r->type))
-            return decline(z, "a DNAME, SIG or NXT record", r->name);
+            return decline(z, "a SIG or NXT record", r->name);
         if (!sp_zone_is_subdomain(sp_zone_name_wire(z, r->name), z->names[r->name].len,
                                   sp_zone_name_wire(z, z->origin), z->names[z->origin].len))
             return decline(z, "a name outside the origin", r->name);
@@ -559,12 +559,14 @@ int sp_zone_finish(struct sp_zone *z, const uint8_t *origin, size_t origin_len)
     int rc = group(z);
     if (rc != SP_ZONE_OK)
         return rc;
+    z->dnames = false;
     for (uint32_t i = 0; i < z->nrrsets; i++) {
         const struct sp_zone_rrset *s = &z->rrsets[i];
         if (s->type == TYPE_SOA && s->name != z->origin)
             return decline(z, "an SOA record below the origin", s->name);
         if (s->type == TYPE_CNAME && !alone_but_dnssec(z, s->name))
             return decline(z, "a CNAME and other records", s->name);
+        z->dnames |= s->type == TYPE_DNAME;
     }
     rc = hide_nsec3_owners(z);
     if (rc != SP_ZONE_OK)

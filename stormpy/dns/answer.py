@@ -83,7 +83,7 @@ def section_wire(qname: dns.name.Name | None, rrsets: list, splice=None) -> tupl
         owner = b"\xc0\x0c" if rrset.name == qname else rrset.name.to_wire()
         for rdata in rrset:
             data = rdata.to_wire()
-            if splice and rrset.rdtype == CNAME and rrset.name == qname:
+            if splice and splice[0] == qname and rrset.rdtype == CNAME and rrset.name == qname:
                 data = splice[1].to_wire()   # dns.c puts the asked name's prefix in front
             body += owner + struct.pack("!HHIH", rrset.rdtype, rrset.rdclass, rrset.ttl, len(data))
             body += data

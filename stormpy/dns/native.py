@@ -2,8 +2,8 @@
 encoded in native/zone/ straight into the table builder, with no Python per record.
 
 compiler.py stays the reference and the path for everything the C side declines
-(DNAME, $GENERATE, NSEC3-signed zones, nested zones, a build without ldns): each load and each compile says at debug level which path it
-took and why. STORMPY_ZONE_LOADER=python forces the Python path (tests compare both).
+($GENERATE, an NSEC3 chain without SHA-1 hashes, nested zones, a build without ldns):
+each load and each compile says at debug level which path it took and why. STORMPY_ZONE_LOADER=python forces the Python path (tests compare both).
 """
 from __future__ import annotations
 

@@ -6,7 +6,7 @@
  * reference; tests compare every key's answer both ways). What it does not handle
  * it declines, and the control plane then loads and compiles the zone in Python:
  * sp_zone_read() and sp_zone_finish() return SP_ZONE_DECLINED with the reason in
- * zone->why (DNAME, $GENERATE, a record without a TTL before any $TTL, anything ldns
+ * zone->why ($GENERATE, a record without a TTL before any $TTL, SIG, anything ldns
  * rejects: the Python loader words each error), and sp_zone_compile() for an NSEC3
  * chain it does not judge (no SHA-1 NSEC3PARAM, owners that are no hashes).
  *
@@ -15,7 +15,8 @@
  *              non-terminals and zone cuts (sp_zone_finish);
  *   read.c     the master file, record by record, through ldns (optional: built
  *              when pkg-config finds ldns);
- *   resolve.c  the answer to (name, type): CNAME chains, wildcards, referrals, glue;
+ *   resolve.c  the answer to (name, type): CNAME chains, wildcards, referrals, glue,
+ *              the CNAME a DNAME synthesizes;
  *   encode.c   an answer in wire format, names compressed;
  *   dnssec.c   a signed zone's answers with their RRSIGs and NSEC or NSEC3 proofs;
  *   nsec3.c    the NSEC3 chain in hash order, and the blob dns.c splices from;
@@ -117,6 +118,7 @@ struct sp_zone {
     bool nul_labels;            /* some name's first label starts with a zero byte */
     bool signed_zone;           /* DNSKEY and RRSIGs at the origin: answers get DNSSEC forms */
     bool nsec3;                 /* NSEC3PARAM at the origin and NSEC3 records */
+    bool dnames;                /* DNAME records: the names below each are occluded */
     /* Since the last compile: the names patches changed and the zone as it was then,
      * for sp_zone_recompile(). */
     bool pending;
@@ -168,11 +170,11 @@ int sp_zone_finish(struct sp_zone *z, const uint8_t *origin, size_t origin_len);
 int sp_zone_reopen(struct sp_zone *z, const uint8_t *const *names, const size_t *lens,
                    size_t count);
 
-/* Whether records of this type stay on the C path: DNAME and the obsolete SIG and NXT
- * go to the Python compiler (sp_zone_finish declines a zone holding one). */
+/* Whether records of this type stay on the C path: the obsolete SIG and NXT go to the
+ * Python compiler (sp_zone_finish declines a zone holding one). */
 bool sp_zone_type_in_c(uint16_t type);
 /* Whether a patch (a secondary's IXFR) may carry records of this type: not DNSSEC's,
- * whose proofs reach beyond the names a patch touches. */
+ * whose proofs reach beyond the names a patch touches, nor DNAME, which occludes them. */
 bool sp_zone_type_patchable(uint16_t type);
 
 /* Read a master file with ldns. origin: text, or NULL to take the file's first
@@ -243,10 +245,19 @@ enum sp_zone_denial { SP_ZONE_NO_DENIAL, SP_ZONE_NXDOMAIN, SP_ZONE_NODATA };
 
 #define SP_ZONE_AUTHORITY_MAX 32       /* a signed denial's SOA, proofs and their RRSIGs */
 
+/* An rref's rrset for the CNAME a DNAME synthesizes (RFC 6672): owned by the name it
+ * rewrites, its target in the answer's `synthesized`. */
+#define SP_ZONE_SYNTHESIZED (SP_ZONE_NONE - 1)
+
 /* The sections' arrays have room for a DNSSEC form's RRSIGs beside each RRset. */
 struct sp_zone_answer {
     uint8_t rcode;
     bool aa, referral;
+    /* the synthesized CNAME's target, when the answer has one; a template (the
+     * DNAME's target, dns.c's dname.c puts the asked labels in front) when it is
+     * owned by the asked name of a BELOW key */
+    bool synthesized, template;
+    uint8_t synthesized_len;
     uint16_t nan, nns, nad;
     uint8_t denial;                /* enum sp_zone_denial */
     struct sp_zone_point denied;   /* the name denied */
@@ -258,7 +269,12 @@ struct sp_zone_answer {
     struct sp_zone_rref ns[SP_ZONE_AUTHORITY_MAX];
     struct sp_zone_rref ad[2 * SP_ZONE_ADDITIONAL_MAX];
     uint8_t names[SP_ZONE_MAX_CHAIN + 1][SP_ZONE_NAME_MAX];  /* chain targets, lower-cased */
+    uint8_t synthesized_target[SP_ZONE_NAME_MAX];
 };
+
+/* The topmost DNAME owner at `from` (a name id) or above it, or SP_ZONE_NONE: a name
+ * below it is rewritten by it (occluded). */
+uint32_t sp_zone_dname_above(const struct sp_zone *z, uint32_t from);
 
 /* The answer to (name, qtype) as compiler.py's ZoneIndex.resolve gives it. name is a
  * name id; SP_ZONE_NONE with below set means a name the zone does not hold, just
