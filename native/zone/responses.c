@@ -79,12 +79,9 @@ static int remember_soa(struct sp_zone *z, uint32_t index, const struct sp_zone_
 /* The DNS patch list, and a SHIFT for each pointer a variable response moves. */
 static uint16_t patch_list(struct compiler *c, const struct form *f)
 {
-    if (f->spliced) {
-        memcpy(c->patches, sp_compiler_spliced_patches, sizeof(sp_compiler_spliced_patches));
-        return 3;
-    }
-    uint16_t n = sizeof(dns_patches) / sizeof(dns_patches[0]);
-    memcpy(c->patches, dns_patches, sizeof(dns_patches));
+    uint16_t n = f->spliced ? 3 : 4;        /* a spliced one without the question's INSERT */
+    memcpy(c->patches, f->spliced ? sp_compiler_spliced_patches : dns_patches,
+           n * sizeof(struct sp_patch));
     for (uint16_t i = 0; f->variable && i < f->shifts.n; i++)
         c->patches[n++] = (struct sp_patch){.op = SP_PATCH_SHIFT, .field = SP_DNS_FIELD_QUESTION,
                                             .dst = f->shifts.at[i], .len = f->shifts.question};
