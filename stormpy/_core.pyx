@@ -8,6 +8,7 @@ includes/core.pxd.
 """
 from libc.stdint cimport uint8_t, uint16_t, uint32_t, uint64_t, int64_t, uintptr_t
 from libc.string cimport memset
+from libc.stdlib cimport free
 from libc.errno cimport errno
 from posix.unistd cimport getpid
 from cpython.bytes cimport PyBytes_FromStringAndSize

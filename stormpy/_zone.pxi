@@ -160,7 +160,13 @@ cdef class NativeZone:
     def node(self, bytes owner not None):
         """The RRsets at a name (lower-cased wire) as rrsets() gives them, [] when the
         zone does not hold it: what an IXFR's delta changes is read from here."""
-        cdef uint32_t id = sp_zone_lookup(self.z, owner, len(owner))
+        return self._records_at(sp_zone_lookup(self.z, owner, len(owner)))
+
+    def held(self, bytes owner not None):
+        """node(), hashed NSEC3 owners included: every record the zone transfers."""
+        return self._records_at(sp_zone_find(self.z, owner, len(owner)))
+
+    cdef list _records_at(self, uint32_t id):
         cdef const sp_zone_rrset *s
         cdef const sp_zone_rdata *d
         cdef uint32_t i, k
@@ -176,6 +182,46 @@ cdef class NativeZone:
                 datas.append(self.z.rdata_arena[d.off:d.off + d.len])
             out.append((s.type, s.ttl, datas))
         return out
+
+    def transfer_sections(self, size_t budget, size_t cap, uint16_t origin_at=12):
+        """An AXFR's answer sections (RFC 5936: SOA, every other record, SOA) as
+        (wire, records), each up to budget bytes (one record may take it to cap), owners
+        compressed to origin_at. The caller holds the zone still while it iterates."""
+        cdef sp_zone_walk walk
+        cdef uint16_t count
+        cdef size_t used
+        cdef bytearray out = bytearray(cap)
+        cdef uint8_t *p = out
+        sp_zone_walk_init(&walk)
+        while walk.phase != SP_ZONE_WALK_DONE:
+            used = sp_zone_walk_write(self.z, &walk, p, cap, budget, origin_at, &count)
+            if count == 0:
+                raise ValueError("a record too large for a transfer message")
+            yield bytes(out[:used]), count
+
+    def difference(self, NativeZone old not None, size_t limit):
+        """The owners (wire) whose records differ between old and this zone, or None
+        past limit of them."""
+        cdef uint32_t *ids = NULL
+        cdef size_t count = 0, i
+        cdef int rc
+        cdef sp_zone *z
+        cdef uint32_t id
+        with nogil:
+            rc = sp_zone_difference(old.z, self.z, limit, &ids, &count)
+        try:
+            if rc == SP_ZONE_NOMEM:
+                raise MemoryError()
+            if rc != SP_ZONE_OK:
+                return None
+            owners = []
+            for i in range(count):
+                id = ids[i] & ~SP_ZONE_FROM_OLD
+                z = old.z if ids[i] & SP_ZONE_FROM_OLD else self.z
+                owners.append(sp_zone_name_wire(z, id)[:z.names[id].len])
+            return owners
+        finally:
+            free(ids)
 
     @property
     def pending(self):

@@ -9,6 +9,10 @@ time from the IXFR landing to a new table, placed in the memory shared with the
 workers as the server does: in pages already in memory, faulted in after the swap
 before (engine/shm.h). Two IXFRs in a row are timed, the second's figures kept. A whole compile of the patched store is
 timed too, for comparison.
+
+As a primary of other servers: the journal's change after the patch (from the records
+it replaced), the change between the zone and its file read again (two C stores
+compared), and an AXFR out written from the C store, TSIG-signed.
 """
 from __future__ import annotations
 
@@ -25,11 +29,13 @@ import dns.zone
 from stormpy.bench.errors import BenchError
 from stormpy.bench.report import markdown_table, say, write_csv
 from stormpy.bench.workload import write_compile_zone
+from stormpy.dns import journal
 from stormpy.table_region import shared_table_ref
 
 STEPS = ["read (dnspython)", "into the C store", "compile", "apply the delta",
          "patch the C store", "edit the table", "place for the workers",
-         "compile whole (not in the swap)"]
+         "compile whole (not in the swap)", "journal: the patch's change",
+         "journal: store against store", "AXFR out (C store, TSIG)"]
 
 
 def _timed(step: str, times: dict, fn):
@@ -44,7 +50,7 @@ def _delta(zone: dns.zone.Zone, n: int) -> None:
         soa = zone.get_rdataset(zone.origin, "SOA")
         txn.replace(zone.origin, dns.rdataset.from_rdata(soa.ttl, soa[0].replace(serial=soa[0].serial + 1)))
         txn.add(dns.name.from_text(f"added{n}", zone.origin), 60, dns.rdata.from_text("IN", "A", "192.0.2.99"))
-        txn.delete(dns.name.from_text(f"host{n:06d}", zone.origin), "A")
+        txn.delete(dns.name.from_text(f"host{n}", zone.origin), "A")
 
 
 def _check_delta_served(table, origin, n: int) -> None:
@@ -60,6 +66,28 @@ def _edit(ref, prepared):
     builder = ref.edit()
     prepared.native.recompile_into(builder)
     return builder.finish()
+
+
+def _as_a_primary(path: str, prepared, times: dict) -> None:
+    import base64
+    import dns.message
+    import dns.tsig
+    import dns.xfr
+    from stormpy.dns import native
+    from stormpy.dns.transfer import transfer_answer
+    again = native.load(path, prepared.origin.to_text())       # the file, two deltas behind
+    change = _timed(STEPS[9], times, lambda: journal.Journal.difference(
+        prepared.origin, journal.published(again), journal.published(prepared)))
+    if change is None or len(change.added) != 2 or len(change.deleted) != 2:
+        raise BenchError(f"the stores' difference is not the two deltas': {change}")
+    key = dns.tsig.Key("bench.", base64.b64encode(bytes(32)).decode(), "hmac-sha256")
+    query, _ = dns.xfr.make_query(dns.zone.Zone(prepared.origin), serial=None,
+                                  keyring={key.name: key}, keyname=key.name)
+    asked = dns.message.from_wire(query.to_wire(), keyring={key.name: key})
+    messages, _ = _timed(STEPS[10], times, lambda: transfer_answer(asked, prepared, None))
+    sent = sum(int.from_bytes(m[6:8], "big") for m in messages)
+    if sent != prepared.record_count + 1:           # the SOA opens and closes it
+        raise BenchError(f"the AXFR carries {sent} records, not {prepared.record_count + 1}")
 
 
 def measure(path: str) -> dict:
@@ -78,8 +106,14 @@ def measure(path: str) -> dict:
     for n in (1, 2):            # the second IXFR's figures are the ones kept
         zone.changed_names = set()
         _timed(STEPS[3], times, lambda: _delta(zone, n))
+        was = journal.published(prepared)
         if not _timed(STEPS[4], times, lambda: native.patch(prepared, zone, zone.changed_names)):
             raise BenchError("the C path declined the patched zone")
+        change = _timed(STEPS[8], times, lambda: journal.Journal.difference(
+            zone.origin, was, journal.published(prepared)))
+        if change is None or len(change.added) != 1 or len(change.deleted) != 1:
+            raise BenchError(f"the journal's change is not the delta's: {change}")
+        prepared.replaced.clear()
         edited = _timed(STEPS[5], times, lambda: _edit(ref, prepared))
         _check_delta_served(edited, zone.origin, n)
         _timed(STEPS[6], times, lambda: ref.publish(edited))
@@ -87,6 +121,7 @@ def measure(path: str) -> dict:
         ref.prefault()
     whole, _ = _timed(STEPS[7], times, lambda: compile_zones([prepared]))
     _check_delta_served(whole, zone.origin, 2)
+    _as_a_primary(path, prepared, times)
     times["swap after the IXFR"] = times[STEPS[4]] + times[STEPS[5]] + times[STEPS[6]]
     return {k: round(v, 4) for k, v in times.items()}
 

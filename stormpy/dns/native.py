@@ -35,7 +35,9 @@ class NativeZone:
 
     def __init__(self, path: str, origin: str | None, native):
         self.path, self.native, self._origin_arg, self._zone = path, native, origin, None
-        self.lock = threading.Lock()    # a patch and a write of the file never overlap
+        self.lock = threading.Lock()    # a patch never overlaps a write or a transfer out
+        self.replaced: dict[bytes, list] = {}   # owner -> its records before the patches
+                                                # since it was published (journal.py)
         self.origin = dns.name.from_wire(native.origin_wire, 0)[0]
 
     @property
@@ -159,8 +161,12 @@ def patch_names(prepared: NativeZone, nodes: dict) -> None:
             for rds in rdatasets:
                 for rd in rds:
                     yield wire, rds.rdtype, rds.ttl, rd.to_wire()
+    owners = [name.canonicalize().to_wire() for name in nodes]
     with progress(f"patching {prepared.origin.to_text()}"), prepared.lock:
-        prepared.native.patch([name.to_wire() for name in nodes], records())
+        for owner in owners:
+            if owner not in prepared.replaced:
+                prepared.replaced[owner] = prepared.native.held(owner)
+        prepared.native.patch(owners, records())
 
 
 LEFTOVERS_FLOOR = 1 << 20

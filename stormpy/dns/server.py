@@ -19,8 +19,8 @@ from stormpy.config import ServerConfig
 from stormpy.dns.compiler import assign_zone_slots, compile_zones
 from stormpy.dns.handoff import Handoff, TransferService
 from stormpy.dns.secondary import Secondary, servfail_for
-from stormpy.dns.transfer import (Journal, TransferPolicy, parse_address, parse_tsig, send_notify,
-                                  soa_and_nodes)
+from stormpy.dns.journal import Journal, published
+from stormpy.dns.transfer import TransferPolicy, parse_address, parse_tsig, send_notify
 from stormpy.dns.zone import Zone, import_rdata_classes, load_zone, with_origins
 from stormpy.errors import StormpyError, ZoneError
 from stormpy.server import Server
@@ -163,7 +163,7 @@ class DnsServer(Server):
         if self.journal is None:
             return []
         return [(z.origin, self.journal.difference(z.origin, self.published[z.origin],
-                                                   soa_and_nodes(z.zone)))
+                                                   published(z)))
                 for z in served if z.origin in self.published]
 
     def reload_published(self) -> None:
@@ -173,10 +173,12 @@ class DnsServer(Server):
             self._whole_bytes = self.stats.memory_bytes
         now = time.time()
         if self.journal is not None:
-            self.published = {z.origin: soa_and_nodes(z.zone) for z in fresh if z is not None}
+            self.published = {z.origin: published(z) for z in fresh if z is not None}
             for origin, change in changes:
                 if change is not None:
                     self.journal.add(origin, change)
+        for z in fresh:         # the journal has taken the patches' changes
+            getattr(z, "replaced", {}).clear()
         for f, z in zip(self.files, fresh):
             if z is None:
                 f.zone, f.serial, f.records = None, 0, 0
@@ -231,8 +233,8 @@ class DnsServer(Server):
                       for s in self.secondaries]
 
     def served_zone(self, name):
-        """The published zone called name (a dns.zone.Zone), for transfers out."""
-        return next((f.zone.zone for f in self.files if f.zone is not None and f.zone.origin == name),
+        """The published zone called name (a Zone or NativeZone), for transfers out."""
+        return next((f.zone for f in self.files if f.zone is not None and f.zone.origin == name),
                     None)
 
     def release(self):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import io
 import ipaddress
 import logging
 import socket
@@ -23,12 +24,15 @@ import dns.name
 import dns.opcode
 import dns.query
 import dns.rcode
+import dns.rdataclass
 import dns.rdatatype
 import dns.rrset
 import dns.serial
 import dns.tsig
 import dns.zone
 
+from stormpy.dns.journal import Journal, soa_rrset
+from stormpy.dns.zone import Zone
 from stormpy.errors import StormpyError
 
 log = logging.getLogger("stormpy")
@@ -36,6 +40,7 @@ log = logging.getLogger("stormpy")
 TSIG_ALGORITHMS = ("hmac-sha256", "hmac-sha384", "hmac-sha512", "hmac-sha224", "hmac-sha1",
                    "hmac-md5")
 MESSAGE_BUDGET = 16000        # bytes of records per transfer message (at most 65535)
+MESSAGE_CAP = 65535 - 1024    # one large record's most: room for header, question, OPT, TSIG
 TRANSFER_SECONDS = 60.0       # the longest one outbound transfer may take
 QUERY_WAIT_SECONDS = 5.0      # the longest a transfer connection waits for its query
 
@@ -208,95 +213,25 @@ def _response(query: dns.message.Message) -> dns.message.Message:
     return r
 
 
-@dataclass
-class Change:
-    """One new serial of a served zone: its SOA before and after, the records gone
-    and the records come (RFC 1995 section 4's difference sequence)."""
-    old_soa: dns.rrset.RRset
-    new_soa: dns.rrset.RRset
-    deleted: list
-    added: list
-
-
-class Journal:
-    """The last changes of each served zone, kept in memory for IXFR out. A change is
-    found by comparing the zone's nodes before and after; a node a transaction did not
-    touch is the same object in both (dnspython copies on write), so an IXFR'd zone's
-    difference costs what changed, and a re-read file's costs one pass over it."""
-    KEEP = 20
-
-    def __init__(self):
-        self.changes: dict[dns.name.Name, list[Change]] = {}
-
-    @staticmethod
-    def difference(origin, old: tuple, new: tuple) -> Change | None:
-        """old and new: (SOA rrset, nodes) as published; None for the same serial."""
-        (old_soa, old_nodes), (new_soa, new_nodes) = old, new
-        if old_soa[0].serial == new_soa[0].serial:
-            return None
-        deleted, added = [], []
-        for name in old_nodes.keys() | new_nodes.keys():
-            a, b = old_nodes.get(name), new_nodes.get(name)
-            if a is not b:
-                deleted += _missing(name, a, b, origin)
-                added += _missing(name, b, a, origin)
-        return Change(old_soa, new_soa, deleted, added)
-
-    def add(self, origin, change: Change) -> None:
-        kept = self.changes.setdefault(origin, [])
-        kept.append(change)
-        del kept[:-self.KEEP]
-
-    def since(self, origin, serial: int) -> list[Change] | None:
-        """The changes from serial to now, or None when they are not all here."""
-        kept = self.changes.get(origin, [])
-        for i, c in enumerate(kept):
-            if c.old_soa[0].serial == serial:
-                chain = kept[i:]
-                if all(x.new_soa[0].serial == y.old_soa[0].serial for x, y in zip(chain, chain[1:])):
-                    return chain
-        return None
-
-
-def _missing(name, node, other, origin) -> list:
-    """node's RRsets (but the origin's SOA) as records that other does not have."""
-    out = []
-    for rdataset in (node.rdatasets if node is not None else ()):
-        if name == origin and rdataset.rdtype == dns.rdatatype.SOA:
-            continue
-        theirs = other.get_rdataset(rdataset.rdclass, rdataset.rdtype, rdataset.covers) \
-            if other is not None else None
-        same_ttl = theirs is not None and theirs.ttl == rdataset.ttl
-        rrset = dns.rrset.RRset(name, rdataset.rdclass, rdataset.rdtype, rdataset.covers)
-        rrset.update_ttl(rdataset.ttl)
-        for rdata in rdataset:
-            if not same_ttl or rdata not in theirs:
-                rrset.add(rdata)
-        if len(rrset):
-            out.append(rrset)
-    return out
-
-
-def soa_and_nodes(zone: dns.zone.Zone) -> tuple:
-    return zone.find_rrset(zone.origin, dns.rdatatype.SOA), zone.nodes
-
-
-def transfer_answer(query: dns.message.Message, zone: dns.zone.Zone | None,
-                    refusal: str | None, journal: Journal | None = None) -> tuple[list[bytes], str]:
-    """The wire messages that answer an AXFR or IXFR query, and what to log."""
+def transfer_answer(query: dns.message.Message, served, refusal: str | None,
+                    journal: Journal | None = None) -> tuple[list[bytes], str]:
+    """The wire messages that answer an AXFR or IXFR query, and what to log. served:
+    the zone asked for (a dns/zone.py Zone, a NativeZone or a dnspython zone) or None."""
     q = query.question[0]
-    if refusal is not None or zone is None:
+    if refusal is not None or served is None:
         r = _response(query)
         r.set_rcode(dns.rcode.NOTAUTH)
         return [r.to_wire()], f"refused ({refusal or 'no such zone here'})"
-    soa = zone.find_rrset(zone.origin, dns.rdatatype.SOA)
+    if isinstance(served, dns.zone.Zone):
+        served = Zone(path="", origin=served.origin, zone=served)
+    soa = soa_rrset(served)
     serial = soa[0].serial
     if q.rdtype == dns.rdatatype.IXFR:
         theirs = next((rr[0].serial for rr in query.authority
                        if rr.rdtype == dns.rdatatype.SOA and len(rr)), None)
         if theirs is not None and not newer(serial, theirs):
             return transfer_messages(query, [soa]), f"IXFR: serial {serial} is current"
-        chain = journal.since(zone.origin, theirs) if journal and theirs is not None else None
+        chain = journal.since(served.origin, theirs) if journal and theirs is not None else None
         if chain:
             rrsets = [soa]
             for c in chain:
@@ -304,8 +239,51 @@ def transfer_answer(query: dns.message.Message, zone: dns.zone.Zone | None,
             rrsets.append(soa)
             return transfer_messages(query, rrsets), f"IXFR {theirs} -> {serial}"
         # the difference is not kept: the whole zone (RFC 1995 section 4 allows it)
-        return transfer_messages(query, zone_rrsets(zone)), f"IXFR as full zone, serial {serial}"
-    return transfer_messages(query, zone_rrsets(zone)), f"AXFR, serial {serial}"
+        return zone_messages(query, served), f"IXFR as full zone, serial {serial}"
+    return zone_messages(query, served), f"AXFR, serial {serial}"
+
+
+def zone_messages(query: dns.message.Message, served) -> list[bytes]:
+    """The whole zone as an AXFR's messages: written in C from the store when the zone
+    is held there (a million records with no copy of them in Python), else from
+    dnspython's zone."""
+    native = getattr(served, "native", None)
+    if native is None:
+        return transfer_messages(query, zone_rrsets(served.zone))
+    with served.lock:           # no patch while the store is walked
+        sections = list(native.transfer_sections(MESSAGE_BUDGET, MESSAGE_CAP))
+    return wire_messages(query, sections)
+
+
+def wire_messages(query: dns.message.Message, sections) -> list[bytes]:
+    """Responses to query, one per section (answer records in wire form, owners
+    compressed against the question's name at offset 12, and their count), signed as a
+    TSIG stream as transfer_messages signs."""
+    r = _response(query)
+    q = r.question[0]
+    question = q.name.to_wire() + struct.pack("!HH", q.rdtype, q.rdclass)
+    opt = io.BytesIO()
+    if r.opt is not None:
+        r.opt.to_wire(opt)
+    wires, ctx = [], None
+    for records, count in sections:
+        wire = struct.pack("!6H", r.id, r.flags, 1, count, 0, 1 if opt.tell() else 0) \
+            + question + records + opt.getvalue()
+        if r.tsig is not None:
+            wire, ctx = _signed(wire, r, ctx)
+        wires.append(wire)
+    return wires
+
+
+def _signed(wire: bytes, r: dns.message.Message, ctx):
+    """wire with r's TSIG record added, the MAC chained from ctx (RFC 8945 5.3.1)."""
+    tsig, ctx = dns.tsig.sign(wire, r.keyring, r.tsig[0], int(time.time()), r.request_mac,
+                              ctx, True)
+    rdata = tsig.to_wire()
+    record = r.keyname.to_wire() + struct.pack("!HHIH", dns.rdatatype.TSIG, dns.rdataclass.ANY,
+                                               0, len(rdata)) + rdata
+    arcount = struct.unpack_from("!H", wire, 10)[0] + 1
+    return wire[:10] + struct.pack("!H", arcount) + wire[12:] + record, ctx
 
 
 def send_notify(origin: dns.name.Name, serial: int, target: tuple[str, int], keys: list) -> None:
@@ -335,7 +313,7 @@ def send_notify(origin: dns.name.Name, serial: int, target: tuple[str, int], key
 def transfer_replies(wire: bytes, peer: str, find_zone, policy: TransferPolicy,
                      journal: Journal | None = None) -> list[bytes]:
     """The messages that answer one AXFR or IXFR query from peer (a refusal included).
-    find_zone(name) gives the served dns.zone.Zone or None."""
+    find_zone(name) gives the served zone or None."""
     try:
         query = parse_message(wire, keyring_of(policy.keys))
         if not query.question or query.question[0].rdtype not in (dns.rdatatype.AXFR,

@@ -689,12 +689,25 @@ cdef extern from "stormpy/zone/zone.h" nogil:
     bint sp_zone_reader_available()
     bint sp_zone_type_patchable(uint16_t type)
     uint32_t sp_zone_lookup(const sp_zone *z, const uint8_t *wire, size_t len)
+    uint32_t sp_zone_find(const sp_zone *z, const uint8_t *wire, size_t len)
     int sp_zone_write(sp_zone *z, const char *path)
     const uint8_t *sp_zone_name_wire(const sp_zone *z, uint32_t id)
     int sp_zone_compile(sp_zone *z, sp_table_builder *b, uint32_t slot,
                         sp_zone_compile_stats *stats)
     int sp_zone_recompile(sp_zone *z, sp_table_builder *b, uint32_t slot,
                           sp_zone_compile_stats *stats)
+
+cdef extern from "stormpy/zone/transfer.h" nogil:
+    enum sp_zone_walk_phase:
+        SP_ZONE_WALK_DONE
+    struct sp_zone_walk:
+        sp_zone_walk_phase phase
+    const uint32_t SP_ZONE_FROM_OLD
+    void sp_zone_walk_init(sp_zone_walk *w)
+    size_t sp_zone_walk_write(const sp_zone *z, sp_zone_walk *w, uint8_t *out, size_t cap,
+                              size_t budget, uint16_t origin_at, uint16_t *count)
+    int sp_zone_difference(const sp_zone *old, const sp_zone *now, size_t limit,
+                           uint32_t **out, size_t *count)
 
 cdef extern from "stormpy/zone/axfr.h" nogil:
     enum:

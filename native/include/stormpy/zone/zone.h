@@ -21,7 +21,8 @@
  *   dnssec.c   a signed zone's answers with their RRSIGs and NSEC or NSEC3 proofs;
  *   nsec3.c    the NSEC3 chain in hash order, and the blob dns.c splices from;
  *   compile.c  every key of the zone into a table builder (dns.h's key kinds);
- *   responses.c  each response stored once (compile.c's, private: compiler.h).
+ *   responses.c  each response stored once (compile.c's, private: compiler.h);
+ *   transfer.c the zone sent out: AXFR records, and two stores' difference (transfer.h).
  */
 #ifndef STORMPY_ZONE_ZONE_H
 #define STORMPY_ZONE_ZONE_H
