@@ -17,7 +17,7 @@ SOURCES := pyproject.toml setup.py stormpy/_core.pyx $(wildcard stormpy/*.pxi st
 # sbin directories count too (knotd and nginx live there, outside a normal user's PATH)
 BUILD_TOOLS := cc:gcc make:make $(PYTHON):python3 clang:clang pkg-config:pkg-config
 TEST_TOOLS := knotd:knot ip:iproute2 ping:iputils-ping ethtool:ethtool valgrind:valgrind nginx:nginx wrk:wrk \
-              curl:curl wget:wget nft:nftables ldns-signzone:ldnsutils
+              curl:curl wget:wget nft:nftables ldns-signzone:ldnsutils kdig:knot-dnsutils
 DEMO_TOOLS := dig:bind9-dnsutils
 
 define need

@@ -183,10 +183,12 @@ cdef class NativeZone:
             out.append((s.type, s.ttl, datas))
         return out
 
-    def transfer_sections(self, size_t budget, size_t cap, uint16_t origin_at=12):
+    def transfer_sections(self, size_t budget, size_t cap, uint16_t section_at,
+                          uint16_t origin_at=12):
         """An AXFR's answer sections (RFC 5936: SOA, every other record, SOA) as
-        (wire, records), each up to budget bytes (one record may take it to cap), owners
-        compressed to origin_at. The caller holds the zone still while it iterates."""
+        (wire, records), each up to budget bytes (one record may take it to cap), for
+        messages where the section starts at section_at and the zone's name is spelled
+        at origin_at. The caller holds the zone still while it iterates."""
         cdef sp_zone_walk walk
         cdef uint16_t count
         cdef size_t used
@@ -194,7 +196,8 @@ cdef class NativeZone:
         cdef uint8_t *p = out
         sp_zone_walk_init(&walk)
         while walk.phase != SP_ZONE_WALK_DONE:
-            used = sp_zone_walk_write(self.z, &walk, p, cap, budget, origin_at, &count)
+            used = sp_zone_walk_write(self.z, &walk, p, cap, budget, origin_at, section_at,
+                                      &count)
             if count == 0:
                 raise ValueError("a record too large for a transfer message")
             yield bytes(out[:used]), count

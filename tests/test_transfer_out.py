@@ -4,6 +4,8 @@ inbound transfer (TSIG checked) and held against dnspython reading the same file
 import base64
 import random
 import re
+import shutil
+import subprocess
 
 import dns.message
 import dns.name
@@ -19,6 +21,7 @@ from stormpy.dns import journal, native
 from stormpy.dns.transfer import MESSAGE_BUDGET, transfer_answer
 from stormpy.dns.zone import Zone, load_zone
 from support import signing
+from support.servers import StormpyServer
 from test_zone_native import _random_zone
 
 pytestmark = pytest.mark.skipif(not _core.ZONE_READER, reason="built without ldns")
@@ -178,3 +181,31 @@ def test_a_change_too_large_to_keep_is_sent_as_the_whole_zone(tmp_path, monkeypa
                              serial=1)
     assert what == "IXFR as full zone, serial 2"
     assert _records(got) == _records(_read(path))
+
+
+@pytest.mark.skipif(shutil.which("kdig") is None, reason="kdig (knot-dnsutils) is not installed")
+def test_kdig_takes_a_signed_axfr_of_a_zone_held_in_c(tmp_path):
+    """A real client: kdig asks a running server for the zone over TCP with TSIG, checks
+    every message's TSIG and holds the records dnspython reads from the file."""
+    path = tmp_path / "r.zone"
+    _random_zone(random.Random(21), path, dnames=True)
+    secret = base64.b64encode(KEY.secret).decode()
+    tsig = f"xfrkey:hmac-sha256:{secret}"
+    with StormpyServer([("r.test.", str(path))],
+                       ["--transfer-allow", "127.0.0.0/8", "--tsig", tsig]) as server:
+        out = subprocess.run(["kdig", "-y", f"hmac-sha256:xfrkey:{secret}", "@127.0.0.1", "-p", str(server.port),
+                              "AXFR", "r.test."], capture_output=True, text=True, timeout=30)
+        wrong = base64.b64encode(bytes(32)).decode()
+        bad = subprocess.run(["kdig", "-y", f"hmac-sha256:xfrkey:{wrong}",
+                              "@127.0.0.1", "-p", str(server.port), "AXFR", "r.test."],
+                             capture_output=True, text=True, timeout=30)
+        log = server.output()
+    assert out.returncode == 0 and "WARNING" not in out.stdout + out.stderr, out.stdout + out.stderr
+    lines = [line for line in out.stdout.splitlines()
+             if line and not line.startswith(";") and "\tTSIG\t" not in line]
+    got = dns.zone.from_text("\n".join(lines), origin="r.test.", relativize=False,
+                             check_origin=False)
+    assert _records(got) == _records(_read(path))
+    assert "AXFR, serial 1" in log, log
+    assert bad.returncode != 0 and "NOTAUTH" in bad.stderr, bad.stdout + bad.stderr
+    assert "refused: BadSignature" in log, log

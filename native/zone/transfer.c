@@ -14,22 +14,35 @@ static inline uint8_t *put16(uint8_t *p, uint16_t v)
     return p + 2;
 }
 
-static size_t record_size(const struct sp_zone *z, uint32_t rrset, uint32_t k)
+/* Where a message holds an owner written already, for the next record at the same name. */
+struct owner_seen {
+    uint32_t name;
+    size_t at;             /* message offset; past 0x3FFF no pointer can reach it */
+};
+
+static size_t owner_size(const struct sp_zone *z, uint32_t name, const struct owner_seen *seen)
 {
-    const struct sp_zone_rrset *s = &z->rrsets[rrset];
-    return z->names[s->name].len - z->names[z->origin].len + 2 + RR_FIXED
-           + z->rdatas[s->first + k].len;
+    if (name == seen->name && seen->at < 0x4000)
+        return 2;
+    return z->names[name].len - z->names[z->origin].len + 2u;
 }
 
-/* The record (rrset, k) at out, its owner's labels above the origin then a pointer. */
+/* The record (rrset, k) at out (message offset at): its owner a pointer to the same
+ * name written before, else its labels above the origin and a pointer to the origin. */
 static void put_record(const struct sp_zone *z, uint32_t rrset, uint32_t k, uint8_t *out,
-                       uint16_t origin_at)
+                       size_t at, uint16_t origin_at, struct owner_seen *seen)
 {
     const struct sp_zone_rrset *s = &z->rrsets[rrset];
     const struct sp_zone_rdata *d = &z->rdatas[s->first + k];
-    size_t prefix = z->names[s->name].len - z->names[z->origin].len;
-    memcpy(out, sp_zone_name_wire(z, s->name), prefix);
-    uint8_t *p = put16(out + prefix, (uint16_t)(0xC000 | origin_at));
+    uint8_t *p;
+    if (s->name == seen->name && seen->at < 0x4000) {
+        p = put16(out, (uint16_t)(0xC000 | seen->at));
+    } else {
+        size_t prefix = z->names[s->name].len - z->names[z->origin].len;
+        memcpy(out, sp_zone_name_wire(z, s->name), prefix);
+        p = put16(out + prefix, (uint16_t)(0xC000 | origin_at));
+        *seen = (struct owner_seen){.name = s->name, .at = prefix ? at : origin_at};
+    }
     p = put16(p, s->type);
     p = put16(p, CLASS_IN);
     p = put16(put16(p, (uint16_t)(s->ttl >> 16)), (uint16_t)s->ttl);
@@ -62,17 +75,20 @@ static void advance(const struct sp_zone *z, struct sp_zone_walk *w)
 }
 
 size_t sp_zone_walk_write(const struct sp_zone *z, struct sp_zone_walk *w, uint8_t *out,
-                          size_t cap, size_t budget, uint16_t origin_at, uint16_t *count)
+                          size_t cap, size_t budget, uint16_t origin_at, uint16_t section_at,
+                          uint16_t *count)
 {
     size_t used = 0;
+    struct owner_seen seen = {.name = SP_ZONE_NONE};
     *count = 0;
     while (w->phase != SP_ZONE_WALK_DONE && *count < UINT16_MAX) {
         bool soa = w->phase != SP_ZONE_WALK_RRSETS;
         uint32_t rrset = soa ? z->soa : w->rrset, k = soa ? 0 : w->rdata;
-        size_t size = record_size(z, rrset, k);
+        size_t size = owner_size(z, z->rrsets[rrset].name, &seen) + RR_FIXED
+                      + z->rdatas[z->rrsets[rrset].first + k].len;
         if (size > cap - used || (used && used + size > budget))
             break;
-        put_record(z, rrset, k, out + used, origin_at);
+        put_record(z, rrset, k, out + used, section_at + used, origin_at, &seen);
         used += size;
         (*count)++;
         advance(z, w);

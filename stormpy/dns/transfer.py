@@ -250,8 +250,9 @@ def zone_messages(query: dns.message.Message, served) -> list[bytes]:
     native = getattr(served, "native", None)
     if native is None:
         return transfer_messages(query, zone_rrsets(served.zone))
+    section_at = 12 + len(query.question[0].name.to_wire()) + 4     # past the question
     with served.lock:           # no patch while the store is walked
-        sections = list(native.transfer_sections(MESSAGE_BUDGET, MESSAGE_CAP))
+        sections = list(native.transfer_sections(MESSAGE_BUDGET, MESSAGE_CAP, section_at))
     return wire_messages(query, sections)
 
 

@@ -705,7 +705,8 @@ cdef extern from "stormpy/zone/transfer.h" nogil:
     const uint32_t SP_ZONE_FROM_OLD
     void sp_zone_walk_init(sp_zone_walk *w)
     size_t sp_zone_walk_write(const sp_zone *z, sp_zone_walk *w, uint8_t *out, size_t cap,
-                              size_t budget, uint16_t origin_at, uint16_t *count)
+                              size_t budget, uint16_t origin_at, uint16_t section_at,
+                              uint16_t *count)
     int sp_zone_difference(const sp_zone *old, const sp_zone *now, size_t limit,
                            uint32_t **out, size_t *count)
 

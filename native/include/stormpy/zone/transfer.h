@@ -32,13 +32,15 @@ static inline void sp_zone_walk_init(struct sp_zone_walk *w)
 
 /* The records from w on, as an answer section holds them, into out (cap bytes): one
  * message's worth, stopping before the record that would take it past budget bytes
- * (the first is written whatever budget says, if it fits cap). Owners are compressed
- * to a pointer at origin_at, where the message spells the zone's name (its question);
- * rdata goes as stored. Returns the bytes written, *count the records; w moves past
+ * (the first is written whatever budget says, if it fits cap). An owner is a pointer
+ * to its name written before in the section (at message offset section_at), else its
+ * labels and a pointer to origin_at, where the message spells the zone's name (its
+ * question); rdata goes as stored. Returns the bytes written, *count the records; w moves past
  * them, to SP_ZONE_WALK_DONE after the closing SOA. 0 bytes and w unmoved before the
  * end: the next record does not fit cap. */
 size_t sp_zone_walk_write(const struct sp_zone *z, struct sp_zone_walk *w, uint8_t *out,
-                          size_t cap, size_t budget, uint16_t origin_at, uint16_t *count);
+                          size_t cap, size_t budget, uint16_t origin_at, uint16_t section_at,
+                          uint16_t *count);
 
 /* The names whose records differ between old and now (a name either lacks counts as
  * holding none), into *out (malloc'd; the caller frees it) as ids of now's names, or
