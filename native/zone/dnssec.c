@@ -405,6 +405,7 @@ static void referral(struct form *f, const struct sp_zone_answer *a)
     }
     memcpy(out->ad, a->ad, a->nad * sizeof(*a->ad));     /* glue: never signed */
     out->nad = a->nad;
+    out->nad_required = a->nad_required;
 }
 
 /* NXDOMAIN or NODATA, proven; false when the proof depends on the name asked. */

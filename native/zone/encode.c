@@ -207,13 +207,15 @@ size_t sp_zone_encode(const struct sp_zone *z, const struct sp_zone_answer *a,
         w.compress = false;
         w.shifts->additional_at = (uint32_t)additional;
     }
-    uint16_t ad = put_section(&w, z, a, a->ad, a->nad, false);
+    uint16_t ad = put_section(&w, z, a, a->ad, a->nad_required, false);
+    size_t optional = w.len;
+    ad += put_section(&w, z, a, a->ad + a->nad_required, a->nad - a->nad_required, false);
     if (w.overflow || (w.shifts && w.len + 255 + 4 > 65535))
         return 0;
     uint8_t head[12] = {0, 0, (uint8_t)(0x80 | (a->aa ? 0x04 : 0)), a->rcode & 0x0f, 0, 1,
                         (uint8_t)(an >> 8), (uint8_t)an, (uint8_t)(ns >> 8), (uint8_t)ns,
                         (uint8_t)(ad >> 8), (uint8_t)ad};
     memcpy(out, head, 12);
-    *droppable = (a->nad && !a->referral) ? (uint32_t)additional : 0;
+    *droppable = a->nad > a->nad_required ? (uint32_t)optional : 0;
     return w.len;
 }

@@ -104,13 +104,30 @@ static int addresses(const struct sp_zone *z, const struct sp_zone_rref *from, u
     return 0;
 }
 
+/* The delegation at cut: in-domain glue first (it must fit, or TC), then sibling glue,
+ * which may be left out (RFC 9471); each kind in the order addresses() found it. */
 int sp_zone_referral(const struct sp_zone *z, uint32_t cut, struct sp_zone_answer *a)
 {
     a->aa = a->nan > 0;
     a->referral = true;
     a->ns[0] = rref(z, sp_zone_find_rrset(z, cut, TYPE_NS), NULL);
     a->nns = 1;
-    return addresses(z, a->ns, 1, a);
+    if (addresses(z, a->ns, 1, a) < 0)
+        return -1;
+    struct sp_zone_rref sibling[2 * SP_ZONE_ADDITIONAL_MAX];
+    uint16_t nsibling = 0, kept = 0;
+    const uint8_t *top = sp_zone_name_wire(z, cut);
+    for (uint16_t i = 0; i < a->nad; i++) {
+        uint32_t owner = z->rrsets[a->ad[i].rrset].name;
+        if (sp_zone_is_subdomain(sp_zone_name_wire(z, owner), z->names[owner].len, top,
+                                 z->names[cut].len))
+            a->ad[kept++] = a->ad[i];
+        else
+            sibling[nsibling++] = a->ad[i];
+    }
+    memcpy(a->ad + kept, sibling, nsibling * sizeof(*sibling));
+    a->nad_required = kept;
+    return 0;
 }
 
 /* ANY's RRset: the lowest type, RRSIGs apart (a query for RRSIG gets those). */

@@ -33,6 +33,10 @@ class Answer:
     authority: list = field(default_factory=list)
     additional: list = field(default_factory=list)
     referral: bool = False
+    # additional RRsets at the start that must come with the answer, or it is TC: a
+    # referral's in-domain glue (RFC 9471); the rest (all, but for a referral: the
+    # sibling glue) may be left out to fit
+    required_additional: int = 0
     # for the DNSSEC form (dnssec.py): ("nxdomain", name, closest encloser) or
     # ("nodata", name, the owner answering: name or a wildcard); wildcard expansions
     # in the answer as (name asked, wildcard)
@@ -68,10 +72,14 @@ def encode_fixed(qname: dns.name.Name, qtype: int, rdclass: int,
                         f"than 65535 bytes") from None
     qlen = len(qname.to_wire()) + 4
     droppable = 0
-    if answer.additional and not answer.referral:
-        msg.additional = []
+    if _optional_additional(answer):
+        msg.additional = answer.additional[:answer.required_additional]
         droppable = len(msg.to_wire(max_size=65535)) - qlen
     return wire[:12] + wire[12 + qlen:], droppable, ()
+
+
+def _optional_additional(answer: Answer) -> bool:
+    return len(answer.additional) > answer.required_additional
 
 
 def section_wire(qname: dns.name.Name | None, rrsets: list, splice=None) -> tuple[bytes, int]:
@@ -110,36 +118,35 @@ def encode_variable(qname: dns.name.Name, answer: Answer, anchor: dns.name.Name 
     out = io.BytesIO()
     out.write(b"\0" * 12 + ref)
     pointers = _Pointers(out, qname, anchor or qname.parent(), 0x3FFF - max(0, 255 + 4 - len(ref)))
-    counts = []
-    for i, rrsets in enumerate((answer.answer, answer.authority, answer.additional)):
-        if i == 2:
-            additional_at = out.tell()
-        if i == 2 and not compress_additional:
+    counts = [_write_section(out, answer.answer, pointers),
+              _write_section(out, answer.authority, pointers), 0]
+    required = answer.required_additional
+    for rrsets in (answer.additional[:required], answer.additional[required:]):
+        optional_at = out.tell()
+        if not compress_additional:
             body, count = section_wire(qname, rrsets)
             out.write(body)
         else:
             count = _write_section(out, rrsets, pointers)
-        counts.append(count)
+        counts[2] += count
     wire = _header(answer, tuple(counts)) + out.getvalue()[12 + len(ref):]
     if len(wire) + 255 + 4 > 65535:
         raise ZoneError(f"the response below {qname.parent()} is larger than 65535 bytes")
-    droppable = 0
-    if answer.additional and not answer.referral:
-        droppable = additional_at - len(ref)
+    droppable = optional_at - len(ref) if _optional_additional(answer) else 0
     shifts = (len(ref),) + tuple(at - len(ref) for at in pointers.shifted) if pointers.shifted else ()
     return wire, droppable, shifts
 
 
 def _uncompressed(qname: dns.name.Name, answer: Answer) -> tuple[bytes, int, tuple]:
+    required = answer.required_additional
     sections = [section_wire(qname, rrsets, answer.splice)
-                for rrsets in (answer.answer, answer.authority, answer.additional)]
-    head = _header(answer, tuple(c for _, c in sections))
-    wire = head + b"".join(b for b, _ in sections)
+                for rrsets in (answer.answer, answer.authority, answer.additional[:required],
+                               answer.additional[required:])]
+    counts = (sections[0][1], sections[1][1], sections[2][1] + sections[3][1])
+    wire = _header(answer, counts) + b"".join(b for b, _ in sections)
     if len(wire) + 255 + 4 > 65535:
         raise ZoneError(f"the response below {qname.parent()} is larger than 65535 bytes")
-    droppable = 0
-    if answer.additional and not answer.referral:
-        droppable = len(wire) - len(sections[2][0])
+    droppable = len(wire) - len(sections[3][0]) if _optional_additional(answer) else 0
     return wire, droppable, ()
 
 

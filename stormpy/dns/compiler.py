@@ -115,9 +115,14 @@ class ZoneIndex:
         return name
 
     def referral(self, cut: dns.name.Name, answer: list) -> Answer:
+        """The delegation at cut: in-domain glue first, which must fit (or TC), then
+        sibling glue, which may be left out (RFC 9471)."""
         ns = self.nodes[cut][NS]
+        glue = self._addresses([ns])
+        in_domain = [r for r in glue if r.name.is_subdomain(cut)]
         return Answer(aa=bool(answer), answer=answer, authority=[ns],
-                      additional=self._addresses([ns]), referral=True)
+                      additional=in_domain + [r for r in glue if not r.name.is_subdomain(cut)],
+                      referral=True, required_additional=len(in_domain))
 
     def dname_above(self, name: dns.name.Name):
         """The topmost DNAME owner strictly above name, if any: it rewrites name."""

@@ -198,6 +198,7 @@ class Signed:
         else:
             self._proof(self._nodata(ns.name, ns.name, None), out, seen)
         out.additional = list(answer.additional)      # glue: never signed
+        out.required_additional = answer.required_additional
 
     def _proof(self, rrsets, out, seen) -> None:
         """A denial's records; one the zone lacks (a broken chain: Knot serves such a

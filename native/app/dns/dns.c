@@ -143,6 +143,25 @@ static size_t write_error(const uint8_t *msg, const struct sp_dns_query *q,
     return need;
 }
 
+uint16_t sp_dns_additional_before(const uint8_t *bytes, size_t len, size_t end)
+{
+    if (end > len || len < SP_DNS_HEADER_LEN)
+        return 0;
+    size_t before = (size_t)sp_get16(bytes + 6) + sp_get16(bytes + 8), at = SP_DNS_HEADER_LEN;
+    uint16_t count = 0;
+    for (size_t i = 0; at < end; i++) {
+        while (at < end && bytes[at] != 0 && (bytes[at] & 0xC0) != 0xC0)
+            at += 1u + bytes[at];
+        at += at < end && bytes[at] != 0 ? 2 : 1;      /* a pointer, or the root */
+        if (at + 10 > end)
+            break;
+        at += 10u + sp_get16(bytes + at + 8);
+        if (i >= before && at <= end)
+            count++;
+    }
+    return count;
+}
+
 /* The response does not fit: header and question only, TC set, so the client
  * retries over TCP. */
 static size_t write_truncated(const struct sp_table *t, const struct sp_response *r,
@@ -346,10 +365,10 @@ answer_from_table(const struct sp_table *t, const struct sp_dns_config *cfg, con
     if (!n)
         return count_answer(c, r, 0);
     if (stored != r->len) {
-        sp_put16(out + 10, 0);
+        uint16_t kept = sp_dns_additional_before(sp_response_bytes(t, r), r->len, stored);
         if (opt)
             n += write_opt(out + n, q, cfg, 0);
-        sp_put16(out + 10, opt ? 1 : 0);
+        sp_put16(out + 10, (uint16_t)(kept + (opt ? 1 : 0)));
         return count_answer(c, r, summed(out, n, sum));
     }
     if (opt) {

@@ -152,7 +152,7 @@ size_t sp_dns_nsec3_render(const struct sp_table *t, const struct sp_response *d
     out[3] = (uint8_t)((out[3] & ~0x10) | (msg[3] & 0x10));
     sp_put16(out + 8, (uint16_t)(sp_get16(out + 8) + rr_count));
     if (stored != form->len)
-        sp_put16(out + 10, 0);
+        sp_put16(out + 10, sp_dns_additional_before(f, form->len, stored));
     uint8_t *p = out + SP_DNS_HEADER_LEN;
     memcpy(p, q->question, qlen);
     p += qlen;

@@ -260,6 +260,8 @@ struct sp_zone_answer {
     bool synthesized, template;
     uint8_t synthesized_len;
     uint16_t nan, nns, nad;
+    uint16_t nad_required;         /* ad[0..this) must come, or TC: a referral's
+                                      in-domain glue (RFC 9471); the rest may be left out */
     uint8_t denial;                /* enum sp_zone_denial */
     struct sp_zone_point denied;   /* the name denied */
     uint32_t denial_owner;         /* NXDOMAIN: the closest encloser; NODATA: the node

@@ -81,8 +81,10 @@ enum sp_dns_verdict {
 
 /* The table's per-response word: rcode in the low 6 bits, then two flags (below); in
  * the next byte, the zone's counter slot (below); and in the high 16 bits the stored
- * length without the additional section when that section may be dropped to fit a
- * client's limit (0: it may not, as for referral glue). */
+ * length without the optional part of the additional section, which may be dropped to
+ * fit a client's limit (0: none may). That part is the whole section but for a
+ * referral, where only sibling glue is optional (RFC 9471: in-domain glue that does
+ * not fit makes the answer TC). */
 #define SP_DNS_USER_RCODE(u) ((uint16_t)((u) & 0x3f))
 /* The response has a DNSSEC form (RRSIGs, NSEC/NSEC3 proofs), stored right after it
  * in the table's response array: a query with the DO bit gets that one instead. */
@@ -237,6 +239,11 @@ size_t sp_dns_nsec3_render(const struct sp_table *t, const struct sp_response *d
 size_t sp_dns_dname_render(const struct sp_table *t, const struct sp_response *r,
                            const uint8_t *msg, const struct sp_dns_query *q, uint8_t *out,
                            size_t cap);
+
+/* How many records of the additional section a stored response (bytes, len: header
+ * then the sections, no question) holds before offset end: the ARCOUNT of that
+ * response cut at end to fit. */
+uint16_t sp_dns_additional_before(const uint8_t *bytes, size_t len, size_t end);
 
 /* The length of r's whole answer to q over UDP (question echoed, OPT when asked)
  * when it fits both cap and the client's limit, unshortened; 0 when sp_dns_answer()
