@@ -113,9 +113,29 @@ sp_dns_frame_answer_group(const struct sp_table *t, struct sp_dns_worker *d,
         sp_table_prefetch_entry(t, hash[k]);
     for (unsigned k = 0; k < nlook; k++)
         sp_table_prefetch_key(t, hash[k]);
-    for (unsigned k = 0; k < nlook; k++) {   /* the lookups, their answers' bytes fetched */
+    unsigned nmissed = 0;
+    for (unsigned k = 0; k < nlook; k++) {   /* the first keys, their answers' bytes fetched */
         unsigned j = look[k];
-        r[j] = sp_dns_lookup_tagged(t, &q[j], hash[k]);
+        r[j] = sp_dns_lookup_first(t, &q[j], hash[k]);
+        if (r[j])
+            sp_response_prefetch(t, r[j]);
+        else
+            look[nmissed++] = (uint8_t)j;  /* NODATA, NXDOMAIN, wildcards: a second round */
+    }
+    uint64_t rest[SP_DNS_GROUP][2];
+    for (unsigned k = 0; k < nmissed; k++)
+        sp_dns_prefetch_rest(t, &q[look[k]], rest[k]);
+    for (unsigned k = 0; k < nmissed; k++)
+        for (unsigned i = 0; i < 2; i++)
+            if (rest[k][i])
+                sp_table_prefetch_entry(t, rest[k][i]);
+    for (unsigned k = 0; k < nmissed; k++)
+        for (unsigned i = 0; i < 2; i++)
+            if (rest[k][i])
+                sp_table_prefetch_key(t, rest[k][i]);
+    for (unsigned k = 0; k < nmissed; k++) {
+        unsigned j = look[k];
+        r[j] = sp_dns_lookup_rest(t, &q[j]);
         if (r[j])
             sp_response_prefetch(t, r[j]);
     }

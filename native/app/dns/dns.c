@@ -91,6 +91,33 @@ const struct sp_response *sp_dns_lookup_tagged(const struct sp_table *t,
     return r ? signed_form(r, q) : lookup_rest(t, q);
 }
 
+const struct sp_response *sp_dns_lookup_first(const struct sp_table *t,
+                                              const struct sp_dns_query *q, uint64_t first_hash)
+{
+    const struct sp_response *r =
+        sp_table_find_tagged(t, sp_dns_first_tag(q), first_hash, q->name_lower, q->name_len);
+    return r ? signed_form(r, q) : NULL;
+}
+
+void sp_dns_prefetch_rest(const struct sp_table *t, const struct sp_dns_query *q,
+                          uint64_t hashes[2])
+{
+    uint16_t qclass = q->qclass == SP_DNS_CLASS_ANY ? SP_DNS_CLASS_IN : q->qclass;
+    hashes[0] = sp_table_prefetch_slot(t, sp_dns_tag(SP_DNS_OTHER, qclass, 0), q->name_hash);
+    hashes[1] = 0;
+    if (q->name_lower[0] == 0)
+        return;
+    size_t off = 1 + (size_t)q->name_lower[0];
+    hashes[1] = sp_table_prefetch_slot(t, sp_dns_tag(SP_DNS_BELOW_OTHER, qclass, 0),
+                                       sp_key_hash_padded(q->name_lower + off, q->name_len - off));
+}
+
+const struct sp_response *sp_dns_lookup_rest(const struct sp_table *t,
+                                             const struct sp_dns_query *q)
+{
+    return lookup_rest(t, q);
+}
+
 /* The response OPT: our payload size, the client's DO bit, the upper bits of an
  * extended rcode, and Extended DNS Error 20 on REFUSED (as Knot does). */
 #define EDE_LEN 6u

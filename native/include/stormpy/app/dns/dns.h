@@ -204,6 +204,18 @@ const struct sp_response *sp_dns_lookup(const struct sp_table *t, const struct s
 const struct sp_response *sp_dns_lookup_tagged(const struct sp_table *t,
                                                const struct sp_dns_query *q, uint64_t first_hash);
 
+/* The lookup in two halves, for a group answered in stages: the first key
+ * (sp_dns_lookup_tagged() without the rest; NULL when it misses), and the probes a
+ * miss makes next, whose first two (the name's OTHER key, the parent's BELOW_OTHER)
+ * are fetched in stages as the first key's were (sp_dns_prefetch_rest() gives their
+ * tagged hashes, 0 for none) before sp_dns_lookup_rest() takes them. */
+const struct sp_response *sp_dns_lookup_first(const struct sp_table *t,
+                                              const struct sp_dns_query *q, uint64_t first_hash);
+void sp_dns_prefetch_rest(const struct sp_table *t, const struct sp_dns_query *q,
+                          uint64_t hashes[2]);
+const struct sp_response *sp_dns_lookup_rest(const struct sp_table *t,
+                                             const struct sp_dns_query *q);
+
 /* sp_dns_answer() after the caller ran sp_dns_parse() (verdict) and, for
  * SP_DNS_LOOKUP, sp_dns_lookup() (r): precopy mode looks at the choice before it
  * knows where the answer goes, and must not parse twice. */
