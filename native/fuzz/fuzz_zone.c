@@ -9,14 +9,19 @@
  * sp_zone_reopen), recompiled into an edit of that table: the same rules hold. RRSIG and NSEC records make some zones signed, so that their
  * DNSSEC forms and gap lists are built too; some of those get an NSEC3 chain (the
  * hashes of some of the owners and their parents, opt-out or not), so that NSEC3
- * forms, descriptors and the chain are built. Needs no SP_FUZZ_TABLE. */
+ * forms, descriptors and the chain are built. Each finished zone is also written out as
+ * an AXFR (transfer.h: every record once, the SOA twice, each message within its cap)
+ * and compared with a copy of itself (no difference) and, after the patch, with that
+ * copy (the patched names differ). Needs no SP_FUZZ_TABLE. */
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "fuzz_common.h"
 #include "stormpy/app/dns/dns.h"
 #include "stormpy/proto/sha1.h"
+#include "stormpy/zone/transfer.h"
 #include "stormpy/zone/zone.h"
 
 #define CHECK(cond)                  \
@@ -116,9 +121,42 @@ static void add_apex(struct sp_zone *z, uint8_t serial)
     CHECK(sp_zone_add_record(z, ORIGIN, sizeof(ORIGIN), 2, 60, (const uint8_t *)"\x02ns\x01z", 6) == 0);
 }
 
+/* z written out as an AXFR in messages of a small budget: every record once and the
+ * SOA again at the end; every owner's pointer within the message. */
+static void check_axfr(const struct sp_zone *z)
+{
+    static uint8_t out[65536];
+    struct sp_zone_walk w;
+    uint64_t records = 0;
+    sp_zone_walk_init(&w);
+    while (w.phase != SP_ZONE_WALK_DONE) {
+        uint16_t count;
+        size_t n = sp_zone_walk_write(z, &w, out, sizeof(out) - 64, 600, 12, 40, &count);
+        CHECK(count > 0 && n > 0 && n <= sizeof(out) - 64);
+        CHECK(count == 1 || n <= 600);
+        records += count;
+    }
+    CHECK(records == (uint64_t)z->nrdatas + 1);
+}
+
+/* The names old and now hold differently, at most limit of them: each id in range. */
+static size_t difference(const struct sp_zone *old, const struct sp_zone *now)
+{
+    uint32_t *ids;
+    size_t count;
+    int rc = sp_zone_difference(old, now, 1000, &ids, &count);
+    CHECK(rc != SP_ZONE_NOMEM);
+    for (size_t i = 0; rc == SP_ZONE_OK && i < count; i++)
+        CHECK((ids[i] & SP_ZONE_FROM_OLD) ? (ids[i] & ~SP_ZONE_FROM_OLD) < old->nnames
+                                          : ids[i] < now->nnames);
+    free(ids);
+    return rc == SP_ZONE_OK ? count : 0;
+}
+
 /* Two names' records replaced (the first's dropped, an A at the second), the apex's
- * serial bumped, then recompiled into an edit of t: the table that serves next. */
-static struct sp_table *patch(struct sp_zone *z, struct sp_table *t, uint8_t first, uint8_t second)
+ * serial bumped (so it differs from before, the zone as it was), then recompiled into an edit of t: the table that serves next. */
+static struct sp_table *patch(struct sp_zone *z, struct sp_table *t, uint8_t first, uint8_t second,
+                              const struct sp_zone *before)
 {
     uint8_t a[SP_ZONE_NAME_MAX], b[SP_ZONE_NAME_MAX];
     const uint8_t *names[3] = {a, b, ORIGIN};
@@ -130,6 +168,8 @@ static struct sp_table *patch(struct sp_zone *z, struct sp_table *t, uint8_t fir
     CHECK(rc != SP_ZONE_NOMEM);
     if (rc != SP_ZONE_OK)
         return t;
+    check_axfr(z);
+    CHECK(difference(before, z) > 0);       /* the apex's serial at least */
     struct sp_table_builder *edit = sp_table_builder_edit(t);
     struct sp_zone_compile_stats stats;
     CHECK(edit != NULL);
@@ -215,8 +255,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         while (rc == SP_ZONE_OK && sp_table_response(t, count) != NULL)
             count++;
         check_responses(t, count);
+        check_axfr(z);
+        struct sp_zone *before = sp_zone_copy(z);
+        CHECK(before != NULL);
+        CHECK(difference(before, z) == 0);
         if (rc == SP_ZONE_OK && size > 0)
-            t = patch(z, t, data[0], data[size - 1]);
+            t = patch(z, t, data[0], data[size - 1], before);
+        sp_zone_free(before);
         sp_table_free(t);
     }
     sp_zone_free(z);
