@@ -406,13 +406,14 @@ def _axfr_stream(tmp_path, records=3000):
     import dns.xfr
     from stormpy.bench.workload import write_compile_zone
     from stormpy.dns.transfer import transfer_answer
+    from stormpy.dns.zone import Zone
     path = tmp_path / "z.zone"
     write_compile_zone(str(path), records)
     zone = dns.zone.from_file(str(path), relativize=False)
     key = dns.tsig.Key("xfrkey.", base64.b64encode(bytes(range(32))).decode(), "hmac-sha256")
     query, _ = dns.xfr.make_query(zone, serial=None, keyring={key.name: key}, keyname=key.name)
     served = dns.message.from_wire(query.to_wire(), keyring={key.name: key})
-    messages, _ = transfer_answer(served, zone, None)
+    messages, _ = transfer_answer(served, Zone(str(path), zone.origin, zone), None)
     return zone, key, query, messages
 
 

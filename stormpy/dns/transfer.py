@@ -32,7 +32,6 @@ import dns.tsig
 import dns.zone
 
 from stormpy.dns.journal import Journal, soa_rrset
-from stormpy.dns.zone import Zone
 from stormpy.errors import StormpyError
 
 log = logging.getLogger("stormpy")
@@ -216,14 +215,12 @@ def _response(query: dns.message.Message) -> dns.message.Message:
 def transfer_answer(query: dns.message.Message, served, refusal: str | None,
                     journal: Journal | None = None) -> tuple[list[bytes], str]:
     """The wire messages that answer an AXFR or IXFR query, and what to log. served:
-    the zone asked for (a dns/zone.py Zone, a NativeZone or a dnspython zone) or None."""
+    the zone asked for (a dns/zone.py Zone or a NativeZone), or None."""
     q = query.question[0]
     if refusal is not None or served is None:
         r = _response(query)
         r.set_rcode(dns.rcode.NOTAUTH)
         return [r.to_wire()], f"refused ({refusal or 'no such zone here'})"
-    if isinstance(served, dns.zone.Zone):
-        served = Zone(path="", origin=served.origin, zone=served)
     soa = soa_rrset(served)
     serial = soa[0].serial
     if q.rdtype == dns.rdatatype.IXFR:
