@@ -17,6 +17,7 @@ import pytest
 from stormpy.dns.handoff import answer_notify
 from stormpy.dns.secondary import Secondary, TransferFailed, TransferZone
 from stormpy.dns.transfer import TransferPolicy, parse_tsig, transfer_messages, transfer_replies, zone_rrsets
+from stormpy.dns.zone import Zone
 
 ORIGIN = dns.name.from_text("example.com.")
 KEY = parse_tsig("k:hmac-sha256:c3Rvcm1weS10cmFuc2Zlci1rZXk=")
@@ -123,7 +124,7 @@ def test_mutated_notify_and_transfer_queries_answered_or_dropped():
     axfr = dns.message.make_query(ORIGIN, dns.rdatatype.AXFR)
     axfr.use_tsig({KEY.name: KEY}, KEY.name)
     policy = TransferPolicy.from_options(["127.0.0.0/8"], [KEY])
-    z = zone(3)
+    z = Zone("", ORIGIN, zone(3))       # as DnsServer.served_zone gives it
     reply, target = answer_notify(signed, "192.0.2.53", {ORIGIN: sec}, [KEY])
     assert target is sec and dns.message.from_wire(reply, keyring={KEY.name: KEY},
                                                    request_mac=notify.mac).rcode() == 0
