@@ -130,7 +130,7 @@ class TransferService:
                  find_zone, reply_sockets, journal=None):
         self.handoff, self.policy, self.keys, self.journal = handoff, policy, keys, journal
         self.secondaries = {s.origin: s for s in secondaries}
-        self.find_zone = find_zone            # name -> served dns.zone.Zone or None
+        self.find_zone = find_zone            # name -> served Zone or NativeZone, or None
         self.reply_sockets = reply_sockets    # () -> UDP sockets on the served port
 
     def start(self) -> None:
