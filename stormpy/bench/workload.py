@@ -223,11 +223,12 @@ class CompiledWorkload:
 
     @property
     def ref(self):
-        """A TableRef publishing the table. Publishing hands the table over, so the DNS
-        loop, which needs the unpublished table, must run first."""
+        """A TableRef publishing the table in shared memory, as serve-dns places it for
+        its workers (huge pages where shmem_enabled allows). Publishing hands the table
+        over, so the DNS loop, which needs the unpublished table, must run first."""
         if self._ref is None:
-            from stormpy import _core
-            self._ref = _core.TableRef(self.table, 1)
+            from stormpy.table_region import shared_table_ref
+            self._ref = shared_table_ref(self.table, 1)
         return self._ref
 
 
