@@ -226,6 +226,38 @@ def test_axfr_at_start_then_notify_and_ixfr(pair, dirs, backend):
     assert "serial 3 from" in again.log, again.log
 
 
+def test_a_secondary_passes_its_primarys_ixfr_on(pair, dirs, workdir):
+    """A chain: Knot, then stormpy following it, then a secondary of stormpy asking IXFR
+    from serial 1. stormpy's journal takes the change from its patched C store (no copy
+    of the zone in Python) and the downstream copy comes out as Knot's serial 2."""
+    knot_dir, zone_dir = dirs
+    first, second = os.path.join(workdir, "first.zone"), os.path.join(workdir, "second.zone")
+    with open(first, "w") as f:
+        f.write(zone_text(1))
+    with open(second, "w") as f:
+        f.write(zone_text(2, "new A 192.0.2.99\n"))       # www changed, new added
+    script = ("import base64,dns.query,dns.tsig,dns.xfr,dns.zone,sys\n"
+              f"key=dns.tsig.Key('xfrkey.',{SECRET!r},'hmac-sha256')\n"
+              f"z=dns.zone.from_file({first!r},relativize=False)\n"
+              "q,_=dns.xfr.make_query(z,serial=1,keyring={key.name:key},keyname=key.name)\n"
+              f"dns.query.inbound_xfr({SERVER_V4!r},z,q,lifetime=10)\n"
+              f"w=dns.zone.from_file({second!r},relativize=False)\n"
+              "rec=lambda z:{(n,r.rdtype,r.ttl,d) for n,r in z.iterate_rdatasets() for d in r}\n"
+              "print('same' if rec(z)==rec(w) else 'differ', z.get_soa().serial)\n")
+    with KnotPrimary(pair, knot_dir, serial=1) as knot, \
+            Secondary(pair, [*secondary_args(zone_dir), "--transfer-allow", "198.18.0.0/24"]) as sec:
+        assert serial_of(soa(pair)) == 1
+        knot.write(2, "new A 192.0.2.99\n")
+        knot.reload()
+        assert wait_for(pair, lambda r: serial_of(r) == 2, NOTIFY_BOUND + 10), sec.stop() or sec.log
+        out = pair.run(pair.client, sys.executable, "-c", script)
+        sec.stop()
+    assert out.stdout.split() == ["same", "2"], out.stdout + out.stderr + sec.log
+    assert "IXFR 1 -> 2" in sec.log and "transfer of example.com. to 198.18.0.2: IXFR 1 -> 2" \
+        in sec.log, sec.log
+    assert "Traceback" not in sec.log
+
+
 def test_restart_catches_up_by_ixfr(pair, dirs):
     knot_dir, zone_dir = dirs
     with KnotPrimary(pair, knot_dir, serial=1, notify=False) as knot:
