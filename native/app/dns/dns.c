@@ -83,14 +83,6 @@ const struct sp_response *sp_dns_lookup(const struct sp_table *t, const struct s
     return r ? signed_form(r, q) : lookup_rest(t, q);
 }
 
-const struct sp_response *sp_dns_lookup_tagged(const struct sp_table *t,
-                                               const struct sp_dns_query *q, uint64_t first_hash)
-{
-    const struct sp_response *r =
-        sp_table_find_tagged(t, sp_dns_first_tag(q), first_hash, q->name_lower, q->name_len);
-    return r ? signed_form(r, q) : lookup_rest(t, q);
-}
-
 const struct sp_response *sp_dns_lookup_first(const struct sp_table *t,
                                               const struct sp_dns_query *q, uint64_t first_hash)
 {

@@ -199,13 +199,9 @@ static inline uint64_t sp_dns_first_tag(const struct sp_dns_query *q)
 /* The table response chosen for a parsed query (NULL: REFUSED). */
 const struct sp_response *sp_dns_lookup(const struct sp_table *t, const struct sp_dns_query *q);
 
-/* sp_dns_lookup() where the first lookup's tagged hash is known: what
- * sp_table_prefetch_slot() returned for sp_dns_first_tag(q) and q->name_hash. */
-const struct sp_response *sp_dns_lookup_tagged(const struct sp_table *t,
-                                               const struct sp_dns_query *q, uint64_t first_hash);
-
-/* The lookup in two halves, for a group answered in stages: the first key
- * (sp_dns_lookup_tagged() without the rest; NULL when it misses), and the probes a
+/* sp_dns_lookup() in two halves, for a group answered in stages: the first key, its
+ * tagged hash known (what sp_table_prefetch_slot() returned for sp_dns_first_tag(q)
+ * and q->name_hash; NULL when it misses), and the probes a
  * miss makes next, whose first two (the name's OTHER key, the parent's BELOW_OTHER)
  * are fetched in stages as the first key's were (sp_dns_prefetch_rest() gives their
  * tagged hashes, 0 for none) before sp_dns_lookup_rest() takes them. */
