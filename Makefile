@@ -10,7 +10,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PYTEST_ARGS ?= -q -rs
 SOURCES := pyproject.toml setup.py stormpy/_core.pyx $(wildcard stormpy/*.pxi stormpy/includes/*.pxd) \
-           $(wildcard native/*/*.c native/*/*/*.c native/io/*.h native/gen/*.h native/engine/*.h native/app/*/*.h) \
+           $(wildcard native/*/*.c native/*/*/*.c native/io/*.h native/bpf/*.h native/gen/*.h native/engine/*.h native/app/*/*.h) \
            $(wildcard native/include/stormpy/*.h native/include/stormpy/*/*.h native/include/stormpy/*/*/*.h)
 
 # command:package pairs, checked by command so any install (Debian's or not) counts; the

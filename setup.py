@@ -14,7 +14,7 @@ from Cython.Build import cythonize
 from setuptools import Extension, setup
 
 NOT_CORE = ("native/tests/", "native/fuzz/", "native/bpf/")   # built by their own Makefiles
-XDP = ["native/io/xdp_program.c", "native/io/xdp_socket.c"]
+XDP = ["native/io/xdp_program.c", "native/io/xdp_socket.c", "native/io/xdp_answer.c"]
 ZONE_READERS = (["native/zone/read.c", "native/zone/axfr.c"],    # with ldns
                 ["native/zone/read_none.c"])                       # without
 OPTIONAL = {"native/io/netmap.c", *XDP, *ZONE_READERS[0], *ZONE_READERS[1]}
@@ -40,6 +40,7 @@ def build_bpf_programs():
     arch = subprocess.run(["cc", "-print-multiarch"], capture_output=True, text=True).stdout.strip()
     cmd = ["clang", "-O2", "-g", "-Wall", "-Werror", "-target", "bpf"]
     cmd += [f"-I/usr/include/{arch}"] if arch else []
+    cmd += ["-Inative/include"]     # the layouts the programs share with their loaders
     objs = {}
     for name in ("steer", "guard"):
         obj = os.path.abspath(os.path.join("build", "bpf", f"{name}.bpf.o"))

@@ -41,6 +41,8 @@ const volatile __u16 sp_port = 53;
 /* 1: the port is TCP's, not UDP's (serve-http's own TCP on the rings). The ports of
  * both sit 2 bytes into their headers, so one check reads either. */
 const volatile __u8 sp_tcp = 0;
+/* 1: queries the answer map holds are answered here (answer.h); set before load. */
+const volatile __u8 sp_answer = 0;
 
 /* Queue index -> AF_XDP socket. Userspace sets max_entries to the number of
  * receive queues before load. */
@@ -50,6 +52,8 @@ struct {
     __type(key, __u32);
     __type(value, __u32);
 } sp_xsks SEC(".maps");
+
+#include "answer.h"
 
 SEC("xdp")
 int stormpy_steer(struct xdp_md *ctx)
@@ -99,6 +103,12 @@ int stormpy_steer(struct xdp_md *ctx)
         return XDP_PASS;
     if (udp->dest != bpf_htons(sp_port))
         return XDP_PASS;
+    if (sp_answer) {
+        int answered = sp_answer_query(ctx);
+        sp_answer_count(answered == SP_ANSWER_UP ? SP_XDP_PASSED : SP_XDP_ANSWERED);
+        if (answered != SP_ANSWER_UP)
+            return answered;
+    }
 
 steer:;
     __u32 queue = ctx->rx_queue_index;

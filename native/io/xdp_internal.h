@@ -6,6 +6,7 @@
 #define STORMPY_IO_XDP_INTERNAL_H
 
 #include <errno.h>
+#include <stdbool.h>
 #include <net/if.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -24,6 +25,10 @@ struct sp_xdp_prog {
     int prog_fd, map_fd;
     int link_fd;              /* -1: attached through netlink */
     uint32_t xdp_flags;       /* XDP_FLAGS_DRV_MODE or XDP_FLAGS_SKB_MODE */
+    /* answers in the driver (xdp_answer.c): the maps, and the generation being filled */
+    int answers_fd, answer_config_fd, answer_stats_fd;
+    int answers_next_fd;      /* -1: none begun */
+    bool answer;              /* loaded with its answer stage on */
 };
 
 void sp_xdp_set_err(char *err, size_t errlen, const char *fmt, ...)
@@ -37,6 +42,11 @@ static inline int sp_xdp_is_perm(int e)
 /* Writes value into a loaded-to-be object's .rodata, at the offset BTF gives for the
  * global `name` (before bpf_object__load(): the kernel freezes it). */
 int sp_xdp_set_rodata(struct bpf_object *obj, const char *name, const void *value, size_t vsize);
+
+/* The answer maps' descriptors found in the loaded object (0, or -1 when absent);
+ * the generation being filled closed. */
+int sp_xdp_answers_find(struct sp_xdp_prog *p);
+void sp_xdp_answers_close(struct sp_xdp_prog *p);
 
 #define SP_XDP_PERM_MSG "AF_XDP: needs CAP_NET_ADMIN/CAP_NET_RAW/CAP_BPF (run as root)"
 

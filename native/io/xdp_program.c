@@ -23,6 +23,7 @@
 #define SP_XDP_MAP_NAME "sp_xsks"
 #define SP_XDP_PORT_VAR "sp_port"
 #define SP_XDP_TCP_VAR "sp_tcp"
+#define SP_XDP_ANSWER_VAR "sp_answer"
 #define SP_XDP_MAP_MIN 64                  /* XSKMAP entries even when fewer queues */
 
 /* ---- the embedded BPF object ------------------------------------------------------ */
@@ -263,10 +264,11 @@ static int attach_mode(struct sp_xdp_prog *p, uint32_t flag)
 }
 
 struct sp_xdp_prog *sp_xdp_prog_attach_file(const char *obj_path, const char *ifname,
-                                            uint16_t port, bool tcp, enum sp_xdp_attach_mode mode,
-                                            char *err, size_t errlen)
+                                            uint16_t port, bool tcp, bool answer,
+                                            enum sp_xdp_attach_mode mode, char *err,
+                                            size_t errlen)
 {
-    uint8_t steer_tcp = tcp;
+    uint8_t steer_tcp = tcp, answer_here = answer;
     if (!ifname || !*ifname || strlen(ifname) >= IF_NAMESIZE) {
         sp_xdp_set_err(err, errlen, "AF_XDP: bad interface name");
         return NULL;
@@ -289,6 +291,8 @@ struct sp_xdp_prog *sp_xdp_prog_attach_file(const char *obj_path, const char *if
     snprintf(p->ifname, sizeof(p->ifname), "%s", ifname);
     p->ifindex = ifindex;
     p->link_fd = -1;
+    p->answers_next_fd = -1;
+    p->answer = answer;
     p->queues = count_queues(ifname);
     p->map_entries = p->queues > SP_XDP_MAP_MIN ? p->queues : SP_XDP_MAP_MIN;
 
@@ -319,11 +323,12 @@ struct sp_xdp_prog *sp_xdp_prog_attach_file(const char *obj_path, const char *if
     struct bpf_map *map = bpf_object__find_map_by_name(p->obj, SP_XDP_MAP_NAME);
     if (!prog || !map || sp_xdp_set_rodata(p->obj, SP_XDP_PORT_VAR, &port, sizeof(port)) ||
         sp_xdp_set_rodata(p->obj, SP_XDP_TCP_VAR, &steer_tcp, sizeof(steer_tcp)) ||
+        sp_xdp_set_rodata(p->obj, SP_XDP_ANSWER_VAR, &answer_here, sizeof(answer_here)) ||
         bpf_map__set_max_entries(map, p->map_entries)) {
         sp_xdp_quiet_end(q);
         sp_xdp_set_err(err, errlen, "AF_XDP: BPF object is not stormpy's steer program "
-                             "(no %s, %s, %s or %s)", SP_XDP_PROG_NAME, SP_XDP_MAP_NAME,
-                SP_XDP_PORT_VAR, SP_XDP_TCP_VAR);
+                             "(no %s, %s, %s, %s or %s)", SP_XDP_PROG_NAME, SP_XDP_MAP_NAME,
+                SP_XDP_PORT_VAR, SP_XDP_TCP_VAR, SP_XDP_ANSWER_VAR);
         goto fail;
     }
     int r = bpf_object__load(p->obj);
@@ -338,6 +343,11 @@ struct sp_xdp_prog *sp_xdp_prog_attach_file(const char *obj_path, const char *if
     }
     p->prog_fd = bpf_program__fd(prog);
     p->map_fd = bpf_map__fd(map);
+    if (sp_xdp_answers_find(p)) {
+        sp_xdp_quiet_end(q);
+        sp_xdp_set_err(err, errlen, "AF_XDP: BPF object has no answer maps");
+        goto fail;
+    }
 
     if (clear_stale(p, err, errlen)) {
         sp_xdp_quiet_end(q);
@@ -376,10 +386,10 @@ fail:
     return NULL;
 }
 
-struct sp_xdp_prog *sp_xdp_prog_attach(const char *ifname, uint16_t port, bool tcp,
+struct sp_xdp_prog *sp_xdp_prog_attach(const char *ifname, uint16_t port, bool tcp, bool answer,
                                        enum sp_xdp_attach_mode mode, char *err, size_t errlen)
 {
-    return sp_xdp_prog_attach_file(NULL, ifname, port, tcp, mode, err, errlen);
+    return sp_xdp_prog_attach_file(NULL, ifname, port, tcp, answer, mode, err, errlen);
 }
 
 void sp_xdp_prog_detach(struct sp_xdp_prog *p)
@@ -395,6 +405,7 @@ void sp_xdp_prog_detach(struct sp_xdp_prog *p)
         LIBBPF_OPTS(bpf_xdp_attach_opts, o, .old_prog_fd = p->prog_fd);
         bpf_xdp_detach(p->ifindex, p->xdp_flags, &o);
     }
+    sp_xdp_answers_close(p);
     bpf_object__close(p->obj);
     sp_xdp_quiet_end(q);
     free(p);

@@ -12,7 +12,7 @@ BIN := bin
 
 # The BPF object: -g for the BTF that finds sp_port; the multiarch directory for
 # <asm/types.h>, which Debian keeps outside /usr/include.
-BPF_CFLAGS := -O2 -g -Wall -Werror -target bpf $(if $(MULTIARCH),-I/usr/include/$(MULTIARCH))
+BPF_CFLAGS := -O2 -g -Wall -Werror -target bpf $(if $(MULTIARCH),-I/usr/include/$(MULTIARCH)) -I../include
 
 CFLAGS ?= -std=gnu11 -O2 -g -Wall -Wextra -Wshadow -Werror -fno-omit-frame-pointer
 ifeq ($(SAN),1)
@@ -22,12 +22,12 @@ endif
 XDP_DEFS := -DSP_WITH_XDP -DSP_XDP_BPF_OBJ='"$(abspath $(BIN)/steer.bpf.o)"'
 XDP_LIBS := $(shell pkg-config --libs libxdp libbpf 2>/dev/null || echo -lxdp -lbpf) -lpthread
 
-SOURCES := $(wildcard ../proto/*.c ../engine/*.c ../app/*/*.c) ../io/xdp_program.c ../io/xdp_socket.c ../io/gather.c
+SOURCES := $(wildcard ../proto/*.c ../engine/*.c ../app/*/*.c) ../io/xdp_program.c ../io/xdp_socket.c ../io/xdp_answer.c ../io/gather.c
 HEADERS := $(wildcard ../include/stormpy/*.h ../include/stormpy/*/*.h ../include/stormpy/*/*/*.h ../io/*.h)
 
 smoke: $(BIN)/steer.bpf.o $(BIN)/xdp_smoke
 
-$(BIN)/steer.bpf.o: ../bpf/steer.bpf.c
+$(BIN)/steer.bpf.o: ../bpf/steer.bpf.c ../bpf/answer.h ../include/stormpy/io/xdp_answer.h
 	@mkdir -p $(BIN)
 	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 

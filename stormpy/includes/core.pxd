@@ -569,12 +569,37 @@ cdef extern from "stormpy/io/xdp_program.h" nogil:
         SP_XDP_ATTACH_GENERIC
     struct sp_xdp_prog:
         pass
-    sp_xdp_prog *sp_xdp_prog_attach(const char *ifname, uint16_t port, bint tcp, sp_xdp_attach_mode mode,
-                                    char *err, size_t errlen)
+    sp_xdp_prog *sp_xdp_prog_attach(const char *ifname, uint16_t port, bint tcp, bint answer,
+                                    sp_xdp_attach_mode mode, char *err, size_t errlen)
     void sp_xdp_prog_detach(sp_xdp_prog *prog)
     sp_xdp_attach_mode sp_xdp_prog_mode(const sp_xdp_prog *prog)
     unsigned sp_xdp_prog_queues(const sp_xdp_prog *prog)
     int sp_have_xdp()
+
+cdef extern from "stormpy/io/xdp_answer.h" nogil:
+    enum:
+        SP_XDP_NAME_MAX
+        SP_XDP_TAIL_MAX
+        SP_XDP_ADDRS
+        SP_XDP_STATS
+    struct sp_xdp_answer_key:
+        pass
+    struct sp_xdp_answer:
+        pass
+    struct sp_xdp_answer_config:
+        uint8_t mac[6]
+        uint8_t ttl
+        uint8_t naddrs
+        uint8_t addrs[8][4]
+    int sp_xdp_answers_config(sp_xdp_prog *prog, const sp_xdp_answer_config *cfg)
+    int sp_xdp_answers_begin(sp_xdp_prog *prog, uint32_t entries)
+    int sp_xdp_answers_add(sp_xdp_prog *prog, const sp_xdp_answer_key *keys,
+                           const sp_xdp_answer *values, uint32_t n)
+    int sp_xdp_answers_publish(sp_xdp_prog *prog)
+    int sp_xdp_answers_stats(const sp_xdp_prog *prog, uint64_t *out)
+    int sp_xdp_prog_test_run(const sp_xdp_prog *prog, const void *data, uint32_t len,
+                             void *out, uint32_t *out_len, uint32_t *verdict)
+    int sp_xdp_prog_instructions(const sp_xdp_prog *prog, uint32_t *xlated, uint32_t *verified)
 
 cdef extern from "stormpy/io/tcp_guard.h" nogil:
     struct sp_tcp_guard:
