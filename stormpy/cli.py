@@ -47,6 +47,14 @@ def build_parser() -> argparse.ArgumentParser:
                      help="IPv6 sources sharing a bucket (default 56)")
     rrl.add_argument("--rrl-allow", action="append", default=[], metavar="PREFIX",
                      help="never limit this prefix, repeatable (up to 16)")
+    drv = s.add_argument_group("answers in the driver (--iface with --backend xdp)")
+    drv.add_argument("--xdp-answer", action="store_true",
+                     help="answer in the XDP program itself (XDP_TX, no socket, no copy) the "
+                     "IPv4 queries whose answers fit in 512 bytes: the names and types the "
+                     "zones hold, A and AAAA at every name; the rest goes to the workers")
+    drv.add_argument("--xdp-answer-entries", type=argtypes.positive, default=100_000, metavar="N",
+                     help="answers the driver holds at most, about 900 bytes of kernel memory "
+                     "each (default 100000)")
     tcp = s.add_argument_group("DNS over TCP (each TCP worker an epoll loop in C)")
     tcp.add_argument("--tcp-workers", type=argtypes.positive, default=1, metavar="N",
                      help="TCP worker processes per listening address (default 1)")
@@ -251,7 +259,14 @@ def dns_config(args):
                          tcp_io_timeout=args.tcp_io_timeout, tcp_idle_timeout=args.tcp_idle_timeout,
                          secondaries=args.secondary, primaries=args.primary, tsig=args.tsig,
                          zone_dir=args.zone_dir or ".", transfer_allow=args.transfer_allow,
-                         notify=args.notify)
+                         notify=args.notify, xdp_answer=args.xdp_answer,
+                         xdp_answer_entries=args.xdp_answer_entries)
+    if cfg.xdp_answer and (not cfg.iface or cfg.backend != "xdp"):
+        raise StormpyError("--xdp-answer answers in the AF_XDP program: it needs --iface "
+                           "and --backend xdp")
+    if cfg.xdp_answer and cfg.rrl_rate:
+        raise StormpyError("--xdp-answer with --rrl-rate: answers in the driver are not "
+                           "rate-limited; use one or the other")
     if not cfg.zones and not cfg.secondaries:
         raise StormpyError("nothing to serve: give zone files or --secondary ZONE")
     from stormpy.dns.server import transfer_settings

@@ -11,4 +11,11 @@ def format_counters(c: dict) -> str:
     rules = "".join(f" {k}={c[k]}" for k in ("rule_answers", "slow_path", "slow_replies",
                                               "handler_errors", "bad_replies") if c.get(k))
     return (f"udp rx={c['rx']} tx={c['tx']} dropped={c['dropped']} truncated={c['truncated']} "
-            f"tcp={c['tcp_queries']}{rules} {rcodes}".rstrip())
+            f"tcp={c['tcp_queries']}{rules}{_driver(c)} {rcodes}".rstrip())
+
+
+def _driver(c: dict) -> str:
+    """--xdp-answer's queries, which no worker counts."""
+    if "xdp_answered" not in c:
+        return ""
+    return f" xdp_answered={c['xdp_answered']} xdp_passed={c['xdp_passed']}"

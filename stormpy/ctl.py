@@ -101,6 +101,9 @@ def _print_stats(snap: dict) -> None:
     print(f"pid {snap['pid']}, {snap['backend']} backend, serving {snap['serving']}; "
           f"tcp queries {snap['tcp_queries']}, reloads {snap['reloads']} "
           f"(failed {snap['reload_failures']})")
+    if "xdp_answered" in snap:
+        print(f"XDP program: answered {snap['xdp_answered']}, passed to the workers "
+              f"{snap['xdp_passed']}")
     for i, w in enumerate(snap["workers"]):
         print(f"worker {i}: {format_tcp_worker(w) if w.get('kind') == 'tcp' else format_worker(w)}")
 

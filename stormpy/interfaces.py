@@ -43,3 +43,13 @@ def interface_identity(iface: str, need_address: bool = True) -> dict:
     if not ident["addresses"] and need_address:
         raise StormpyError(f"--iface {iface}: it has no IP address to serve on")
     return ident
+
+
+def link_kind(iface: str) -> str | None:
+    """What kind of virtual link iface is ("veth", "bridge", ...), None for hardware."""
+    try:
+        out = subprocess.run(["ip", "-j", "-d", "link", "show", "dev", iface], capture_output=True,
+                             text=True, timeout=10).stdout
+        return json.loads(out)[0].get("linkinfo", {}).get("info_kind") if out.strip() else None
+    except (OSError, ValueError, IndexError, subprocess.SubprocessError):
+        return None

@@ -79,6 +79,12 @@ def server_metrics(server) -> list:
     out += _http_metrics(workers) if server.stream else _dns_metrics(server, workers)
     if getattr(server, "responder", None) is not None:     # a custom responder's rules
         out += _rules_metrics(workers)
+    driver = server.driver_counters()
+    if driver:
+        out += [_counter("stormpy_xdp_answered", "queries answered in the XDP program (XDP_TX)",
+                         samples=[((), driver["xdp_answered"])]),
+                _counter("stormpy_xdp_passed", "queries the XDP program left to the workers",
+                         samples=[((), driver["xdp_passed"])])]
     return out
 
 

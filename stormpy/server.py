@@ -206,7 +206,9 @@ class Server(ABC):
             if cfg.backend == "xdp":
                 # port 0: the program steers every frame to the workers
                 self.xdp = _core.XdpProgram(cfg.iface, 0 if self.steer_all else cfg.port,
-                                            cfg.xdp_mode, tcp=self.stream)
+                                            cfg.xdp_mode, tcp=self.stream,
+                                            answer=self.answers_in_driver)
+                self.xdp_attached()
             elif cfg.backend == "packet" and self.stream:
                 self.guard = _core.TcpGuard(cfg.iface, cfg.port, self.identity["addresses"])
         except Exception:
@@ -215,6 +217,13 @@ class Server(ABC):
         self.pool = WorkerPool(self.ref, queues + len(self.tcp_sockets), self._frame_worker,
                                cfg.cpus, self._worker_drop,
                                privileges.raise_effective if self.user else None)
+
+    # an application whose answers the XDP program can give sets this, and publishes
+    # them to self.xdp in xdp_attached() and after each reload
+    answers_in_driver = False
+
+    def xdp_attached(self) -> None:
+        """Once self.xdp is attached, before the workers start."""
 
     def _frame_worker(self, index: int):
         """In worker process `index`: its queue's ring, opened here."""
@@ -315,6 +324,7 @@ class Server(ABC):
                 else:
                     total[k] = total.get(k, 0) + v
         total["tcp_queries"] = self.tcp_queries()
+        total.update(self.driver_counters())
         total["reloads"] = self.reloads
         total["reload_failures"] = self.reload_failures
         total["restarts"] = sum(self.pool.restarts)
@@ -377,7 +387,14 @@ class Server(ABC):
                                  ready=self.pool.ready[i], restarts=self.pool.restarts[i],
                                  kind="tcp" if i >= self.frame_workers else "frames")
                             for i in range(self.pool.count)],
-                "tap": region_status(self.tap, self.cfg)}
+                "tap": region_status(self.tap, self.cfg), **self.driver_counters()}
+
+    def driver_counters(self) -> dict:
+        """What the XDP program answered itself, and passed to the workers (--xdp-answer)."""
+        if self.xdp is None or not self.xdp.answer:
+            return {}
+        driver = self.xdp.answers_stats()
+        return {"xdp_answered": driver["answered"], "xdp_passed": driver["passed"]}
 
     def status(self) -> dict:
         """What `stormpy ctl status` shows: the process, its workers, what it serves."""

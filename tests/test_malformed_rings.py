@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from conftest import EXAMPLE_ZONE
-from support.backends import NO_NETNS, RINGS
+from support.backends import NO_NETNS, RINGS_AND_DRIVER, ring_serving
 from support.netns import CLIENT_V4, CLIENT_V6, SERVER_V4, SERVER_V6, NsServer, VethPair
 from test_malformed import corpus, judge
 
@@ -20,9 +20,10 @@ pytestmark = pytest.mark.skipif(REASON is not None, reason=REASON or "")
 SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ns_malformed.py")
 
 
-@pytest.mark.parametrize("backend", RINGS)
+@pytest.mark.parametrize("backend", RINGS_AND_DRIVER)
 def test_malformed_frames_over_the_rings(backend):
-    with VethPair() as pair, NsServer(pair, [EXAMPLE_ZONE, "--iface", "veth0", "--backend", backend]) as srv:
+    serving, pair_options = ring_serving(backend)
+    with VethPair(**pair_options) as pair, NsServer(pair, [EXAMPLE_ZONE, "--iface", "veth0", *serving]) as srv:
         mac = pair.run(pair.server, "cat", "/sys/class/net/veth0/address").stdout.strip()
         r = pair.run(pair.client, sys.executable, SCRIPT, "veth0", mac, SERVER_V4, SERVER_V6,
                      CLIENT_V4, CLIENT_V6, timeout=180)

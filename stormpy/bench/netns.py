@@ -8,6 +8,7 @@ import itertools
 import os
 import shutil
 import subprocess
+import sys
 
 from stormpy.bench.errors import BenchError
 from stormpy.bench.processes import REPO_ROOT
@@ -37,8 +38,11 @@ def _sh(*cmd, check=True):
 class VethPair:
     """Namespaces `server` and `client`, each with veth0; a context manager."""
 
-    def __init__(self, queues: int = 1, prefix: str = "spb", static_neighbours: bool = True):
+    def __init__(self, queues: int = 1, prefix: str = "spb", static_neighbours: bool = True,
+                 client_xdp: bool = False):
         n = f"{os.getpid() % 100000}x{next(_serial)}"
+        self.client_xdp = client_xdp
+        self._client_program = None
         self.server, self.client = f"{prefix}-srv-{n}", f"{prefix}-cli-{n}"
         self.queues = queues
         self.iface = IFACE
@@ -59,6 +63,8 @@ class VethPair:
                 _sh("ip", "-n", ns, "link", "set", IFACE, "up")
             self.server_mac = self._mac(self.server)
             self.client_mac = self._mac(self.client)
+            if self.client_xdp:
+                self._hold_client_program()
             if not self.static_neighbours:
                 return self
             # Static neighbours: no ARP in the measured traffic, on either side.
@@ -76,7 +82,24 @@ class VethPair:
         parts = with_ns.split()
         return parts[parts.index("link/ether") + 1]
 
+    def _hold_client_program(self):
+        """A veth takes the frames its peer's native XDP program sends (XDP_TX) only while
+        it has an XDP program itself, as a NIC's TX ring would: stormpy's steer program,
+        held by a child, steering a port nobody serves (so it passes every frame)."""
+        hold = ("import sys; from stormpy import _core; "
+                "p = _core.XdpProgram(sys.argv[1], 9, 'native'); print('held', flush=True); "
+                "sys.stdin.read()")
+        self._client_program = subprocess.Popen(
+            self.argv(self.client, sys.executable, "-c", hold, IFACE), stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        if self._client_program.stdout.readline().strip() != "held":
+            raise BenchError("client XDP program: " + self._client_program.stderr.read().strip())
+
     def __exit__(self, *exc):
+        if self._client_program is not None:
+            self._client_program.stdin.close()
+            self._client_program.wait(timeout=10)
+            self._client_program = None
         for ns in (self.server, self.client):
             _sh("ip", "netns", "del", ns, check=False)
 

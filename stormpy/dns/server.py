@@ -6,6 +6,7 @@ workers (stormpy.dns.handoff)."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import resource
 import time
@@ -24,6 +25,8 @@ from stormpy.dns.transfer import TransferPolicy, parse_address, parse_tsig, send
 from stormpy.dns.zone import Zone, import_rdata_classes, load_zone, with_origins
 from stormpy.errors import StormpyError, ZoneError
 from stormpy.server import Server
+
+log = logging.getLogger("stormpy")
 
 
 @dataclass
@@ -45,6 +48,8 @@ class DnsConfig(ServerConfig):
     zone_dir: str = "."              # where transferred zones are kept
     transfer_allow: list[str] = field(default_factory=list)
     notify: list[str] = field(default_factory=list)      # secondaries told of new serials
+    xdp_answer: bool = False         # answer in the XDP program what fits (stormpy.dns.xdp)
+    xdp_answer_entries: int = 100_000
 
 
 @dataclass
@@ -90,6 +95,8 @@ class DnsServer(Server):
         # for IXFR out: each zone as published (its SOA and nodes), and the differences
         self.journal = Journal() if self.policy.enabled else None
         self.published: dict = {}
+        self.answers_in_driver = cfg.xdp_answer
+        self._driver_answers = None     # the next generation for the XDP program (dns/xdp.py)
         self._lineage = None    # (zones, failing) compiled into the published table
         self._whole_bytes = 0     # the published table's size at its last whole compile
         try:
@@ -129,6 +136,7 @@ class DnsServer(Server):
         edited = self._edited(fresh, failing, lineage)
         if edited is not None:
             self._candidate = (fresh, edited[1].zone_responses, self._changes(served), failing)
+            self._render_driver(edited[0], served)
             return edited
         try:
             assign_zone_slots(self.zone_slots, served)
@@ -141,7 +149,32 @@ class DnsServer(Server):
                     f.last_error = str(e)
             raise
         self._candidate = (fresh, stats.zone_responses, self._changes(served), failing)
+        self._render_driver(table, served)
         return table, stats
+
+    def _render_driver(self, table, served) -> None:
+        """Off the loop: the XDP program's answers from the table about to be published."""
+        if self.answers_in_driver:
+            from stormpy.dns.xdp import driver_answers
+            self._driver_answers = driver_answers(table, served, self.cfg.max_udp,
+                                                  self.cfg.xdp_answer_entries)
+
+    def xdp_attached(self) -> None:
+        from stormpy.interfaces import link_kind
+        if self.xdp.mode() == "native" and link_kind(self.cfg.iface) == "veth":
+            log.warning("--xdp-answer on a veth in native mode: its replies reach the peer only "
+                        "while the peer has an XDP program too (or use --xdp-mode generic)")
+        self._publish_driver()
+
+    def _publish_driver(self) -> None:
+        """The answers rendered with the table just published go to the XDP program."""
+        answers, program = self._driver_answers, self.xdp
+        if answers is None or program is None:
+            return
+        from stormpy.dns.xdp import publish
+        self._driver_answers = None
+        publish(program, answers, self.identity)
+        log.info("XDP program on %s: %s", program.ifname, answers.describe())
 
     def _edited(self, fresh, failing, lineage):
         """The published table edited for the secondaries' IXFRs (their C stores patched in
@@ -177,6 +210,7 @@ class DnsServer(Server):
             for origin, change in changes:
                 if change is not None:
                     self.journal.add(origin, change)
+        self._publish_driver()
         for z in fresh:         # the journal has taken the patches' changes
             getattr(z, "replaced", {}).clear()
         for f, z in zip(self.files, fresh):

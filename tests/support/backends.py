@@ -17,3 +17,15 @@ RINGS = [pytest.param("packet", marks=pytest.mark.skipif(NO_NETNS is not None, r
                                                       reason=NO_NETNS or NO_XDP or ""))]
 # the kernel's sockets on loopback, then the rings
 EVERY_BACKEND = ["socket"] + RINGS
+# the rings again, with the XDP program answering what it holds (serve-dns --xdp-answer)
+DRIVER = pytest.param("xdp-answer", marks=pytest.mark.skipif(
+    NO_NETNS is not None or NO_XDP is not None, reason=NO_NETNS or NO_XDP or ""))
+RINGS_AND_DRIVER = RINGS + [DRIVER]
+
+
+def ring_serving(backend: str) -> tuple[list, dict]:
+    """serve-dns's arguments for one of RINGS_AND_DRIVER, and the VethPair options it needs
+    (the client side's XDP program, which takes what the server's sends in native mode)."""
+    if backend == "xdp-answer":
+        return ["--backend", "xdp", "--xdp-answer"], {"client_xdp": True}
+    return ["--backend", backend], {}

@@ -43,8 +43,8 @@ class VethPair(bench_netns.VethPair):
     """Namespaces `server` and `client`, each with interface veth0 (the benchmarks'
     pair, with the kernel's ARP and NDP left as they are)."""
 
-    def __init__(self, queues=1):
-        super().__init__(queues, prefix="sp", static_neighbours=False)
+    def __init__(self, queues=1, client_xdp=False):
+        super().__init__(queues, prefix="sp", static_neighbours=False, client_xdp=client_xdp)
 
     def run(self, ns, *cmd, timeout=60):
         return subprocess.run(["ip", "netns", "exec", ns, *cmd], capture_output=True, text=True,
