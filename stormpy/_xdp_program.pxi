@@ -7,7 +7,8 @@ XDP_VERDICTS = {0: "aborted", 1: "drop", 2: "pass", 3: "tx", 4: "redirect"}
 cdef class XdpProgram:
     """The XDP program on one interface: steers the served UDP (or, tcp, TCP) port to the AF_XDP
     sockets and passes everything else to the kernel; with answer, it answers the queries
-    its answer map holds itself (xdp_answer.h). Detached by detach(), by garbage
+    its answer map holds itself (xdp_answer.h); with reflect, it sends every query back
+    as its own reply (`stormpy bench cpu`'s floor). Detached by detach(), by garbage
     collection, and by the kernel when the process dies."""
     cdef sp_xdp_prog *prog
     cdef readonly str ifname
@@ -18,7 +19,7 @@ cdef class XdpProgram:
     TAIL_MAX = SP_XDP_TAIL_MAX
 
     def __cinit__(self, str ifname, uint16_t port, str mode="auto", bint tcp=False,
-                  bint answer=False):
+                  bint answer=False, bint reflect=False):
         cdef char err[256]
         cdef sp_xdp_attach_mode m = {"auto": SP_XDP_ATTACH_AUTO, "native": SP_XDP_ATTACH_NATIVE,
                                      "generic": SP_XDP_ATTACH_GENERIC}[mode]
@@ -26,7 +27,8 @@ cdef class XdpProgram:
         self.answer = answer
         b = ifname.encode()
         err[0] = 0
-        self.prog = sp_xdp_prog_attach(b, port, tcp, answer, m, err, sizeof(err))
+        self.prog = sp_xdp_prog_attach(b, port, tcp, (SP_XDP_ANSWER if answer else 0) |
+                                       (SP_XDP_REFLECT if reflect else 0), m, err, sizeof(err))
         if self.prog is NULL:
             raise BackendError(err.decode(errors="replace"))
 

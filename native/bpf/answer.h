@@ -298,3 +298,39 @@ static __always_inline int sp_answer_query(struct xdp_md *ctx)
         return XDP_DROP;           /* cannot be: adjust_tail made the room */
     return XDP_TX;
 }
+
+/* The floor of `stormpy bench cpu`: every UDP datagram to the port goes back to its
+ * sender with QR set, whatever it holds. No server can answer for less on this path.
+ * Swapping addresses and ports keeps both checksums; QR changes the UDP one (RFC 1624). */
+static __always_inline int sp_reflect_query(struct xdp_md *ctx)
+{
+    void *data = (void *)(long)ctx->data;
+    void *data_end = (void *)(long)ctx->data_end;
+    struct ethhdr *eth = data;
+    struct iphdr *ip = (void *)(eth + 1);
+    struct udphdr *udp = (void *)(ip + 1);
+    __u8 *dns = (void *)(udp + 1);
+
+    if ((void *)(dns + SP_DNS_HEADER) > data_end || eth->h_proto != bpf_htons(ETH_P_IP) ||
+        ip->ihl != 5 || ip->protocol != IPPROTO_UDP || udp->dest != bpf_htons(sp_port))
+        return SP_ANSWER_UP;
+    __u8 mac[6];
+    __builtin_memcpy(mac, eth->h_source, 6);
+    __builtin_memcpy(eth->h_source, eth->h_dest, 6);
+    __builtin_memcpy(eth->h_dest, mac, 6);
+    __be32 addr = ip->saddr;
+    ip->saddr = ip->daddr;
+    ip->daddr = addr;
+    __be16 port = udp->source;
+    udp->source = udp->dest;
+    udp->dest = port;
+    if (!(dns[2] & 0x80)) {
+        dns[2] |= 0x80;
+        if (udp->check) {
+            __u32 sum = (~bpf_ntohs(udp->check) & 0xffff) + 0x8000;
+            __u16 check = ~sp_fold(sum) & 0xffff;
+            udp->check = bpf_htons(check ? check : 0xffff);
+        }
+    }
+    return XDP_TX;
+}

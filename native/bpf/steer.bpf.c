@@ -43,6 +43,9 @@ const volatile __u16 sp_port = 53;
 const volatile __u8 sp_tcp = 0;
 /* 1: queries the answer map holds are answered here (answer.h); set before load. */
 const volatile __u8 sp_answer = 0;
+/* 1: every query to the port is sent back as its own reply (answer.h's floor, for
+ * `stormpy bench cpu`); set before load. */
+const volatile __u8 sp_reflect = 0;
 
 /* Queue index -> AF_XDP socket. Userspace sets max_entries to the number of
  * receive queues before load. */
@@ -103,6 +106,11 @@ int stormpy_steer(struct xdp_md *ctx)
         return XDP_PASS;
     if (udp->dest != bpf_htons(sp_port))
         return XDP_PASS;
+    if (sp_reflect) {
+        int reflected = sp_reflect_query(ctx);
+        if (reflected != SP_ANSWER_UP)
+            return reflected;
+    }
     if (sp_answer) {
         int answered = sp_answer_query(ctx);
         sp_answer_count(answered == SP_ANSWER_UP ? SP_XDP_PASSED : SP_XDP_ANSWERED);

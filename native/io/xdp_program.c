@@ -24,6 +24,7 @@
 #define SP_XDP_PORT_VAR "sp_port"
 #define SP_XDP_TCP_VAR "sp_tcp"
 #define SP_XDP_ANSWER_VAR "sp_answer"
+#define SP_XDP_REFLECT_VAR "sp_reflect"
 #define SP_XDP_MAP_MIN 64                  /* XSKMAP entries even when fewer queues */
 
 /* ---- the embedded BPF object ------------------------------------------------------ */
@@ -264,11 +265,12 @@ static int attach_mode(struct sp_xdp_prog *p, uint32_t flag)
 }
 
 struct sp_xdp_prog *sp_xdp_prog_attach_file(const char *obj_path, const char *ifname,
-                                            uint16_t port, bool tcp, bool answer,
+                                            uint16_t port, bool tcp, unsigned stages,
                                             enum sp_xdp_attach_mode mode, char *err,
                                             size_t errlen)
 {
-    uint8_t steer_tcp = tcp, answer_here = answer;
+    uint8_t steer_tcp = tcp, answer_here = (stages & SP_XDP_ANSWER) != 0,
+            reflect = (stages & SP_XDP_REFLECT) != 0;
     if (!ifname || !*ifname || strlen(ifname) >= IF_NAMESIZE) {
         sp_xdp_set_err(err, errlen, "AF_XDP: bad interface name");
         return NULL;
@@ -292,7 +294,7 @@ struct sp_xdp_prog *sp_xdp_prog_attach_file(const char *obj_path, const char *if
     p->ifindex = ifindex;
     p->link_fd = -1;
     p->answers_next_fd = -1;
-    p->answer = answer;
+    p->answer = answer_here;
     p->queues = count_queues(ifname);
     p->map_entries = p->queues > SP_XDP_MAP_MIN ? p->queues : SP_XDP_MAP_MIN;
 
@@ -324,11 +326,12 @@ struct sp_xdp_prog *sp_xdp_prog_attach_file(const char *obj_path, const char *if
     if (!prog || !map || sp_xdp_set_rodata(p->obj, SP_XDP_PORT_VAR, &port, sizeof(port)) ||
         sp_xdp_set_rodata(p->obj, SP_XDP_TCP_VAR, &steer_tcp, sizeof(steer_tcp)) ||
         sp_xdp_set_rodata(p->obj, SP_XDP_ANSWER_VAR, &answer_here, sizeof(answer_here)) ||
+        sp_xdp_set_rodata(p->obj, SP_XDP_REFLECT_VAR, &reflect, sizeof(reflect)) ||
         bpf_map__set_max_entries(map, p->map_entries)) {
         sp_xdp_quiet_end(q);
         sp_xdp_set_err(err, errlen, "AF_XDP: BPF object is not stormpy's steer program "
-                             "(no %s, %s, %s, %s or %s)", SP_XDP_PROG_NAME, SP_XDP_MAP_NAME,
-                SP_XDP_PORT_VAR, SP_XDP_TCP_VAR, SP_XDP_ANSWER_VAR);
+                             "(no %s, %s, %s, %s, %s or %s)", SP_XDP_PROG_NAME, SP_XDP_MAP_NAME,
+                SP_XDP_PORT_VAR, SP_XDP_TCP_VAR, SP_XDP_ANSWER_VAR, SP_XDP_REFLECT_VAR);
         goto fail;
     }
     int r = bpf_object__load(p->obj);
@@ -386,10 +389,10 @@ fail:
     return NULL;
 }
 
-struct sp_xdp_prog *sp_xdp_prog_attach(const char *ifname, uint16_t port, bool tcp, bool answer,
+struct sp_xdp_prog *sp_xdp_prog_attach(const char *ifname, uint16_t port, bool tcp, unsigned stages,
                                        enum sp_xdp_attach_mode mode, char *err, size_t errlen)
 {
-    return sp_xdp_prog_attach_file(NULL, ifname, port, tcp, answer, mode, err, errlen);
+    return sp_xdp_prog_attach_file(NULL, ifname, port, tcp, stages, mode, err, errlen);
 }
 
 void sp_xdp_prog_detach(struct sp_xdp_prog *p)

@@ -22,7 +22,7 @@ endif
 XDP_DEFS := -DSP_WITH_XDP -DSP_XDP_BPF_OBJ='"$(abspath $(BIN)/steer.bpf.o)"'
 XDP_LIBS := $(shell pkg-config --libs libxdp libbpf 2>/dev/null || echo -lxdp -lbpf) -lpthread
 
-SOURCES := $(wildcard ../proto/*.c ../engine/*.c ../app/*/*.c) ../io/xdp_program.c ../io/xdp_socket.c ../io/xdp_answer.c ../io/gather.c
+SOURCES := $(wildcard ../proto/*.c ../engine/*.c ../app/*/*.c) ../io/xdp_program.c ../io/xdp_socket.c ../io/xdp_answer.c ../io/gather.c ../io/tx_limit.c
 HEADERS := $(wildcard ../include/stormpy/*.h ../include/stormpy/*/*.h ../include/stormpy/*/*/*.h ../io/*.h)
 
 smoke: $(BIN)/steer.bpf.o $(BIN)/xdp_smoke

@@ -154,7 +154,7 @@ int main(int argc, char **argv)
     sigaction(SIGTERM, &sa, NULL);
 
     char err[256];
-    struct sp_xdp_prog *prog = sp_xdp_prog_attach_file(obj, ifname, (uint16_t)port, false, false, amode,
+    struct sp_xdp_prog *prog = sp_xdp_prog_attach_file(obj, ifname, (uint16_t)port, false, SP_XDP_STEER, amode,
                                                        err, sizeof(err));
     if (!prog) {
         fprintf(stderr, "xdp_smoke: %s\n", err);

@@ -569,7 +569,10 @@ cdef extern from "stormpy/io/xdp_program.h" nogil:
         SP_XDP_ATTACH_GENERIC
     struct sp_xdp_prog:
         pass
-    sp_xdp_prog *sp_xdp_prog_attach(const char *ifname, uint16_t port, bint tcp, bint answer,
+    enum:
+        SP_XDP_ANSWER
+        SP_XDP_REFLECT
+    sp_xdp_prog *sp_xdp_prog_attach(const char *ifname, uint16_t port, bint tcp, unsigned stages,
                                     sp_xdp_attach_mode mode, char *err, size_t errlen)
     void sp_xdp_prog_detach(sp_xdp_prog *prog)
     sp_xdp_attach_mode sp_xdp_prog_mode(const sp_xdp_prog *prog)

@@ -41,18 +41,26 @@ enum sp_xdp_attach_mode {
 
 struct sp_xdp_prog;
 
+/* What the program does with a query to the port before steering it (bits). */
+enum sp_xdp_stage {
+    SP_XDP_STEER = 0,
+    SP_XDP_ANSWER = 1,
+    SP_XDP_REFLECT = 2,
+};
+
 /* Load the embedded steer.bpf.o (built into xdp_program.c with -DSP_XDP_BPF_OBJ="path"),
  * set the served port (0: steer every frame, for a responder that answers ARP and
  * ICMP itself) and its protocol (UDP, or TCP with tcp set: serve-http's own TCP), and
- * attach it to ifname. With answer set, UDP queries the answer map holds are answered
- * in the driver (xdp_answer.h). NULL with err set on failure. */
+ * attach it to ifname. stages: SP_XDP_ANSWER answers the UDP queries the answer map
+ * holds in the driver (xdp_answer.h); SP_XDP_REFLECT sends every query back as its
+ * own reply (a benchmark's floor). NULL with err set on failure. */
 #ifdef SP_WITH_XDP
-struct sp_xdp_prog *sp_xdp_prog_attach(const char *ifname, uint16_t port, bool tcp, bool answer,
+struct sp_xdp_prog *sp_xdp_prog_attach(const char *ifname, uint16_t port, bool tcp, unsigned stages,
                                        enum sp_xdp_attach_mode mode, char *err, size_t errlen);
 #endif
 /* The same from an object file (obj_path NULL: the embedded one). */
 struct sp_xdp_prog *sp_xdp_prog_attach_file(const char *obj_path, const char *ifname,
-                                            uint16_t port, bool tcp, bool answer,
+                                            uint16_t port, bool tcp, unsigned stages,
                                             enum sp_xdp_attach_mode mode, char *err,
                                             size_t errlen);
 /* Detach the program (only if it is still ours) and free prog. Close every queue's
@@ -77,11 +85,11 @@ unsigned sp_xdp_prog_queues(const struct sp_xdp_prog *prog);
 #include <stdio.h>
 #define SP_XDP_NOT_BUILT "AF_XDP: not compiled in (build with libxdp-dev, libbpf-dev and clang)"
 static inline struct sp_xdp_prog *sp_xdp_prog_attach(const char *ifname, uint16_t port,
-                                                     bool tcp, bool answer,
+                                                     bool tcp, unsigned stages,
                                                      enum sp_xdp_attach_mode mode,
                                                      char *err, size_t errlen)
 {
-    (void)ifname, (void)port, (void)tcp, (void)answer, (void)mode;
+    (void)ifname, (void)port, (void)tcp, (void)stages, (void)mode;
     snprintf(err, errlen, SP_XDP_NOT_BUILT);
     return NULL;
 }
