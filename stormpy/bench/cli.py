@@ -179,6 +179,43 @@ def build_parser(p: argparse.ArgumentParser = None) -> argparse.ArgumentParser:
     pe.add_argument("--keep", action="store_true", help="keep the temporary directory (configs, logs)")
     pe.set_defaults(run="peers")
 
+    cp = sub.add_parser("cpu", help="CPU per reply at fixed loads: stormpy (in the driver, AF_XDP, "
+                        "AF_PACKET), Knot (XDP, sockets), NSD and an XDP_TX floor (root)",
+                        description="CPU per reply at fixed offered loads across a veth pair: the "
+                        "server's processes plus its side's threaded NAPI, both pinned to "
+                        "--server-cpu, per task. Servers: an XDP_TX reflector (the floor), "
+                        "serve-dns --xdp-answer, stormpy on AF_XDP and AF_PACKET, Knot DNS in XDP "
+                        "mode and on sockets, NSD with RRL off. Median and spread of the rounds, "
+                        "each server's cost above the floor, latency from stormpy gen; a CSV and "
+                        "a PNG plot.")
+    cp.add_argument("--servers", default=None, metavar="LIST",
+                    help="comma-separated (default: floor,stormpy-xdp-answer,stormpy-xdp,"
+                    "stormpy-packet,knot-xdp,knot,nsd)")
+    cp.add_argument("--loads", default="10000,50000,100000,200000,max", metavar="LIST",
+                    help="offered queries/s, and max: as many as the generator can (default "
+                    "10000,50000,100000,200000,max)")
+    cp.add_argument("-l", "--seconds", type=_seconds, default=5.0, metavar="S",
+                    help="seconds per point (default 5)")
+    cp.add_argument("--rounds", type=positive, default=3, metavar="N", help="rounds (default 3)")
+    cp.add_argument("--generator", choices=("gen", "kxdpgun"), default="gen",
+                    help="stormpy gen on AF_XDP (open loop at a rate, latency percentiles; "
+                    "default) or kxdpgun -Q")
+    cp.add_argument("--gen-outstanding", type=positive, default=256, metavar="N",
+                    help="queries in flight at max (default 256)")
+    cp.add_argument("--max-qps", type=positive, default=5_000_000, metavar="N",
+                    help="kxdpgun -Q at max (default 5000000)")
+    cp.add_argument("--kxdpgun-batch", type=positive, default=32, metavar="N", help="kxdpgun -b")
+    cp.add_argument("--names", type=positive, default=1000, metavar="N", help="names in the zone (default 1000)")
+    cp.add_argument("--queries", type=positive, default=100_000, metavar="N",
+                    help="lines in the query file (default 100000)")
+    cp.add_argument("--seed", type=int, default=20240101)
+    cp.add_argument("--server-cpu", type=int, default=0, metavar="CPU", help="the server's CPU (default 0)")
+    cp.add_argument("--client-cpu", type=int, default=1, metavar="CPU", help="the generator's CPU (default 1)")
+    cp.add_argument("--out", default="bench-cpu", metavar="PREFIX",
+                    help="write PREFIX.csv and PREFIX.png (default bench-cpu)")
+    cp.add_argument("--keep", action="store_true", help="keep the temporary directory (configs, logs)")
+    cp.set_defaults(run="cpu")
+
     r = sub.add_parser("responders", help="custom responders: rules, Python slow path, scapy (no root)",
                        description="Custom responders on the memory backend, side by side in "
                        "one run: a key-value GET rule and an echo rule against the DNS fast path "
@@ -342,7 +379,7 @@ def _sockets_args(p) -> None:
 
 def register(subparsers) -> None:
     """Add `bench` to stormpy's subcommands; the handler is `run(args)`."""
-    b = subparsers.add_parser("bench", help="benchmarks: fastpath, sweep, cores, responders, compile, ixfr, notify, peers, "
+    b = subparsers.add_parser("bench", help="benchmarks: fastpath, sweep, cores, responders, compile, ixfr, notify, peers, cpu, "
                               "sockets, http, http-loss",
                               description=DESCRIPTION)
     build_parser(b)
@@ -352,7 +389,7 @@ def run(args) -> int:
     """Run the parsed `stormpy bench ...`; BenchError becomes one line and status 2."""
     which = getattr(args, "run", None)
     if which is None:
-        print("stormpy bench: choose one of fastpath, sweep, cores, responders, compile, ixfr, notify, peers, sockets, "
+        print("stormpy bench: choose one of fastpath, sweep, cores, responders, compile, ixfr, notify, peers, cpu, sockets, "
               "http, http-loss, gen (stormpy bench -h)", file=sys.stderr)
         return 2
     try:
@@ -383,6 +420,9 @@ def run(args) -> int:
         if which == "peers":
             from stormpy.bench.peers import run_peers
             return run_peers(args)
+        if which == "cpu":
+            from stormpy.bench.cpu import run_cpu
+            return run_cpu(args)
         if which == "http":
             from stormpy.bench.http import run_http
             return run_http(args)

@@ -64,7 +64,7 @@ class VethPair:
             self.server_mac = self._mac(self.server)
             self.client_mac = self._mac(self.client)
             if self.client_xdp:
-                self._hold_client_program()
+                self.hold_client_program()
             if not self.static_neighbours:
                 return self
             # Static neighbours: no ARP in the measured traffic, on either side.
@@ -82,7 +82,7 @@ class VethPair:
         parts = with_ns.split()
         return parts[parts.index("link/ether") + 1]
 
-    def _hold_client_program(self):
+    def hold_client_program(self):
         """A veth takes the frames its peer's native XDP program sends (XDP_TX) only while
         it has an XDP program itself, as a NIC's TX ring would: stormpy's steer program,
         held by a child, steering a port nobody serves (so it passes every frame)."""
@@ -95,11 +95,14 @@ class VethPair:
         if self._client_program.stdout.readline().strip() != "held":
             raise BenchError("client XDP program: " + self._client_program.stderr.read().strip())
 
-    def __exit__(self, *exc):
+    def release_client_program(self):
         if self._client_program is not None:
             self._client_program.stdin.close()
             self._client_program.wait(timeout=10)
             self._client_program = None
+
+    def __exit__(self, *exc):
+        self.release_client_program()
         for ns in (self.server, self.client):
             _sh("ip", "netns", "del", ns, check=False)
 
