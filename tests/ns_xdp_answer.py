@@ -114,6 +114,22 @@ def _compressed(name, rdtype):
                  UDP(sport=5353, dport=53) / msg)
 
 
+def not_held(pairs, rnd):
+    """Questions the driver answers from a name's other-types or an ancestor's below
+    entry: other types at held names, and names under them the zones do not hold."""
+    out = []
+    for owner, _ in pairs:
+        name = mixed_case(owner, rnd)
+        for rdtype in rnd.sample([15, 16, 33, 257, 99, 65000, 43, 255, 5, 2, 6], 3):
+            out.append(frame(name, rdtype, rnd, edns=rnd.random() < 0.5))
+        for _ in range(2):
+            child = ".".join(rnd.choice(["x", "Nope", "a-b", "zz9", "*"])
+                             for _ in range(rnd.randint(1, 3)))
+            out.append(frame(f"{child}.{name}".replace("..", "."), rnd.choice([1, 28, 15, 16]),
+                             rnd, edns=rnd.random() < 0.5))
+    return out
+
+
 def mutations(frames, rnd, count):
     """Answerable frames with 1 to 3 bytes changed, or cut, or grown."""
     out = []
@@ -140,7 +156,7 @@ def main():
     pairs = list(xdp._pairs(zones))
     ref = _core.TableRef(table, 1)
     program = _core.XdpProgram(iface, 53, "auto", answer=True)
-    report = {k: {"tx": 0, "up": 0} for k in ("held", "left", "mutated", "before")}
+    report = {k: {"tx": 0, "up": 0} for k in ("held", "left", "mutated", "before", "not_held")}
     report.update(problems=[], left_names=[], instructions=program.instructions(),
                   entries=answers.count, left_out=answers.left, pairs=len(pairs))
     probe = frame(mixed_case(pairs[0][0], rnd), pairs[0][1], rnd)
@@ -148,11 +164,13 @@ def main():
     xdp.publish(program, answers, IDENTITY)
     held = [frame(mixed_case(o, rnd), t, rnd, edns=rnd.random() < 0.5) for o, t in pairs]
     judge(program, ref, held, report, "held")
+    others = not_held(pairs, rnd)
+    judge(program, ref, others, report, "not_held")
     for what, f in left_to_workers(pairs, rnd).items():
         if program.test_run(f)[0] == "tx":
             report["left_names"].append(what)
     judge(program, ref, list(left_to_workers(pairs, rnd).values()), report, "left")
-    judge(program, ref, mutations(held, rnd, 3000), report, "mutated")
+    judge(program, ref, mutations(held + others, rnd, 3000), report, "mutated")
     report["stats"] = program.answers_stats()
     program.detach()
     print(json.dumps(report))

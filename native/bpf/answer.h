@@ -49,7 +49,9 @@ struct {
  * beside everything else. */
 struct sp_answer_scratch {
     struct sp_xdp_answer_key key;
-    __u32 nlen;
+    __u8 lower[SP_XDP_NAME_MAX + 1];   /* the asked name lower-cased, for its ancestors' keys */
+    __u8 labels[128];                  /* where each label starts, the root's last */
+    __u32 nlen, nlabels, found;
 };
 struct {
     __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -111,6 +113,40 @@ static __always_inline __u32 sp_addresses_sum(const struct iphdr *ip)
     return sp_word(a) + sp_word(a + 2) + sp_word(a + 4) + sp_word(a + 6);
 }
 
+/* Types a query's own key must answer: a missing one is not the name's NODATA. */
+static __always_inline int sp_special_type(__u32 qtype)
+{
+    return qtype == 41 || qtype == 43 || (qtype >= 46 && qtype <= 51) || qtype >= 249;
+}
+
+/* The below entry of the asked name's closest held ancestor, at most SP_XDP_DEPTH labels
+ * up, with s->key left as its key; NULL: none within reach. The lookup is done again
+ * after the loop, so the verifier checks what follows once, not once per label. */
+static __always_inline struct sp_xdp_answer *sp_below(void *gen, struct sp_answer_scratch *s,
+                                                      __u32 nlen)
+{
+    __u32 nlabels = *(volatile __u32 *)&s->nlabels;
+    s->found = 0;
+    for (__u32 k = 1; k <= SP_XDP_DEPTH; k++) {
+        if (k > nlabels)
+            break;
+        __u32 off = s->labels[k & 127];
+        for (__u32 i = 0; i < SP_XDP_NAME_MAX; i++) {
+            __u32 from = i + off;
+            __u32 inside = ((from - nlen) >> 31) & 1;
+            s->key.name[i] = s->lower[from & 0xff] & (__u8)(0 - inside);
+        }
+        s->key.qtype = bpf_htons(SP_XDP_BELOW);
+        if (bpf_map_lookup_elem(gen, &s->key)) {
+            s->found = 1;
+            break;
+        }
+    }
+    if (!*(volatile __u32 *)&s->found)
+        return NULL;
+    return bpf_map_lookup_elem(gen, &s->key);
+}
+
 static __always_inline int sp_answer_query(struct xdp_md *ctx)
 {
     void *data = (void *)(long)ctx->data;
@@ -170,8 +206,10 @@ static __always_inline int sp_answer_query(struct xdp_md *ctx)
         __u32 idx = at;
         asm volatile("" : "+r"(idx));   /* keep the mask: the verifier needs to see it */
         __u8 len = key->name[idx & 0xff];
+        s->labels[k] = (__u8)at;
         if (len == 0) {
             s->nlen = at + 1;
+            s->nlabels = k;
             break;
         }
         if (len > 63)
@@ -191,6 +229,7 @@ static __always_inline int sp_answer_query(struct xdp_md *ctx)
         qsum += sp_byte_sum(c, i) * inside;
         __u32 upper = ((__u32)(__u8)(c - 'A') - 26) >> 31;
         key->name[i] = (__u8)(c + (upper << 5)) & (__u8)(0 - inside);
+        s->lower[i] = key->name[i];
     }
     const __u8 *t = q + nlen;
     if ((void *)(t + 4) > data_end || sp_word(t + 2) != 1)   /* class IN */
@@ -229,15 +268,30 @@ static __always_inline int sp_answer_query(struct xdp_md *ctx)
         return SP_ANSWER_UP;
 
     void *gen = bpf_map_lookup_elem(&sp_answers, &zero);
-    if (!gen)
+    __u32 qtype = bpf_ntohs(key->qtype), shift = 0;
+    if (!gen || qtype == SP_XDP_OTHER_TYPES || qtype == SP_XDP_BELOW)
         return SP_ANSWER_UP;
     struct sp_xdp_answer *a = bpf_map_lookup_elem(gen, key);
-    if (!a)
-        return SP_ANSWER_UP;
+    if (!a) {
+        if (sp_special_type(qtype))
+            return SP_ANSWER_UP;
+        key->qtype = bpf_htons(SP_XDP_OTHER_TYPES);
+        a = bpf_map_lookup_elem(gen, key);
+        if (!a) {                        /* not held: its closest held ancestor answers */
+            a = sp_below(gen, s, nlen);
+            if (!a || a->probe_len > nlen)
+                return SP_ANSWER_UP;
+            shift = nlen - a->probe_len;
+        }
+    }
     __u32 tail_len = edns ? a->edns_len : a->plain_len;
     __u32 tail_sum = edns ? a->edns_sum : a->plain_sum;
-    if (tail_len == 0 || tail_len > SP_XDP_TAIL_MAX)
+    __u32 npatch = a->npatch;
+    if (tail_len == 0 || tail_len > SP_XDP_TAIL_MAX || npatch > SP_XDP_PATCHES)
         return SP_ANSWER_UP;
+    for (__u32 i = 0; i < SP_XDP_PATCHES; i++)    /* the moved pointers' part of the sum */
+        if (i < npatch)
+            tail_sum += (a->patch[i] & 1) ? shift << 8 : shift;
 
     /* everything the reply takes from the query, before the tail moves */
     __u8 mac_to[6], mac_from[6];
@@ -296,6 +350,19 @@ static __always_inline int sp_answer_query(struct xdp_md *ctx)
 
     if (bpf_xdp_store_bytes(ctx, SP_FIXED_HEADERS + question_at, a->tail, tail_len))
         return XDP_DROP;           /* cannot be: adjust_tail made the room */
+    data = (void *)(long)ctx->data;
+    data_end = (void *)(long)ctx->data_end;
+    for (__u32 i = 0; i < SP_XDP_PATCHES; i++) {
+        if (i >= npatch)
+            break;
+        __u32 where = (SP_FIXED_HEADERS + question_at + a->patch[i]) & 0x3ff;
+        __u8 *p = data + where;
+        if ((void *)(p + 2) > data_end)
+            return XDP_DROP;       /* cannot be: the patches lie in the tail */
+        __u32 pointer = sp_word(p) + shift;
+        p[0] = pointer >> 8;
+        p[1] = pointer & 0xff;
+    }
     return XDP_TX;
 }
 

@@ -25,8 +25,14 @@ _HEADER = struct.Struct(">HHHHHH")
 _OPT = b"\0" + struct.pack(">HHIH", 41, 1232, 0, 0)
 _KEY = struct.Struct(">H256s")
 _COUNTS = struct.Struct(">4H")          # flags and counts: network order, as on the wire
-_LENGTHS = struct.Struct(f"=2H2I{_core.XdpProgram.TAIL_MAX}s")   # host order
+_REST = struct.Struct(f"=2H2IBB8H{_core.XdpProgram.TAIL_MAX}s2x")   # host order
+assert _COUNTS.size + _REST.size == _core.XdpProgram.VALUE_SIZE
+_STOP = bytes(_core.XdpProgram.VALUE_SIZE)   # no tail: the query goes to the workers
 _ALWAYS = (dns.rdatatype.A, dns.rdatatype.AAAA)
+OTHER_TYPES, BELOW = 0, 0xFFFF          # the keys of xdp_answer.h with no query's type
+_PROBE_TYPES = (65534, 65533)           # private-use types no zone here holds
+_PATCHES = 8
+AA, TC, RD_CD = 0x0400, 0x0200, 0x0110
 
 
 @dataclass
@@ -35,15 +41,15 @@ class DriverAnswers:
     keys: bytes
     values: bytes
     count: int
-    left: int          # (name, type) pairs the workers answer instead
-    over: int          # pairs past the entry limit
+    left: int          # entries that send their queries to the workers (stop entries)
+    over: int          # names past the entry limit: none of theirs, nor any name's below
 
     def describe(self) -> str:
-        text = f"{self.count} answers in the driver"
+        text = f"{self.count - self.left} answers in the driver"
         if self.left:
-            text += f", {self.left} left to the workers (large, truncated or not plain)"
+            text += f", {self.left} questions left to the workers (large, truncated or not plain)"
         if self.over:
-            text += f", {self.over} past --xdp-answer-entries"
+            text += f", {self.over} names past --xdp-answer-entries (and no NXDOMAIN there)"
         return text
 
 
@@ -68,21 +74,44 @@ def _questions(zone):
             yield name.canonicalize().to_wire(), rdataset.rdtype
 
 
-def _pairs(zones):
-    seen = set()
+def _suffixes(owner: bytes, origin: bytes):
+    """owner's ancestors from its parent up to origin (wire, lower-cased)."""
+    at = 0
+    while owner[at:] != origin and at < len(owner) - 1:
+        at += owner[at] + 1
+        yield owner[at:]
+
+
+def _names(zones) -> dict:
+    """Every name the zones hold, empty non-terminals included: name -> its types."""
+    names: dict[bytes, set] = {}
     for zone in zones:
-        owners: dict[bytes, set] = {}
+        origin = zone.origin.canonicalize().to_wire()
         for owner, rdtype in _questions(zone):
-            owners.setdefault(owner, set()).add(rdtype)
-        for owner, types in owners.items():
-            for rdtype in sorted(types | set(_ALWAYS)):
-                if (owner, rdtype) not in seen and rdtype not in (dns.rdatatype.ANY,):
-                    seen.add((owner, rdtype))
-                    yield owner, rdtype
+            names.setdefault(owner, set()).add(rdtype)
+            for up in _suffixes(owner, origin):
+                names.setdefault(up, set())
+    return names
 
 
-def _entry(table, owner: bytes, rdtype: int, max_udp: int):
-    """The packed value for one question, or None when a worker must answer it."""
+def _pairs(zones):
+    """(name, type) of every exact entry: for tests and tools."""
+    for owner, types in _names(zones).items():
+        for rdtype in sorted(types | set(_ALWAYS)):
+            if rdtype != dns.rdatatype.ANY:
+                yield owner, rdtype
+
+
+@dataclass
+class _Reply:
+    flags: int
+    counts: tuple
+    tail: bytes
+    e_tail: bytes
+
+
+def _render(table, owner: bytes, rdtype: int, max_udp: int):
+    """The worker's replies without and with EDNS, when the driver can send them."""
     question = owner + _QUESTION_TAIL.pack(rdtype, 1)
     plain = table.dns_answer(_HEADER.pack(0, 0, 1, 0, 0, 0) + question, max_udp=max_udp)
     edns = table.dns_answer(_HEADER.pack(0, 0, 1, 0, 0, 1) + question + _OPT, max_udp=max_udp)
@@ -92,28 +121,87 @@ def _entry(table, owner: bytes, rdtype: int, max_udp: int):
     flags, an, ns, ar = struct.unpack(">4H", plain[2:4] + plain[6:12])
     e_flags, e_an, e_ns, e_ar = struct.unpack(">4H", edns[2:4] + edns[6:12])
     tail, e_tail = plain[at:], edns[at:]
-    if (flags & 0x0200 or flags & 0x0110 or (e_flags, e_an, e_ns, e_ar) != (flags, an, ns, ar + 1)
+    if (flags & (TC | RD_CD) or (e_flags, e_an, e_ns, e_ar) != (flags, an, ns, ar + 1)
             or plain[12:at] != question or edns[12:at] != question
             or not e_tail.startswith(tail) or len(e_tail) != len(tail) + len(_OPT)
             or not tail or len(e_tail) > _core.XdpProgram.TAIL_MAX):
         return None
-    return (_COUNTS.pack(flags, an, ns, ar) +
-            _LENGTHS.pack(len(tail), len(e_tail), _sum(tail), _sum(e_tail), e_tail))
+    return _Reply(flags, (an, ns, ar), tail, e_tail)
+
+
+def _pack(r: _Reply, probe_len: int = 0, patches=()) -> bytes:
+    patch = list(patches) + [0] * (_PATCHES - len(patches))
+    return (_COUNTS.pack(r.flags, *r.counts) +
+            _REST.pack(len(r.tail), len(r.e_tail), _sum(r.tail), _sum(r.e_tail), probe_len,
+                       len(patches), *patch, r.e_tail))
+
+
+def _other_types(table, owner: bytes, max_udp: int) -> bytes:
+    """The answer to any type owner does not hold: its NODATA or the referral at a cut,
+    never an answer (a CNAME's depends on the type asked at its target)."""
+    first, second = (_render(table, owner, t, max_udp) for t in _PROBE_TYPES)
+    if first is None or first != second or first.counts[0]:
+        return _STOP
+    return _pack(first)
+
+
+def _moved_pointers(one: bytes, two: bytes):
+    """Where `two` (its question a byte longer) holds one's compression pointers moved by
+    one byte and differs in nothing else; None when it differs otherwise."""
+    if len(one) != len(two):
+        return None
+    moved = [j for j in range(len(one) - 1)
+             if one[j] >= 0xC0 and one[j:j + 2] != two[j:j + 2] and
+             struct.unpack(">H", two[j:j + 2])[0] == struct.unpack(">H", one[j:j + 2])[0] + 1]
+    covered = {j for m in moved for j in (m, m + 1)}
+    differ = {j for j in range(len(one)) if one[j] != two[j]}
+    return moved if differ <= covered and len(moved) <= _PATCHES else None
+
+
+def _below(table, owner: bytes, names: dict, max_udp: int) -> bytes:
+    """The answer to every name under owner that the zones do not hold: NXDOMAIN or a
+    referral, the same for every type, its pointers into the asked name patched."""
+    probes = (b"\x01\x00" + owner, b"\x02\x00\x00" + owner)
+    if any(p in names or len(p) > 255 for p in probes):
+        return _STOP
+    one, two = (_render(table, p, dns.rdatatype.A, max_udp) for p in probes)
+    other = _render(table, probes[0], dns.rdatatype.MX, max_udp)
+    if one is None or two is None or one != other:
+        return _STOP
+    rcode, (an, ns, _ar) = one.flags & 0xF, one.counts
+    if an or not (rcode == 3 or (rcode == 0 and not one.flags & AA and ns)):
+        return _STOP        # a wildcard, a DNAME, or an answer that depends on the type
+    if (one.flags, one.counts) != (two.flags, two.counts):
+        return _STOP
+    moved = _moved_pointers(one.e_tail, two.e_tail)
+    if moved is None or _moved_pointers(one.tail, two.tail) != [m for m in moved if m < len(one.tail)]:
+        return _STOP
+    return _pack(one, len(probes[0]), moved)
 
 
 def driver_answers(table, zones, max_udp: int, entries: int = DEFAULT_ENTRIES) -> DriverAnswers:
-    """The answers for table (a Table not yet published) of the served zones."""
-    keys, values, left, over = [], [], 0, 0
-    for owner, rdtype in _pairs(zones):
-        if len(keys) >= entries:
+    """The answers for table (a Table not yet published) of the served zones. A name gets
+    all its entries or none; when some do not fit, no name answers for those below it."""
+    names = _names(zones)
+    keys, values, over = [], [], 0
+    room = entries
+    for owner, types in names.items():
+        exact = [t for t in sorted(types | set(_ALWAYS)) if t != dns.rdatatype.ANY]
+        if len(exact) + 2 > room:
             over += 1
             continue
-        value = _entry(table, owner, rdtype, max_udp)
-        if value is None:
-            left += 1
-            continue
-        keys.append(_KEY.pack(rdtype, owner))
-        values.append(value)
+        room -= len(exact) + 2
+        for rdtype in exact:
+            reply = _render(table, owner, rdtype, max_udp)
+            keys.append(_KEY.pack(rdtype, owner))
+            values.append(_pack(reply) if reply is not None else _STOP)
+        keys.append(_KEY.pack(OTHER_TYPES, owner))
+        values.append(_other_types(table, owner, max_udp))
+        keys.append(_KEY.pack(BELOW, owner))
+        values.append(_below(table, owner, names, max_udp) if not over else _STOP)
+    if over:        # a name left out must not get its ancestor's NXDOMAIN
+        values = [_STOP if k[:2] == b"\xff\xff" else v for k, v in zip(keys, values)]
+    left = sum(v == _STOP for v in values)
     return DriverAnswers(b"".join(keys), b"".join(values), len(keys), left, over)
 
 

@@ -36,6 +36,18 @@
 #define SP_XDP_NAME_MAX 255     /* a wire name, root label included */
 #define SP_XDP_TAIL_MAX 512     /* the sections after the question, OPT included */
 #define SP_XDP_ADDRS 8          /* IPv4 addresses answered for */
+#define SP_XDP_PATCHES 8        /* pointers into the question's suffix in a "below" answer */
+#define SP_XDP_DEPTH 8          /* labels a name may have below the closest one held */
+
+/* Two keys hold no query's type (the program sends a query of either type up):
+ *  - (name, SP_XDP_OTHER_TYPES): the answer to every type the name does not hold (its
+ *    NODATA, or the referral at a cut), or a stop entry;
+ *  - (name, SP_XDP_BELOW): the answer to every name below it that the zone does not
+ *    hold (NXDOMAIN, or a referral), or a stop entry (a wildcard, a DNAME).
+ * Every name the zones hold, empty non-terminals included, has both: a query's closest
+ * held ancestor is the first one found walking up, and a stop entry sends it up. */
+#define SP_XDP_OTHER_TYPES 0
+#define SP_XDP_BELOW 0xffff
 
 struct sp_xdp_answer_key {
     __u16 qtype;                          /* network order */
@@ -49,7 +61,12 @@ struct sp_xdp_answer {
     __u16 edns_len;       /* tail bytes with EDNS: the same, then the OPT record */
     __u32 plain_sum;      /* each one's ones-complement sum from an even offset, folded */
     __u32 edns_sum;
-    __u8 tail[SP_XDP_TAIL_MAX];
+    /* A below entry, rendered for a child name of probe_len bytes: its compression
+     * pointers into the question's suffix move with the asked name's length. */
+    __u8 probe_len;
+    __u8 npatch;
+    __u16 patch[SP_XDP_PATCHES];   /* tail offsets of those pointers */
+    __u8 tail[SP_XDP_TAIL_MAX];    /* both lengths 0: a stop entry */
 };
 
 struct sp_xdp_answer_config {
