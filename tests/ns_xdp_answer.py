@@ -153,10 +153,12 @@ def main():
     zones = [load_zone(p) for p in paths]
     table, _ = compile_zones(zones)
     answers = xdp.driver_answers(table, zones, 1232)
+    limited = xdp.driver_answers(table, zones, 1232, entries=60)
     pairs = list(xdp._pairs(zones))
-    ref = _core.TableRef(table, 1)
+    ref = _core.TableRef(table, 1)       # the table is the workers' from here on
     program = _core.XdpProgram(iface, 53, "auto", answer=True)
-    report = {k: {"tx": 0, "up": 0} for k in ("held", "left", "mutated", "before", "not_held")}
+    report = {k: {"tx": 0, "up": 0}
+              for k in ("held", "left", "mutated", "before", "not_held", "limited")}
     report.update(problems=[], left_names=[], instructions=program.instructions(),
                   entries=answers.count, left_out=answers.left, pairs=len(pairs))
     probe = frame(mixed_case(pairs[0][0], rnd), pairs[0][1], rnd)
@@ -172,6 +174,10 @@ def main():
     judge(program, ref, list(left_to_workers(pairs, rnd).values()), report, "left")
     judge(program, ref, mutations(held + others, rnd, 3000), report, "mutated")
     report["stats"] = program.answers_stats()
+    # a generation cut short by its entry limit, swapped in: what it holds stays right
+    report["limited_over"] = limited.over
+    xdp.publish(program, limited, IDENTITY)
+    judge(program, ref, held + others, report, "limited")
     program.detach()
     print(json.dumps(report))
 
