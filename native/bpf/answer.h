@@ -52,6 +52,7 @@ struct sp_answer_scratch {
     __u8 lower[SP_XDP_NAME_MAX + 1];   /* the asked name lower-cased, for its ancestors' keys */
     __u8 labels[128];                  /* where each label starts, the root's last */
     __u32 nlen, nlabels, found;
+    __u8 front[SP_FIXED_HEADERS + SP_DNS_HEADER + SP_XDP_NAME_MAX + 4 + 1];   /* see sp_grow */
 };
 struct {
     __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -145,6 +146,27 @@ static __always_inline struct sp_xdp_answer *sp_below(void *gen, struct sp_answe
     if (!*(volatile __u32 *)&s->found)
         return NULL;
     return bpf_map_lookup_elem(gen, &s->key);
+}
+
+/* The frame made `delta` bytes longer, its first `keep` bytes (headers and question)
+ * where they were; 0, or -1 with the frame unchanged. Room past the end comes first;
+ * a frame with little of it (a veth's, built on a small skb) grows at the head
+ * instead, its first bytes moved there, so that the new room lies at the end. */
+static __always_inline int sp_grow(struct xdp_md *ctx, struct sp_answer_scratch *s, int delta,
+                                   __u32 keep)
+{
+    if (bpf_xdp_adjust_tail(ctx, delta) == 0)
+        return 0;
+    asm volatile("" : "+r"(keep));
+    keep &= 0x1ff;
+    if (delta <= 0 || keep < SP_FIXED_HEADERS || keep > sizeof(s->front) ||
+        bpf_xdp_load_bytes(ctx, 0, s->front, keep) || bpf_xdp_adjust_head(ctx, -delta))
+        return -1;
+    if (bpf_xdp_store_bytes(ctx, 0, s->front, keep)) {
+        bpf_xdp_adjust_head(ctx, delta);   /* cannot be: the frame just grew by keep */
+        return -1;
+    }
+    return 0;
 }
 
 static __always_inline int sp_answer_query(struct xdp_md *ctx)
@@ -307,7 +329,7 @@ static __always_inline int sp_answer_query(struct xdp_md *ctx)
 
     __u32 new_ulen = 8 + question_at + tail_len;
     int delta = (int)(SP_FIXED_HEADERS - 8 + new_ulen) - (int)(data_end - data);
-    if (bpf_xdp_adjust_tail(ctx, delta))
+    if (sp_grow(ctx, s, delta, SP_FIXED_HEADERS + question_at))
         return SP_ANSWER_UP;
     data = (void *)(long)ctx->data;
     data_end = (void *)(long)ctx->data_end;
