@@ -51,7 +51,7 @@ struct sp_answer_scratch {
     struct sp_xdp_answer_key key;
     __u8 lower[SP_XDP_NAME_MAX + 1];   /* the asked name lower-cased, for its ancestors' keys */
     __u8 labels[128];                  /* where each label starts, the root's last */
-    __u32 nlen, nlabels, found;
+    __u32 nlen, nlabels, found, span;
     __u8 front[SP_FIXED_HEADERS + SP_DNS_HEADER + SP_XDP_NAME_MAX + 4 + 1];   /* see sp_grow */
 };
 struct {
@@ -245,7 +245,10 @@ static __always_inline int sp_answer_query(struct xdp_md *ctx)
     if (nlen == 0 || nlen > SP_XDP_NAME_MAX)
         return SP_ANSWER_UP;
     __u32 qsum = 0;
+    s->span = span;
     for (__u32 i = 0; i < SP_XDP_NAME_MAX; i++) {
+        if (i >= span)
+            break;                 /* past the bytes loaded the key is zero already */
         __u8 c = key->name[i];
         __u32 inside = ((i - nlen) >> 31) & 1;
         qsum += sp_byte_sum(c, i) * inside;
