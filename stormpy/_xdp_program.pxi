@@ -64,11 +64,14 @@ cdef class XdpProgram:
                                            <const sp_xdp_answer *>&values[0], n), "answer map")
         self._check(sp_xdp_answers_publish(p), "answer map")
 
-    def answers_stats(self):
-        """{"answered", "passed"}: queries answered in the driver, and left to the sockets."""
+    def counters(self):
+        """With answer: {"xdp_answered", "xdp_passed"}, the queries answered in the driver
+        and those left to the sockets; else {}."""
         cdef uint64_t out[SP_XDP_STATS]
-        self._check(sp_xdp_answers_stats(self._live(), out), "answer stats")
-        return {"answered": out[0], "passed": out[1]}
+        if not self.answer or self.prog is NULL:
+            return {}
+        self._check(sp_xdp_answers_stats(self.prog, out), "answer counters")
+        return {"xdp_answered": out[0], "xdp_passed": out[1]}
 
     def test_run(self, const uint8_t[:] frame):
         """One frame through the program (BPF_PROG_TEST_RUN): (verdict, frame after)."""

@@ -2,10 +2,12 @@
 from __future__ import annotations
 
 import errno
+import logging
 import os
 import socket
 
 from stormpy import _core
+from stormpy.errors import BackendError
 
 AF_XDP = getattr(socket, "AF_XDP", 44)
 ORDER = ("socket", "memory", "packet", "xdp", "netmap")
@@ -47,3 +49,17 @@ def report() -> list[tuple[str, bool, bool, str]]:
         reason = why_unusable(name)
         rows.append((name, name in _core.COMPILED_BACKENDS, reason is None, reason or ""))
     return rows
+
+
+def attach_xdp(iface: str, port: int, mode: str, tcp: bool = False, answer: bool = False):
+    """The XDP program on iface; with answer, its answer stage (--xdp-answer) where the
+    kernel takes it, else the steer program alone and one line saying so."""
+    if answer:
+        try:
+            return _core.XdpProgram(iface, port, mode, tcp=tcp, answer=True)
+        except BackendError as e:
+            if "refused the XDP program" not in str(e):
+                raise
+            logging.getLogger("stormpy").warning(
+                "--xdp-answer: %s; the workers answer every query", e)
+    return _core.XdpProgram(iface, port, mode, tcp=tcp)

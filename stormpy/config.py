@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import ipaddress
+import logging
 import os
 import socket
 from dataclasses import dataclass, field
@@ -151,9 +152,14 @@ def serving_config(args, default_listen: tuple[str, int], config=ServerConfig, *
     add_serving_arguments()'s options and `extra` fields; StormpyError on a bad mix."""
     setup_logging(args.log)
     backend = args.backend
-    if backend is None:
+    if backend is None and args.iface:
         from stormpy.backends import why_unusable
-        backend = ("xdp" if why_unusable("xdp") is None else "packet") if args.iface else "socket"
+        why = why_unusable("xdp")
+        backend = "xdp" if why is None else "packet"
+        if why is not None:
+            logging.getLogger("stormpy").warning("--iface %s: AF_XDP %s; serving on AF_PACKET",
+                                                 args.iface, why)
+    backend = backend or "socket"
     if backend != "socket" and not args.iface:
         raise StormpyError(f"--backend {backend} needs --iface")
     if args.iface and backend == "socket":

@@ -19,3 +19,15 @@ def _driver(c: dict) -> str:
     if "xdp_answered" not in c:
         return ""
     return f" xdp_answered={c['xdp_answered']} xdp_passed={c['xdp_passed']}"
+
+
+def summed(workers) -> dict:
+    """Workers' counters added up (lists element by element)."""
+    total: dict = {}
+    for c in workers:
+        for k, v in c.items():
+            if isinstance(v, list):
+                total[k] = [a + b for a, b in zip(total.get(k, [0] * len(v)), v)]
+            else:
+                total[k] = total.get(k, 0) + v
+    return total

@@ -79,7 +79,7 @@ def server_metrics(server) -> list:
     out += _http_metrics(workers) if server.stream else _dns_metrics(server, workers)
     if getattr(server, "responder", None) is not None:     # a custom responder's rules
         out += _rules_metrics(workers)
-    driver = server.driver_counters()
+    driver = server.xdp.counters() if server.xdp is not None else {}
     if driver:
         out += [_counter("stormpy_xdp_answered", "queries answered in the XDP program (XDP_TX)",
                          samples=[((), driver["xdp_answered"])]),

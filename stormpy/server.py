@@ -20,12 +20,12 @@ import time
 from abc import ABC, abstractmethod
 
 from stormpy import _core, privileges
-from stormpy.backends import why_unusable
+from stormpy.backends import attach_xdp, why_unusable
 from stormpy.config import ServerConfig, parse_allow
 from stormpy.control import lookup_group, open_control, server_commands
 from stormpy.errors import StormpyError
 from stormpy.interfaces import interface_identity, rx_queue_count
-from stormpy.counters import format_counters
+from stormpy.counters import format_counters, summed
 from stormpy.metrics import open_metrics
 from stormpy.reloads import ReloadQueue
 from stormpy.sockets import open_sinks, open_tcp_listeners, open_udp_sockets
@@ -48,6 +48,7 @@ class Server(ABC):
     stream = False
     ring_poll_ms = 100          # the longest a ring worker waits for frames
     steer_all = False           # ring workers take every frame, not just the port's
+    answers_in_driver = False   # the XDP program answers too: the application fills its map
 
     def __init__(self, cfg: ServerConfig):
         self.cfg = cfg
@@ -205,10 +206,8 @@ class Server(ABC):
             self.fanout_group = (os.getpid() & 0x7fff) + 1
             if cfg.backend == "xdp":
                 # port 0: the program steers every frame to the workers
-                self.xdp = _core.XdpProgram(cfg.iface, 0 if self.steer_all else cfg.port,
-                                            cfg.xdp_mode, tcp=self.stream,
-                                            answer=self.answers_in_driver)
-                self.xdp_attached()
+                self.xdp = attach_xdp(cfg.iface, 0 if self.steer_all else cfg.port,
+                                      cfg.xdp_mode, tcp=self.stream, answer=self.answers_in_driver)
             elif cfg.backend == "packet" and self.stream:
                 self.guard = _core.TcpGuard(cfg.iface, cfg.port, self.identity["addresses"])
         except Exception:
@@ -217,13 +216,6 @@ class Server(ABC):
         self.pool = WorkerPool(self.ref, queues + len(self.tcp_sockets), self._frame_worker,
                                cfg.cpus, self._worker_drop,
                                privileges.raise_effective if self.user else None)
-
-    # an application whose answers the XDP program can give sets this, and publishes
-    # them to self.xdp in xdp_attached() and after each reload
-    answers_in_driver = False
-
-    def xdp_attached(self) -> None:
-        """Once self.xdp is attached, before the workers start."""
 
     def _frame_worker(self, index: int):
         """In worker process `index`: its queue's ring, opened here."""
@@ -316,15 +308,9 @@ class Server(ABC):
         self._close_sockets()
 
     def counters(self) -> dict:
-        total: dict = {}
-        for i in range(self.pool.count):
-            for k, v in self.ref.worker_counters(i).items():
-                if isinstance(v, list):
-                    total[k] = [a + b for a, b in zip(total.get(k, [0] * len(v)), v)]
-                else:
-                    total[k] = total.get(k, 0) + v
+        total = summed(self.ref.worker_counters(i) for i in range(self.pool.count))
         total["tcp_queries"] = self.tcp_queries()
-        total.update(self.driver_counters())
+        total.update(self.xdp.counters() if self.xdp is not None else {})
         total["reloads"] = self.reloads
         total["reload_failures"] = self.reload_failures
         total["restarts"] = sum(self.pool.restarts)
@@ -387,14 +373,8 @@ class Server(ABC):
                                  ready=self.pool.ready[i], restarts=self.pool.restarts[i],
                                  kind="tcp" if i >= self.frame_workers else "frames")
                             for i in range(self.pool.count)],
-                "tap": region_status(self.tap, self.cfg), **self.driver_counters()}
-
-    def driver_counters(self) -> dict:
-        """What the XDP program answered itself, and passed to the workers (--xdp-answer)."""
-        if self.xdp is None or not self.xdp.answer:
-            return {}
-        driver = self.xdp.answers_stats()
-        return {"xdp_answered": driver["answered"], "xdp_passed": driver["passed"]}
+                "tap": region_status(self.tap, self.cfg),
+                **(self.xdp.counters() if self.xdp is not None else {})}
 
     def status(self) -> dict:
         """What `stormpy ctl status` shows: the process, its workers, what it serves."""

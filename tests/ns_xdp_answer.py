@@ -173,7 +173,7 @@ def main():
             report["left_names"].append(what)
     judge(program, ref, list(left_to_workers(pairs, rnd).values()), report, "left")
     judge(program, ref, mutations(held + others, rnd, 3000), report, "mutated")
-    report["stats"] = program.answers_stats()
+    report["stats"] = program.counters()
     # a generation cut short by its entry limit, swapped in: what it holds stays right
     report["limited_over"] = limited.over
     xdp.publish(program, limited, IDENTITY)

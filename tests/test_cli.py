@@ -224,3 +224,42 @@ def test_tx_limit_is_for_af_xdp_only():
     r = stormpy("serve-dns", "nope.zone", "--tx-limit", "10")
     assert r.returncode == 2 and "Traceback" not in r.stderr
     assert "--tx-limit: '10': 0, or from 64 bytes" in r.stderr.splitlines()[-1]
+
+
+def test_a_build_without_af_xdp_says_it_serves_on_af_packet(monkeypatch, caplog):
+    """--iface with no --backend: AF_XDP where it can run; where it cannot (not compiled
+    in, no capability), one line says so and how to get it, and AF_PACKET serves."""
+    from stormpy import backends
+    from stormpy.cli import build_parser, dns_config
+    args = build_parser().parse_args(["serve-dns", EXAMPLE_ZONE, "--iface", "veth-none"])
+    monkeypatch.setattr(backends, "why_unusable",
+                        lambda name: backends.BUILD_HINT["xdp"] if name == "xdp" else None)
+    with caplog.at_level("WARNING", logger="stormpy"):
+        cfg = dns_config(args)
+    assert cfg.backend == "packet"
+    lines = [r.getMessage() for r in caplog.records if "AF_XDP" in r.getMessage()]
+    assert lines == ["--iface veth-none: AF_XDP not compiled in: build with libxdp-dev and "
+                     "libbpf-dev installed; serving on AF_PACKET"]
+    monkeypatch.setattr(backends, "why_unusable", lambda name: None)
+    caplog.clear()
+    assert dns_config(build_parser().parse_args(["serve-dns", EXAMPLE_ZONE, "--iface", "x"])).backend == "xdp"
+    assert not [r for r in caplog.records if "AF_XDP" in r.getMessage()]
+
+
+def test_a_kernel_that_refuses_the_answer_stage_leaves_the_workers_answering(monkeypatch, caplog):
+    from stormpy import _core, backends
+    from stormpy.errors import BackendError
+    made = []
+
+    def program(iface, port, mode, tcp=False, answer=False):
+        if answer:
+            raise BackendError("AF_XDP: kernel refused the XDP program: Invalid argument (verifier)")
+        made.append((iface, port, mode, tcp))
+        return "steer only"
+    monkeypatch.setattr(_core, "XdpProgram", program)
+    with caplog.at_level("WARNING", logger="stormpy"):
+        assert backends.attach_xdp("veth0", 53, "auto", answer=True) == "steer only"
+    assert made == [("veth0", 53, "auto", False)]
+    assert [r.getMessage() for r in caplog.records] == [
+        "--xdp-answer: AF_XDP: kernel refused the XDP program: Invalid argument (verifier); "
+        "the workers answer every query"]

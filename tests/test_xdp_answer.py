@@ -24,8 +24,9 @@ pytestmark = pytest.mark.skipif(REASON is not None, reason=REASON or "")
 ZONES = [os.path.join(REPO, "tests", "zones", z)
          for z in ("example.com.zone", "example.net.zone", "gen.example.zone")]
 EXAMPLE = os.path.join(REPO, "zones", "example.zone")
-# far below the verifier's 1,000,000: a loop whose states multiply shows here first
-VERIFIED_AT_MOST = 200_000
+# tests/instructions.json: the program's size may grow 10%; the instructions the verifier
+# checks may double, far below its 1,000,000, where a loop whose states multiply shows first
+RECORDED = json.load(open(os.path.join(REPO, "tests", "instructions.json")))["xdp_answer_program"]
 
 
 @pytest.mark.parametrize("seed", [1, 2])
@@ -46,11 +47,12 @@ def test_the_driver_answers_exactly_as_the_workers(seed):
     assert report["left"]["tx"] == 0, report["left_names"]
     assert report["mutated"]["tx"] > 100 and report["mutated"]["up"] > 1000
     answered = held["tx"] + report["not_held"]["tx"] + report["mutated"]["tx"]
-    assert report["stats"]["answered"] == answered
+    assert report["stats"]["xdp_answered"] == answered
     # 60 entries: most names left out, and no NXDOMAIN from the driver for any name
     assert report["limited_over"] > 50 and 0 < report["limited"]["tx"] < held["tx"]
     xlated, verified = report["instructions"]
-    assert 0 < xlated and 0 < verified <= VERIFIED_AT_MOST
+    assert 0 < xlated <= 1.1 * RECORDED["xlated"], f"recorded {RECORDED['xlated']}"
+    assert 0 < verified <= 2 * RECORDED["verified"], f"recorded {RECORDED['verified']}"
 
 
 def stats(control):
@@ -111,3 +113,4 @@ def test_what_the_driver_cannot_do_is_refused_in_one_line(extra, message):
     assert r.returncode != 0
     assert message in r.stderr and "Traceback" not in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+

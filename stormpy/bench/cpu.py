@@ -177,6 +177,13 @@ def measure(pair: VethPair, name: str, proc, wl, args, load: str, rnd: int) -> P
     if threaded.returncode != 0 and name in XDP_SERVERS:
         raise BenchError(f"threaded NAPI on the server's veth: {threaded.stderr.strip()}")
     threads = napi_threads()      # a veth without an XDP program has no NAPI: none
+    deadline = time.monotonic() + 5
+    while name in XDP_SERVERS and not threads and time.monotonic() < deadline:
+        time.sleep(0.1)           # the kernel starts the thread when it sees the flag
+        threads = napi_threads()
+    if name in XDP_SERVERS and not threads:
+        raise BenchError(f"{name}: no threaded NAPI on the server's veth")
+    time.sleep(0.5)               # the receive that ran in softirq before has moved over
     pin(threads, args.server_cpu)
     tasks = process_tree(proc.pid)
     p0, n0 = task_cpu_ticks(tasks), task_cpu_ticks(threads)

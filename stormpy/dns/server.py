@@ -159,7 +159,10 @@ class DnsServer(Server):
             self._driver_answers = driver_answers(table, served, self.cfg.max_udp,
                                                   self.cfg.xdp_answer_entries)
 
-    def xdp_attached(self) -> None:
+    def _init_frames(self, cfg) -> None:
+        super()._init_frames(cfg)
+        if self.xdp is None or not self.xdp.answer:     # refused by the kernel: said at attach
+            return
         from stormpy.interfaces import link_kind
         if self.xdp.mode() == "native" and link_kind(self.cfg.iface) == "veth":
             log.warning("--xdp-answer on a veth in native mode: its replies reach the peer only "
