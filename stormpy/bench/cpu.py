@@ -321,7 +321,7 @@ def plot(path: str, rows: list[dict], loads: list):
     ax.set_xticklabels(loads)
     ax.set_xlabel("offered load (queries/s)")
     ax.set_ylabel("CPU per reply (us)")
-    ax.set_title("CPU per reply: server processes + server-side NAPI (dashed: receive not counted)")
+    ax.set_title("CPU per reply: the server's processes and NAPI\n(dashed: its receive runs in the sender's softirq)", fontsize=10)
     ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
