@@ -190,7 +190,7 @@ def build_parser(p: argparse.ArgumentParser = None) -> argparse.ArgumentParser:
                         "a PNG plot.")
     cp.add_argument("--servers", default=None, metavar="LIST",
                     help="comma-separated (default: floor,stormpy-xdp-answer,stormpy-xdp,"
-                    "stormpy-packet,knot-xdp,knot,nsd)")
+                    "stormpy-xdp-busy,stormpy-packet,knot-xdp,knot,nsd)")
     cp.add_argument("--loads", default="10000,50000,100000,200000,max", metavar="LIST",
                     help="offered queries/s, and max: as many as the generator can (default "
                     "10000,50000,100000,200000,max)")

@@ -12,7 +12,8 @@ divided by the replies.
 
 Servers: floor (the steer program's reflect stage: every query sent back with QR set,
 XDP_TX, no process), stormpy-xdp-answer (serve-dns --xdp-answer), stormpy-xdp,
-stormpy-packet, knot-xdp, knot, nsd (RRL off). A server without an XDP program on the
+stormpy-xdp-busy (--poll busy: the worker spins on its ring), stormpy-packet, knot-xdp,
+knot, nsd (RRL off). A server without an XDP program on the
 veth (knot, nsd, stormpy-packet) gets its receive in the sender's softirq, on the
 generator's CPU: the table says so beside its figure.
 
@@ -41,10 +42,11 @@ from stormpy.bench.workload import write_server_workload
 VARIANTS = {
     "stormpy-xdp-answer": ["--iface", IFACE, "--backend", "xdp", "--xdp-answer", "--port", "53"],
     "stormpy-xdp": ["--iface", IFACE, "--backend", "xdp", "--port", "53"],
+    "stormpy-xdp-busy": ["--iface", IFACE, "--backend", "xdp", "--poll", "busy", "--port", "53"],
     "stormpy-packet": ["--iface", IFACE, "--backend", "packet", "--port", "53"],
 }
 ALL = ["floor", *VARIANTS, "knot-xdp", "knot", "nsd"]
-XDP_SERVERS = {"floor", "stormpy-xdp-answer", "stormpy-xdp", "knot-xdp"}
+XDP_SERVERS = {"floor", "stormpy-xdp-answer", "stormpy-xdp", "stormpy-xdp-busy", "knot-xdp"}
 FLOOR = ("import signal, sys; from stormpy import _core; "
          "p = _core.XdpProgram(sys.argv[1], 53, 'native', reflect=True); "
          "print('reflecting', flush=True); signal.pause()")
