@@ -255,3 +255,28 @@ def test_responders_counts_instructions_with_callgrind():
     assert out["ratios"]["kv_over_dns_instructions"] > 0
     assert out["targets"]["rule_within_20pct_of_dns_instructions"] in (True, False)
     assert "instructions_reason" not in out
+
+
+def test_cpu_measures_the_floor_and_the_driver_per_reply(tmp_path):
+    """One short point each: the floor (the reflect stage) and serve-dns --xdp-answer,
+    with CPU counted (its NAPI thread found and pinned) and a CSV row per point."""
+    from support.backends import NO_NETNS, NO_XDP
+    if NO_NETNS or NO_XDP:
+        pytest.skip(NO_NETNS or NO_XDP)
+    out = str(tmp_path / "cpu")
+    r = bench("cpu", "--servers", "floor,stormpy-xdp-answer", "--loads", "20000", "--rounds", "1",
+              "--seconds", "1", "--out", out, timeout=240)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    rows = {row["server"]: row for row in csv.DictReader(open(out + ".csv"))}
+    assert set(rows) == {"floor", "stormpy-xdp-answer"}
+    for row in rows.values():
+        assert int(row["replies/s"].replace(",", "")) > 15_000, row
+        assert float(row["CPU us a reply"]) > 0 and row["NAPI share"] != "0%", row
+    assert float(rows["floor"]["above the floor"]) == 0.0
+    assert os.path.exists(out + ".png")
+
+
+def test_cpu_rejects_a_bad_load_list_before_touching_the_network():
+    r = bench("cpu", "--loads", "10k,max")
+    assert r.returncode == 2 and "--loads: queries/s numbers" in r.stderr, r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1

@@ -204,13 +204,13 @@ def measure(pair: VethPair, name: str, proc, wl, args, load: str, rnd: int) -> P
 
 
 def run_cpu(args) -> int:
+    loads = [x.strip() for x in args.loads.split(",") if x.strip()]
+    if not loads or any(x != "max" and not x.isdigit() for x in loads):
+        raise BenchError("--loads: queries/s numbers and 'max', comma-separated")
     reason = why_not(args)
     if reason:
         raise BenchError(reason)
     active, notes = choose_servers(args.servers or ",".join(ALL), ALL, unavailable, "cpu")
-    loads = [x.strip() for x in args.loads.split(",") if x.strip()]
-    if any(x != "max" and not x.isdigit() for x in loads):
-        raise BenchError("--loads: queries/s numbers and 'max', comma-separated")
     tmp = tempfile.mkdtemp(prefix="stormpy-cpu-")
     points: list[Point] = []
     failed: dict = {}
