@@ -163,7 +163,7 @@ static __always_inline int sp_grow(struct xdp_md *ctx, struct sp_answer_scratch 
         bpf_xdp_load_bytes(ctx, 0, s->front, keep) || bpf_xdp_adjust_head(ctx, -delta))
         return -1;
     if (bpf_xdp_store_bytes(ctx, 0, s->front, keep)) {
-        bpf_xdp_adjust_head(ctx, delta);   /* cannot be: the frame just grew by keep */
+        bpf_xdp_adjust_head(ctx, delta);   /* cannot be: keep bytes lie within the frame */
         return -1;
     }
     return 0;
