@@ -263,3 +263,32 @@ def test_a_kernel_that_refuses_the_answer_stage_leaves_the_workers_answering(mon
     assert [r.getMessage() for r in caplog.records] == [
         "--xdp-answer: AF_XDP: kernel refused the XDP program: Invalid argument (verifier); "
         "the workers answer every query"]
+
+
+def test_a_driver_map_that_cannot_be_filled_empties_it_and_says_so(caplog):
+    """A reload whose answers the kernel refuses (out of memory) must not leave the old
+    zone's answers in the XDP program while the workers serve the new table."""
+    import types
+    from stormpy.dns.server import DnsServer
+    from stormpy.dns.xdp import DriverAnswers
+    from stormpy.errors import BackendError
+    published = []
+
+    class Program:
+        ifname = "eth0"
+
+        def answers_config(self, mac, addresses, ttl):
+            pass
+
+        def answers_publish(self, keys, values, room=0):
+            if keys:
+                raise BackendError("AF_XDP: answer map: Cannot allocate memory")
+            published.append((keys, values))
+    server = types.SimpleNamespace(xdp=Program(), identity={"mac": b"\0" * 6, "addresses": []},
+                                   _driver_answers=DriverAnswers(b"k" * 258, b"v" * 552, 1, 0, 0))
+    with caplog.at_level("ERROR", logger="stormpy"):
+        DnsServer._publish_driver(server)
+    assert published == [(b"", b"")] and server._driver_answers is None
+    assert [r.getMessage() for r in caplog.records] == [
+        "XDP program on eth0: AF_XDP: answer map: Cannot allocate memory; the workers answer "
+        "every query"]

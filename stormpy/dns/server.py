@@ -23,7 +23,7 @@ from stormpy.dns.secondary import Secondary, servfail_for
 from stormpy.dns.journal import Journal, published
 from stormpy.dns.transfer import TransferPolicy, parse_address, parse_tsig, send_notify
 from stormpy.dns.zone import Zone, import_rdata_classes, load_zone, with_origins
-from stormpy.errors import StormpyError, ZoneError
+from stormpy.errors import BackendError, StormpyError, ZoneError
 from stormpy.server import Server
 
 log = logging.getLogger("stormpy")
@@ -176,7 +176,13 @@ class DnsServer(Server):
             return
         from stormpy.dns.xdp import publish
         self._driver_answers = None
-        publish(program, answers, self.identity)
+        try:
+            publish(program, answers, self.identity)
+        except BackendError as e:
+            # the table is published already: the driver must not keep the old zone's answers
+            log.error("XDP program on %s: %s; the workers answer every query", program.ifname, e)
+            program.answers_publish(b"", b"")
+            return
         log.info("XDP program on %s: %s", program.ifname, answers.describe())
 
     def _edited(self, fresh, failing, lineage):
