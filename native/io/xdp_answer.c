@@ -33,14 +33,9 @@ void sp_xdp_answers_close(struct sp_xdp_prog *p)
     p->answers_next_fd = -1;
 }
 
-static bool answering(const struct sp_xdp_prog *p)
-{
-    return p->answer;
-}
-
 int sp_xdp_answers_config(struct sp_xdp_prog *p, const struct sp_xdp_answer_config *cfg)
 {
-    if (!answering(p))
+    if (!p->answer)
         return -ENOTSUP;
     uint32_t zero = 0;
     return bpf_map_update_elem(p->answer_config_fd, &zero, cfg, BPF_ANY) ? -errno : 0;
@@ -48,7 +43,7 @@ int sp_xdp_answers_config(struct sp_xdp_prog *p, const struct sp_xdp_answer_conf
 
 int sp_xdp_answers_begin(struct sp_xdp_prog *p, uint32_t entries)
 {
-    if (!answering(p))
+    if (!p->answer)
         return -ENOTSUP;
     sp_xdp_answers_close(p);
     LIBBPF_OPTS(bpf_map_create_opts, o, .map_flags = BPF_F_NO_PREALLOC);
