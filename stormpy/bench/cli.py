@@ -197,7 +197,7 @@ def build_parser(p: argparse.ArgumentParser = None) -> argparse.ArgumentParser:
     cp.add_argument("-l", "--seconds", type=_seconds, default=5.0, metavar="S",
                     help="seconds per point (default 5)")
     cp.add_argument("--rounds", type=positive, default=3, metavar="N", help="rounds (default 3)")
-    cp.add_argument("--generator", choices=("gen", "kxdpgun"), default="gen",
+    cp.add_argument("--generator", choices=("stormpy-gen", "kxdpgun"), default="stormpy-gen",
                     help="stormpy gen on AF_XDP (open loop at a rate, latency percentiles; "
                     "default) or kxdpgun -Q")
     cp.add_argument("--gen-outstanding", type=positive, default=256, metavar="N",

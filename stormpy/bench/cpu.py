@@ -24,10 +24,11 @@ from __future__ import annotations
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
+import types
+from contextlib import nullcontext
 from dataclasses import dataclass
 
 from stormpy.bench import peers
@@ -38,6 +39,7 @@ from stormpy.bench.processes import (REPO_ROOT, log_tail, process_tree, run_to_e
 from stormpy.bench.report import markdown_table, say, write_csv
 from stormpy.bench.servers import choose_servers
 from stormpy.bench.workload import write_server_workload
+from stormpy.lab.veth import NoThreadedNapi, threaded_napi
 
 VARIANTS = {
     "stormpy-xdp-answer": ["--iface", IFACE, "--backend", "xdp", "--xdp-answer", "--port", "53"],
@@ -53,18 +55,7 @@ FLOOR = ("import signal, sys; from stormpy import _core; "
 START_TIMEOUT = 30.0
 
 
-def why_not(args):
-    return peers.why_not(argparse_like(args))
-
-
-def argparse_like(args):
-    """peers' checks read args.generator as kxdpgun or stormpy-gen."""
-    class A:
-        pass
-    a = A()
-    a.__dict__.update(vars(args))
-    a.generator = "kxdpgun" if args.generator == "kxdpgun" else "stormpy-gen"
-    return a
+why_not = peers.why_not      # the same generator choices, CPUs and tools
 
 
 def unavailable(name: str):
@@ -82,33 +73,11 @@ def server_argv(name: str, wl, workdir: str, args) -> list:
     return peers.server_argv(name, wl, workdir, args)
 
 
-def napi_threads() -> list:
-    """The threaded NAPI kthreads of every veth0 (only the server's is threaded)."""
-    out = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/comm") as fh:
-                    if fh.read().startswith(f"napi/{IFACE}-"):
-                        out.append(int(entry))
-            except OSError:
-                pass
-    return out
-
-
-def pin(pids, cpu: int) -> None:
-    for pid in pids:
-        try:
-            os.sched_setaffinity(pid, {cpu})
-        except OSError:
-            pass
-
-
 def generator_argv(args, qfile: str, load: str) -> list:
     if args.generator == "kxdpgun":
-        a = argparse_like(args)
-        a.qps = args.max_qps if load == "max" else int(load)
-        return peers.kxdpgun_argv(a, qfile, args.seconds)
+        at_load = types.SimpleNamespace(**vars(args))
+        at_load.qps = args.max_qps if load == "max" else int(load)
+        return peers.kxdpgun_argv(at_load, qfile, args.seconds)
     rate = ["--outstanding", str(args.gen_outstanding)] if load == "max" else ["--rate", load]
     return ["taskset", "-c", str(args.client_cpu), sys.executable, "-m", "stormpy", "gen", "dns",
             f"{SERVER_V4}:53", "--queries", qfile, "--backend", "xdp", *rate, "--batch", "32",
@@ -175,23 +144,18 @@ def start(pair: VethPair, name: str, wl, args, workdir: str):
 
 
 def measure(pair: VethPair, name: str, proc, wl, args, load: str, rnd: int) -> Point:
-    threaded = pair.run(pair.server, "sh", "-c", f"echo 1 > /sys/class/net/{IFACE}/threaded")
-    if threaded.returncode != 0 and name in XDP_SERVERS:
-        raise BenchError(f"threaded NAPI on the server's veth: {threaded.stderr.strip()}")
-    threads = napi_threads()      # a veth without an XDP program has no NAPI: none
-    deadline = time.monotonic() + 5
-    while name in XDP_SERVERS and not threads and time.monotonic() < deadline:
-        time.sleep(0.1)           # the kernel starts the thread when it sees the flag
-        threads = napi_threads()
-    if name in XDP_SERVERS and not threads:
-        raise BenchError(f"{name}: no threaded NAPI on the server's veth")
-    time.sleep(0.5)               # the receive that ran in softirq before has moved over
-    pin(threads, args.server_cpu)
-    tasks = process_tree(proc.pid)
-    p0, n0 = task_cpu_ticks(tasks), task_cpu_ticks(threads)
-    status, out = run_to_end(pair.argv(pair.client, *generator_argv(args, wl.query_path, load)),
-                             args.seconds + 30, args.generator)
-    p1, n1 = task_cpu_ticks(process_tree(proc.pid)), task_cpu_ticks(threads)
+    # a veth without an XDP program has no NAPI: its receive stays in the sender's softirq
+    napi = threaded_napi(pair, [args.server_cpu]) if name in XDP_SERVERS else nullcontext([])
+    try:
+        with napi as threads:
+            time.sleep(0.5)       # the receive that ran in softirq before has moved over
+            p0, n0 = task_cpu_ticks(process_tree(proc.pid)), task_cpu_ticks(threads)
+            status, out = run_to_end(
+                pair.argv(pair.client, *generator_argv(args, wl.query_path, load)),
+                args.seconds + 30, args.generator)
+            p1, n1 = task_cpu_ticks(process_tree(proc.pid)), task_cpu_ticks(threads)
+    except NoThreadedNapi as e:
+        raise BenchError(f"{name}: {e}") from None
     if status != 0:
         raise BenchError(f"{args.generator} failed (status {status}): "
                          + " | ".join(out.strip().splitlines()[-2:]))

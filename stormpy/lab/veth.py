@@ -13,6 +13,7 @@ import os
 import re
 import shutil
 import subprocess
+import time
 
 from stormpy.bench.netns import IFACE
 from stormpy.control import request
@@ -61,7 +62,12 @@ def threaded_napi(pair, cpus: list):
     if r.returncode != 0:
         raise NoThreadedNapi(f"threaded NAPI refused on the veth: {r.stderr.strip() or 'failed'}")
     try:
-        new = {tid: name for tid, name in _kthreads().items() if tid not in before}
+        deadline = time.monotonic() + 5     # the kernel starts them once it sees the flag
+        while True:
+            new = {tid: name for tid, name in _kthreads().items() if tid not in before}
+            if len(new) >= len(cpus) or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
         tids = sorted(new, key=lambda tid: int(new[tid].rsplit("-", 1)[1]))
         if len(tids) != len(cpus):
             raise NoThreadedNapi(f"expected {len(cpus)} NAPI threads on the veth, found {len(tids)}")
