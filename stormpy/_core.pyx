@@ -49,6 +49,7 @@ MAX_WORKERS = SP_MAX_WORKERS - 1   # the last slot belongs to the control plane
 COMPILED_BACKENDS = (("socket", "memory", "packet") + (("xdp",) if sp_have_xdp() else ()) +
                      (("netmap",) if sp_have_netmap() else ()))
 XDP_COPY_MODES = {"auto": 0, "copy": 1, "zerocopy": 2}
+XDP_POLLS = {"block": 0, "busy": 1, "napi": 2}   # enum sp_xdp_poll
 MODES = ("memcpy", "precopy")   # how a frame worker sends replies (see precopy.h)
 PRECOPY_FRAMES = SP_PRECOPY_DEFAULT_FRAMES
 

@@ -84,13 +84,14 @@ cdef class FrameWorker:
 
     @staticmethod
     def xdp(XdpProgram prog not None, int index, TableRef ref not None, uint16_t port,
-            unsigned batch=32, bint busy_poll=False, str copy_mode="auto",
+            unsigned batch=32, str poll="block", str copy_mode="auto",
             uint16_t max_udp=1232, uint8_t ttl=64, str mode="memcpy",
             unsigned precopy_frames=PRECOPY_FRAMES, int poll_ms=100, uint32_t tx_limit=0):
         """A worker on an AF_XDP socket bound to queue `index` of prog's interface;
         mode "precopy" keeps precopy_frames reply copies in its UMEM. poll_ms: the
         longest it waits for frames (timers need it short). tx_limit: bytes in flight
-        on the TX ring at most (0: no limit; native/io/tx_limit.h)."""
+        on the TX ring at most (0: no limit; native/io/tx_limit.h). poll: "block",
+        "busy" or "napi" (enum sp_xdp_poll)."""
         cdef FrameWorker self = FrameWorker.__new__(FrameWorker)
         cdef sp_xdp_config cfg
         cdef char err[256]
@@ -101,7 +102,7 @@ cdef class FrameWorker:
         memset(&cfg, 0, sizeof(cfg))
         cfg.pool_frames = precopy_frames if precopy else 0
         cfg.copy_mode = XDP_COPY_MODES[copy_mode]
-        cfg.poll_busy = busy_poll
+        cfg.poll = XDP_POLLS[poll]
         cfg.poll_timeout_ms = poll_ms
         cfg.tx_limit = tx_limit
         err[0] = 0

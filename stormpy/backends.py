@@ -63,3 +63,15 @@ def attach_xdp(iface: str, port: int, mode: str, tcp: bool = False, answer: bool
             logging.getLogger("stormpy").warning(
                 "--xdp-answer: %s; the workers answer every query", e)
     return _core.XdpProgram(iface, port, mode, tcp=tcp)
+
+
+def warn_napi_deferral(iface: str) -> None:
+    """--poll napi polls the queue from the worker only while the kernel holds its
+    interrupts back; say so where the interface does not."""
+    from stormpy.interfaces import napi_deferral
+    knobs = napi_deferral(iface)
+    if knobs is not None and 0 in knobs:
+        logging.getLogger("stormpy").warning(
+            "--poll napi: %s has napi_defer_hard_irqs %d and gro_flush_timeout %d, so its "
+            "interrupts still run NAPI; set them (e.g. 2 and 20000) in "
+            "/sys/class/net/%s/", iface, knobs[0], knobs[1], iface)

@@ -35,7 +35,7 @@ class ServerConfig:
     queues: int = 0                  # frame workers (default: the device's RX queues)
     port: int = 53                   # the UDP/TCP port served with --iface
     cpus: list[int] = field(default_factory=list)
-    busy_poll: bool = False
+    poll: str = "block"              # block | busy | napi (napi: AF_XDP only)
     xdp_mode: str = "auto"           # auto | native | generic
     tx_flush_us: int = 0             # 0: kick TX every batch
     copy_mode: str = "auto"          # auto | copy | zerocopy
@@ -129,8 +129,10 @@ def add_serving_arguments(s: argparse.ArgumentParser, default_port: int) -> None
                        help="AF_XDP: keep at most BYTES of replies in flight on the TX ring, "
                        "like the kernel's byte queue limits; at the limit replies wait and no "
                        "frames are taken from RX (default 0: no limit)")
-    rings.add_argument("--poll", choices=("block", "busy"), default="block",
-                       help="wait for frames in poll() or spin on the ring (default block)")
+    rings.add_argument("--poll", choices=("block", "busy", "napi"), default="block",
+                       help="wait for frames in poll(), spin on the ring, or (AF_XDP) have the "
+                       "kernel busy-poll the queue's NAPI in the worker while frames flow and "
+                       "block when they stop (default block)")
     rings.add_argument("--tap-buffer", type=argtypes.tap_buffer, default=4, metavar="MIB",
                        help="each worker's ring for `stormpy tap`, in MiB (default 4; memory is "
                        "taken only while a tap runs; 0: no tap)")
@@ -166,6 +168,9 @@ def serving_config(args, default_listen: tuple[str, int], config=ServerConfig, *
         raise StormpyError("--iface serves on rings: use --backend packet, or --listen for sockets")
     if args.mode != "memcpy" and not args.iface:
         raise StormpyError(f"--mode {args.mode} is for frame backends: it needs --iface")
+    if args.poll == "napi" and backend != "xdp":
+        raise StormpyError("--poll napi is for --backend xdp (the kernel busy-polls AF_XDP "
+                           "sockets); --poll busy spins on any ring")
     if args.tx_limit and backend != "xdp":
         raise StormpyError("--tx-limit is for --backend xdp (it counts on the completion ring)")
     if args.iface and args.listen:
@@ -174,7 +179,7 @@ def serving_config(args, default_listen: tuple[str, int], config=ServerConfig, *
                      [default_listen], workers=args.workers, batch=args.batch,
                      stats_interval={0: 0.0, 1: 10.0}.get(args.verbose, 1.0),
                      iface=args.iface, backend=backend, queues=args.queues, port=args.port,
-                     cpus=args.cpus, busy_poll=args.poll == "busy", xdp_mode=args.xdp_mode,
+                     cpus=args.cpus, poll=args.poll, xdp_mode=args.xdp_mode,
                      copy_mode=args.copy_mode, tx_flush_us=args.tx_flush_us, mode=args.mode,
                      tx_limit=args.tx_limit,
                      tap_buffer=args.tap_buffer,

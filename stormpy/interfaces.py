@@ -53,3 +53,13 @@ def link_kind(iface: str) -> str | None:
         return json.loads(out)[0].get("linkinfo", {}).get("info_kind") if out.strip() else None
     except (OSError, ValueError, IndexError, subprocess.SubprocessError):
         return None
+
+
+def napi_deferral(iface: str) -> tuple[int, int] | None:
+    """iface's (napi_defer_hard_irqs, gro_flush_timeout ns), None where unreadable."""
+    try:
+        with open(f"/sys/class/net/{iface}/napi_defer_hard_irqs") as a, \
+                open(f"/sys/class/net/{iface}/gro_flush_timeout") as b:
+            return int(a.read()), int(b.read())
+    except (OSError, ValueError):
+        return None

@@ -20,12 +20,12 @@ import time
 from abc import ABC, abstractmethod
 
 from stormpy import _core, privileges
-from stormpy.backends import attach_xdp, why_unusable
+from stormpy.backends import attach_xdp, warn_napi_deferral, why_unusable
 from stormpy.config import ServerConfig, parse_allow
 from stormpy.control import lookup_group, open_control, server_commands
 from stormpy.errors import StormpyError
 from stormpy.interfaces import interface_identity, rx_queue_count
-from stormpy.counters import format_counters, summed
+from stormpy.counters import format_counters, summed, with_driver
 from stormpy.metrics import open_metrics
 from stormpy.reloads import ReloadQueue
 from stormpy.sockets import open_sinks, open_tcp_listeners, open_udp_sockets
@@ -87,7 +87,7 @@ class Server(ABC):
                                                               self.workers_per_address)
                 else:
                     self.worker_sockets += open_udp_sockets(host, port, self.workers_per_address,
-                                                            cfg.busy_poll)
+                                                            cfg.poll == "busy")
                 if self.serves_tcp:
                     self.tcp_sockets += open_tcp_listeners(host, port, cfg.tcp_workers)
             self.frame_workers = total
@@ -208,6 +208,8 @@ class Server(ABC):
                 # port 0: the program steers every frame to the workers
                 self.xdp = attach_xdp(cfg.iface, 0 if self.steer_all else cfg.port,
                                       cfg.xdp_mode, tcp=self.stream, answer=self.answers_in_driver)
+                if cfg.poll == "napi":
+                    warn_napi_deferral(cfg.iface)
             elif cfg.backend == "packet" and self.stream:
                 self.guard = _core.TcpGuard(cfg.iface, cfg.port, self.identity["addresses"])
         except Exception:
@@ -225,17 +227,18 @@ class Server(ABC):
         self._close_inherited()
         if cfg.backend == "xdp":
             w = _core.FrameWorker.xdp(self.xdp, index, self.ref, cfg.port, cfg.batch,
-                                      busy_poll=cfg.busy_poll, copy_mode=cfg.copy_mode,
+                                      poll=cfg.poll, copy_mode=cfg.copy_mode,
                                       max_udp=cfg.max_udp, mode=cfg.mode,
                                       poll_ms=self.ring_poll_ms, tx_limit=cfg.tx_limit)
         elif cfg.backend == "netmap":
             w = _core.FrameWorker.netmap(cfg.iface, index, self.ref, cfg.port, cfg.batch,
-                                         busy_poll=cfg.busy_poll, max_udp=cfg.max_udp,
+                                         busy_poll=cfg.poll == "busy", max_udp=cfg.max_udp,
                                          own=None if self.steer_all else self.identity,
                                          mode=cfg.mode)
         else:
             w = _core.FrameWorker.packet(cfg.iface, index, self.ref, cfg.port, cfg.batch,
-                                         fanout_group=self.fanout_group, busy_poll=cfg.busy_poll,
+                                         fanout_group=self.fanout_group,
+                                         busy_poll=cfg.poll == "busy",
                                          max_udp=cfg.max_udp, mode=cfg.mode,
                                          poll_ms=self.ring_poll_ms)
         w.set_identity(self.identity)
@@ -310,7 +313,7 @@ class Server(ABC):
     def counters(self) -> dict:
         total = summed(self.ref.worker_counters(i) for i in range(self.pool.count))
         total["tcp_queries"] = self.tcp_queries()
-        total.update(self.xdp.counters() if self.xdp is not None else {})
+        with_driver(total, self.xdp.counters() if self.xdp is not None else {})
         total["reloads"] = self.reloads
         total["reload_failures"] = self.reload_failures
         total["restarts"] = sum(self.pool.restarts)

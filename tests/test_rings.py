@@ -87,6 +87,38 @@ def test_answers_over_ipv4_ipv6_and_tcp(backend, mode, tmp_path):
     assert "Traceback" not in srv.log
 
 
+XDP_ONLY = pytest.mark.skipif(NO_NETNS is not None or NO_XDP is not None,
+                              reason=NO_NETNS or NO_XDP or "")
+
+
+@pytest.mark.parametrize("backend, poll, deferral", [
+    pytest.param("packet", "busy", None, marks=pytest.mark.skipif(NO_NETNS is not None,
+                                                                 reason=NO_NETNS or "")),
+    pytest.param("xdp", "busy", None, marks=XDP_ONLY),
+    pytest.param("xdp", "napi", None, marks=XDP_ONLY),
+    pytest.param("xdp", "napi", ("2", "200000"), marks=XDP_ONLY),
+])
+def test_every_way_of_waiting_for_frames_answers(backend, poll, deferral):
+    """--poll busy spins on the ring; --poll napi has the kernel poll the queue's NAPI
+    in the worker (preferred busy polling), and says so where the interface's interrupt
+    deferral is off, which it needs to pay."""
+    with VethPair() as pair:
+        if deferral:
+            pair.run(pair.server, "sh", "-c", f"echo {deferral[0]} > /sys/class/net/veth0/"
+                     f"napi_defer_hard_irqs && echo {deferral[1]} > /sys/class/net/veth0/"
+                     f"gro_flush_timeout")
+        with NsServer(pair, [EXAMPLE_ZONE, "--iface", "veth0", "--backend", backend,
+                             "--poll", poll, "--no-xdp-answer"] if backend == "xdp" else
+                      [EXAMPLE_ZONE, "--iface", "veth0", "--backend", backend,
+                       "--poll", poll]) as srv:
+            for _ in range(3):
+                check_answers(pair.query(QUESTIONS, server=SERVER_V4))
+            assert srv.stop() == 0
+    assert "Traceback" not in srv.log
+    warned = "--poll napi: veth0 has napi_defer_hard_irqs 0 and gro_flush_timeout 0" in srv.log
+    assert warned == (poll == "napi" and deferral is None), srv.log[-800:]
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_one_worker_per_queue_and_both_carry_traffic(backend):
     with VethPair(queues=2) as pair, \

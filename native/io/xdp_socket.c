@@ -23,6 +23,11 @@
 
 #include "tx_limit.h"
 
+#ifndef SO_PREFER_BUSY_POLL                /* headers before Linux 5.11 */
+#define SO_PREFER_BUSY_POLL 69
+#define SO_BUSY_POLL_BUDGET 70
+#endif
+
 #define SP_XDP_KICK_MAX 16                 /* sendto() calls per kick, at most */
 
 struct xdp_io {
@@ -34,7 +39,8 @@ struct xdp_io {
     struct sp_xdp_prog *prog;
     uint32_t queue_id;
     int fd;
-    int busy, timeout_ms;
+    int poll, timeout_ms;
+    uint32_t idle_rounds;     /* SP_XDP_POLL_NAPI: empty busy polls in a row */
     uint8_t *area;
     uint64_t area_len;        /* RX [0, rx_end), TX [rx_end, tx_end), pool [tx_end, area_len) */
     uint64_t rx_end;
@@ -149,18 +155,29 @@ static unsigned xdp_rx_burst(struct sp_io *io, struct sp_frame *rx, unsigned max
     if (n == 0) {
         if (tx_unsent(x))
             kick_tx(x);
-        if (x->busy) {
+        if (x->poll == SP_XDP_POLL_SPIN) {
             wake_rx(x);
             return 0;
         }
-        /* poll() also wakes the driver (zero-copy) and drives TX (copy mode) */
-        struct pollfd pfd = {.fd = x->fd, .events = POLLIN};
-        if (poll(&pfd, 1, x->timeout_ms) <= 0)
-            return 0;
-        n = xsk_ring_cons__peek(&x->rx, max, &idx);
-        if (n == 0)
-            return 0;
+        if (x->poll == SP_XDP_POLL_NAPI && x->idle_rounds < SP_XDP_NAPI_IDLE) {
+            /* with SO_PREFER_BUSY_POLL this runs the queue's NAPI here, once */
+            recvfrom(x->fd, NULL, 0, MSG_DONTWAIT, NULL, NULL);
+            n = xsk_ring_cons__peek(&x->rx, max, &idx);
+            if (n == 0) {
+                x->idle_rounds++;
+                return 0;
+            }
+        } else {
+            /* poll() also wakes the driver (zero-copy) and drives TX (copy mode) */
+            struct pollfd pfd = {.fd = x->fd, .events = POLLIN};
+            if (poll(&pfd, 1, x->timeout_ms) <= 0)
+                return 0;
+            n = xsk_ring_cons__peek(&x->rx, max, &idx);
+            if (n == 0)
+                return 0;
+        }
     }
+    x->idle_rounds = 0;
     unsigned got = 0;
     for (unsigned i = 0; i < n; i++) {
         const struct xdp_desc *d = xsk_ring_cons__rx_desc(&x->rx, idx + i);
@@ -354,6 +371,17 @@ static int pow2(uint32_t v)
     return v && !(v & (v - 1));
 }
 
+/* SP_XDP_POLL_NAPI's socket options: 0 or an errno. */
+static int prefer_busy_poll(int fd, uint32_t rx_size)
+{
+    int on = 1, usec = SP_XDP_NAPI_BUSY_US, budget = rx_size < 64 ? (int)rx_size : 64;
+    if (setsockopt(fd, SOL_SOCKET, SO_PREFER_BUSY_POLL, &on, sizeof(on)) ||
+        setsockopt(fd, SOL_SOCKET, SO_BUSY_POLL, &usec, sizeof(usec)) ||
+        setsockopt(fd, SOL_SOCKET, SO_BUSY_POLL_BUDGET, &budget, sizeof(budget)))
+        return errno;
+    return 0;
+}
+
 /* One UMEM + socket in one copy mode. 0 or -errno; on failure nothing is left. */
 static int bind_queue(struct xdp_io *x, const struct sp_xdp_config *c, int zerocopy,
                       const char **step)
@@ -414,8 +442,9 @@ struct sp_io *sp_xdp_io_open(struct sp_xdp_prog *prog, uint32_t queue_id,
     if ((c.frame_size != 2048 && c.frame_size != 4096) || !pow2(c.rx_size) ||
         !pow2(c.fill_size) || !pow2(c.tx_size) || !pow2(c.comp_size) ||
         c.fill_size < c.rx_size || c.comp_size < c.tx_size || c.fill_size > (1u << 20) ||
-        c.tx_size > (1u << 20) || c.pool_frames > (1u << 20) || c.poll_timeout_ms < 0 || c.copy_mode < SP_XDP_COPY_AUTO ||
-        c.copy_mode > SP_XDP_ZEROCOPY) {
+        c.tx_size > (1u << 20) || c.pool_frames > (1u << 20) || c.poll_timeout_ms < 0 ||
+        c.copy_mode < SP_XDP_COPY_AUTO || c.copy_mode > SP_XDP_ZEROCOPY ||
+        c.poll < SP_XDP_POLL_BLOCK || c.poll > SP_XDP_POLL_NAPI) {
         sp_xdp_set_err(err, errlen, "AF_XDP: bad configuration (frame size 2048/4096, ring sizes "
                              "powers of two, fill >= rx, completion >= tx)");
         return NULL;
@@ -440,7 +469,7 @@ struct sp_io *sp_xdp_io_open(struct sp_xdp_prog *prog, uint32_t queue_id,
     x->gather.fd = -1;
     x->prog = prog;
     x->queue_id = queue_id;
-    x->busy = c.poll_busy != 0;
+    x->poll = c.poll;
     x->timeout_ms = c.poll_timeout_ms;
     x->frame_size = c.frame_size;
     x->frame_mask = ~(uint64_t)(c.frame_size - 1);
@@ -506,6 +535,13 @@ struct sp_io *sp_xdp_io_open(struct sp_xdp_prog *prog, uint32_t queue_id,
     char ignored[128];                   /* without it, TCP goes a frame a segment */
     if (sp_gather_tx_open(&x->gather, (unsigned)prog->ifindex, ignored, sizeof(ignored)))
         x->io.gather = 1;
+    if (c.poll == SP_XDP_POLL_NAPI && (r = prefer_busy_poll(x->fd, c.rx_size)) != 0) {
+        sp_xdp_set_err(err, errlen, "AF_XDP: kernel refused busy polling on %s queue %u: %s "
+                "(SO_PREFER_BUSY_POLL needs Linux 5.11 and CAP_NET_ADMIN)", prog->ifname,
+                queue_id, strerror(r));
+        xdp_close(&x->io);
+        return NULL;
+    }
     struct xdp_options opt = {0};
     socklen_t optlen = sizeof(opt);
     if (getsockopt(x->fd, SOL_XDP, XDP_OPTIONS, &opt, &optlen) == 0)

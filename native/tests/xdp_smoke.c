@@ -107,7 +107,7 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(o, "-b")) {
-            cfg.poll_busy = 1;
+            cfg.poll = SP_XDP_POLL_SPIN;
             continue;
         }
         if (!v) {
@@ -214,7 +214,7 @@ int main(int argc, char **argv)
         printf(" port %u for %u s: %s mode, %s, %s, %s\n", port, seconds,
                sp_xdp_prog_mode(prog) == SP_XDP_ATTACH_NATIVE ? "native" : "generic",
                sp_xdp_prog_uses_link(prog) ? "bpf link" : "netlink",
-               st.zerocopy ? "zero-copy" : "copy", cfg.poll_busy ? "busy poll" : "poll()");
+               st.zerocopy ? "zero-copy" : "copy", cfg.poll ? "busy poll" : "poll()");
         fflush(stdout);
         for (; started < nq; started++) {
             if (pthread_create(&th[started], NULL, run_worker, &w[started])) {

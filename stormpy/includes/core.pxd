@@ -584,6 +584,11 @@ cdef extern from "stormpy/io/xdp_answer.h" nogil:
         SP_XDP_NAME_MAX
         SP_XDP_TAIL_MAX
         SP_XDP_ADDRS
+        SP_XDP_ZONE_SLOTS
+        SP_XDP_ANSWERED
+        SP_XDP_PASSED
+        SP_XDP_RCODES
+        SP_XDP_ZONES
         SP_XDP_STATS
     struct sp_xdp_answer_key:
         pass
@@ -620,7 +625,7 @@ cdef extern from "stormpy/io/xdp_socket.h" nogil:
     struct sp_xdp_config:
         uint32_t frame_size, rx_size, fill_size, tx_size, comp_size
         int copy_mode
-        int poll_busy
+        int poll
         int poll_timeout_ms
         uint32_t pool_frames
         uint32_t tx_limit

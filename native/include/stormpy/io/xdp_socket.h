@@ -41,6 +41,20 @@ enum sp_xdp_copy_mode {
     SP_XDP_ZEROCOPY = 2,        /* XDP_ZEROCOPY or fail */
 };
 
+/* How rx_burst waits when its RX ring is empty. */
+enum sp_xdp_poll {
+    SP_XDP_POLL_BLOCK = 0,      /* sleep in poll() (the kernel's softirq fills the ring) */
+    SP_XDP_POLL_SPIN = 1,       /* spin on the ring: a core per queue, lowest latency */
+    SP_XDP_POLL_NAPI = 2,       /* the kernel's preferred busy polling: each empty round runs
+                                 * the queue's NAPI in this thread (SO_PREFER_BUSY_POLL,
+                                 * SO_BUSY_POLL, SO_BUSY_POLL_BUDGET); after SP_XDP_NAPI_IDLE
+                                 * empty rounds it sleeps in poll() until frames come. Wants
+                                 * the interface's napi_defer_hard_irqs and gro_flush_timeout
+                                 * set, or interrupts keep running NAPI in softirq. */
+};
+#define SP_XDP_NAPI_IDLE 64
+#define SP_XDP_NAPI_BUSY_US 20    /* SO_BUSY_POLL: only its being nonzero counts here */
+
 /* Zero fields take the default shown. Ring sizes are powers of two. */
 struct sp_xdp_config {
     uint32_t frame_size;        /* UMEM frame: 2048 or 4096 (default 2048, a TX cap of 2048
@@ -51,8 +65,7 @@ struct sp_xdp_config {
     uint32_t tx_size;           /* TX ring = TX frames (default 2048) */
     uint32_t comp_size;         /* completion ring, >= tx_size (default tx_size) */
     int copy_mode;              /* enum sp_xdp_copy_mode */
-    int poll_busy;              /* nonzero: rx_burst spins on the RX ring (a core per queue,
-                                 * lowest latency); zero: it sleeps in poll() */
+    int poll;                   /* enum sp_xdp_poll (default SP_XDP_POLL_BLOCK) */
     int poll_timeout_ms;        /* poll() timeout, so the worker sees its stop flag (100) */
     uint32_t pool_frames;       /* precopy copies kept in the UMEM past the TX frames, lent
                                  * by pool_open (0: none, memcpy mode only) */
