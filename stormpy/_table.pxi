@@ -189,6 +189,20 @@ cdef class Table:
             raise ValueError("table already published")
         return _answer(self.t, query, tcp, max_udp)
 
+    def dns_answer_zone(self, const uint8_t[:] query, uint16_t max_udp=1232):
+        """dns_answer over UDP, and the zone slot a worker counts the answer under (the
+        per-zone counters; -1: none, a REFUSED or a dropped query)."""
+        cdef sp_dns_counters c
+        cdef size_t i
+        if self.t is NULL:
+            raise ValueError("table already published")
+        memset(&c, 0, sizeof(c))
+        reply = _answer(self.t, query, False, max_udp, &c)
+        for i in range(SP_DNS_ZONE_SLOTS):
+            if c.zone[i]:
+                return reply, i
+        return reply, -1
+
     def bench_dns(self, queries, long rounds=1, uint16_t max_udp=1232):
         """Answer every query `rounds` times in one C loop without the GIL (the fast
         path with no I/O). Returns (answers, response bytes, elapsed ns)."""

@@ -17,6 +17,7 @@ cdef class XdpProgram:
     KEY_SIZE = sizeof(sp_xdp_answer_key)
     VALUE_SIZE = sizeof(sp_xdp_answer)
     TAIL_MAX = SP_XDP_TAIL_MAX
+    ZONE_SLOTS = SP_XDP_ZONE_SLOTS
 
     def __cinit__(self, str ifname, uint16_t port, str mode="auto", bint tcp=False,
                   bint answer=False, bint reflect=False):
@@ -66,12 +67,15 @@ cdef class XdpProgram:
 
     def counters(self):
         """With answer: {"xdp_answered", "xdp_passed"}, the queries answered in the driver
-        and those left to the sockets; else {}."""
+        and those left to the sockets, and the answered ones as a worker counts its own:
+        "xdp_rcode" (16, by rcode) and "xdp_zone_answers" (by zone slot); else {}."""
         cdef uint64_t out[SP_XDP_STATS]
         if not self.answer or self.prog is NULL:
             return {}
         self._check(sp_xdp_answers_stats(self.prog, out), "answer counters")
-        return {"xdp_answered": out[0], "xdp_passed": out[1]}
+        return {"xdp_answered": out[SP_XDP_ANSWERED], "xdp_passed": out[SP_XDP_PASSED],
+                "xdp_rcode": [out[SP_XDP_RCODES + i] for i in range(16)],
+                "xdp_zone_answers": [out[SP_XDP_ZONES + i] for i in range(SP_XDP_ZONE_SLOTS)]}
 
     def test_run(self, const uint8_t[:] frame):
         """One frame through the program (BPF_PROG_TEST_RUN): (verdict, frame after)."""

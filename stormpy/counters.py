@@ -14,6 +14,16 @@ def format_counters(c: dict) -> str:
             f"tcp={c['tcp_queries']}{rules}{_driver(c)} {rcodes}".rstrip())
 
 
+def with_driver(total: dict, driver: dict) -> dict:
+    """The workers' total with the driver's answers (XdpProgram.counters(); {} without
+    --xdp-answer) added to the rcodes and zones, as a worker would have counted them."""
+    total.update(driver)
+    for mine, theirs in (("rcode", "xdp_rcode"), ("zone_answers", "xdp_zone_answers")):
+        if theirs in driver and mine in total:
+            total[mine] = [a + b for a, b in zip(total[mine], driver[theirs] + [0] * 64)]
+    return total
+
+
 def _driver(c: dict) -> str:
     """--xdp-answer's queries, which no worker counts."""
     if "xdp_answered" not in c:

@@ -102,8 +102,9 @@ def _print_stats(snap: dict) -> None:
           f"tcp queries {snap['tcp_queries']}, reloads {snap['reloads']} "
           f"(failed {snap['reload_failures']})")
     if "xdp_answered" in snap:
+        rcodes = " ".join(f"{RCODES.get(i, i)}={n}" for i, n in enumerate(snap["xdp_rcode"]) if n)
         print(f"XDP program: answered {snap['xdp_answered']}, passed to the workers "
-              f"{snap['xdp_passed']}")
+              f"{snap['xdp_passed']}" + (f"; {rcodes}" if rcodes else ""))
     for i, w in enumerate(snap["workers"]):
         print(f"worker {i}: {format_tcp_worker(w) if w.get('kind') == 'tcp' else format_worker(w)}")
 

@@ -111,6 +111,10 @@ def _frame_metrics(workers: list[dict]) -> list:
 
 def _dns_metrics(server, workers: list[dict]) -> list:
     sources = [(str(i), c) for i, c in enumerate(workers)]
+    driver = server.xdp.counters() if server.xdp is not None else {}
+    if driver:      # the XDP program's answers, counted as a worker's: worker="xdp"
+        sources.append(("xdp", {"rcode": driver["xdp_rcode"], "truncated": 0,
+                                "zone_answers": driver["xdp_zone_answers"]}))
     by_zone = [sum(col) for col in zip(*(c["zone_answers"] for _, c in sources))]
     # a copy: a reload (in an executor thread) may be adding zones to it
     slots = dict(getattr(server, "zone_slots", {}))

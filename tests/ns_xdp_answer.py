@@ -18,7 +18,7 @@ from scapy.layers.l2 import Dot1Q, Ether
 
 from stormpy import _core
 from stormpy.dns import xdp
-from stormpy.dns.compiler import compile_zones
+from stormpy.dns.compiler import assign_zone_slots, compile_zones
 from stormpy.dns.zone import load_zone
 
 SERVER_MAC, CLIENT_MAC = "02:00:00:00:00:01", "02:00:00:00:00:02"
@@ -46,9 +46,13 @@ def judge(program, ref, frames, report, kind):
     """Each frame through both sides; the report counts and keeps the first problems."""
     for f in frames:
         verdict, out = program.test_run(f)
-        replies, _ = _core.run_memory_worker(ref, [f])
+        replies, counted = _core.run_memory_worker(ref, [f])
         if verdict == "tx":
             report[kind]["tx"] += 1
+            # what the worker counts for the frames the driver answers, to compare
+            for key, n in (("rcode", 16), ("zone_answers", len(counted["zone_answers"]))):
+                mine = report["worker_counts"].setdefault(key, [0] * n)
+                report["worker_counts"][key] = [a + b for a, b in zip(mine, counted[key])]
             if replies != [out]:
                 report["problems"].append(f"{kind}: driver {out.hex()} worker "
                                           f"{replies[0].hex() if replies else None} for {f.hex()}")
@@ -151,7 +155,9 @@ def main():
     iface, seed, paths = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
     rnd = random.Random(seed)
     zones = [load_zone(p) for p in paths]
-    table, _ = compile_zones(zones)
+    slots = {}
+    assign_zone_slots(slots, zones)      # the per-zone counters, as a server numbers them
+    table, _ = compile_zones(zones, zone_slots=slots)
     answers = xdp.driver_answers(table, zones, 1232)
     limited = xdp.driver_answers(table, zones, 1232, entries=60)
     pairs = list(xdp._pairs(zones))
@@ -159,7 +165,7 @@ def main():
     program = _core.XdpProgram(iface, 53, "auto", answer=True)
     report = {k: {"tx": 0, "up": 0}
               for k in ("held", "left", "mutated", "before", "not_held", "limited")}
-    report.update(problems=[], left_names=[], instructions=program.instructions(),
+    report.update(problems=[], left_names=[], worker_counts={}, instructions=program.instructions(),
                   entries=answers.count, left_out=answers.left, pairs=len(pairs))
     probe = frame(mixed_case(pairs[0][0], rnd), pairs[0][1], rnd)
     judge(program, ref, [probe], report, "before")      # nothing published: all go up
@@ -174,6 +180,7 @@ def main():
     judge(program, ref, list(left_to_workers(pairs, rnd).values()), report, "left")
     judge(program, ref, mutations(held + others, rnd, 3000), report, "mutated")
     report["stats"] = program.counters()
+    report["worker_counts_then"] = dict(report["worker_counts"])
     # a generation cut short by its entry limit, swapped in: what it holds stays right
     report["limited_over"] = limited.over
     xdp.publish(program, limited, IDENTITY)

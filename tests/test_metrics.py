@@ -233,3 +233,34 @@ def test_metrics_after_dropping_to_nobody(tmp_path):
         after = settled(port, lambda s: total(s, "stormpy_worker_up") == 2)
         assert total(after, "stormpy_worker_restarts_total", worker="1") == 1
         assert total(after, "stormpy_worker_restarts_total", worker="0") == 0
+
+
+def test_the_drivers_answers_are_counted_with_the_workers():
+    """--xdp-answer: the XDP program's answers join the per-rcode answers as worker "xdp"
+    and add to their zone's answers."""
+    import types
+    import dns.name
+    from prometheus_client import CollectorRegistry, generate_latest
+    from stormpy import metrics
+
+    worker = {"rcode": [5, 0, 0, 1] + [0] * 13, "zone_answers": [0, 6] + [0] * 62,
+              "truncated": 0, "rrl_dropped": 0, "rrl_slipped": 0}
+    driver = {"xdp_answered": 9, "xdp_passed": 6, "xdp_rcode": [7, 0, 0, 2] + [0] * 12,
+              "xdp_zone_answers": [0, 9] + [0] * 62}
+    server = types.SimpleNamespace(xdp=types.SimpleNamespace(counters=lambda: driver),
+                                   zone_slots={dns.name.from_text("example.com."): 1},
+                                   stats=types.SimpleNamespace(serials={}), serves_tcp=False)
+
+    class Families:
+        def collect(self):
+            return metrics._dns_metrics(server, [worker])
+    registry = CollectorRegistry()
+    registry.register(Families())
+    got = {(s.name, tuple(sorted(s.labels.items()))): s.value
+           for f in text_string_to_metric_families(generate_latest(registry).decode())
+           for s in f.samples}
+    answers = "stormpy_dns_answers_total"
+    assert got[(answers, (("rcode", "NOERROR"), ("worker", "0")))] == 5
+    assert got[(answers, (("rcode", "NOERROR"), ("worker", "xdp")))] == 7
+    assert got[(answers, (("rcode", "NXDOMAIN"), ("worker", "xdp")))] == 2
+    assert got[("stormpy_dns_zone_answers_total", (("zone", "example.com."),))] == 15

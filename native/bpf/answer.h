@@ -326,6 +326,7 @@ static __always_inline int sp_answer_query(struct xdp_md *ctx)
     __be16 to_port = udp->source, from_port = udp->dest;
     __u32 id = sp_word(dns);
     __u32 flags = bpf_ntohs(a->flags) | (qflags & 0x0110);   /* RD and CD */
+    __u32 zone = a->zone & (SP_XDP_ZONE_SLOTS - 1);
     __u32 an = bpf_ntohs(a->an), ns = bpf_ntohs(a->ns), ar = bpf_ntohs(a->ar) + edns;
     __u32 addresses = sp_addresses_sum(ip);
     __u32 question_at = SP_DNS_HEADER + nlen + 4;   /* where the tail starts in the message */
@@ -388,6 +389,8 @@ static __always_inline int sp_answer_query(struct xdp_md *ctx)
         p[0] = pointer >> 8;
         p[1] = pointer & 0xff;
     }
+    sp_answer_count(SP_XDP_RCODES + (flags & 0xf));
+    sp_answer_count(SP_XDP_ZONES + zone);
     return XDP_TX;
 }
 

@@ -10,6 +10,7 @@ Everything else (other names, NXDOMAIN, wildcards, ANY, larger answers) is left 
 workers, which answer it as before."""
 from __future__ import annotations
 
+import logging
 import struct
 from dataclasses import dataclass
 
@@ -25,14 +26,31 @@ _HEADER = struct.Struct(">HHHHHH")
 _OPT = b"\0" + struct.pack(">HHIH", 41, 1232, 0, 0)
 _KEY = struct.Struct(">H256s")
 _COUNTS = struct.Struct(">4H")          # flags and counts: network order, as on the wire
-_REST = struct.Struct(f"=2H2IBB8H{_core.XdpProgram.TAIL_MAX}s2x")   # host order
+_REST = struct.Struct(f"=2H2IBB8H{_core.XdpProgram.TAIL_MAX}sBx")   # host order
 assert _COUNTS.size + _REST.size == _core.XdpProgram.VALUE_SIZE
+assert _core.XdpProgram.ZONE_SLOTS == _core.DNS_ZONE_SLOTS
 _STOP = bytes(_core.XdpProgram.VALUE_SIZE)   # no tail: the query goes to the workers
 _ALWAYS = (dns.rdatatype.A, dns.rdatatype.AAAA)
 OTHER_TYPES, BELOW = 0, 0xFFFF          # the keys of xdp_answer.h with no query's type
 _PROBE_TYPES = (65534, 65533)           # private-use types no zone here holds
 _PATCHES = 8
 AA, TC, RD_CD = 0x0400, 0x0200, 0x0110
+
+
+def answers_by_default(cfg) -> bool:
+    """Whether the driver answers when --xdp-answer is not given: with AF_XDP workers,
+    unless RRL is on (the driver cannot limit) or the link is a veth in native mode
+    (its peer drops XDP_TX frames unless it has an XDP program too; said in one line)."""
+    if cfg.backend != "xdp" or not cfg.iface or cfg.rrl_rate:
+        return False
+    from stormpy.interfaces import link_kind
+    if cfg.xdp_mode != "generic" and link_kind(cfg.iface) == "veth":
+        logging.getLogger("stormpy").info(
+            "answers in the driver are off on a veth in native XDP mode: the peer drops "
+            "XDP_TX frames unless it has an XDP program too (--xdp-answer turns them on; "
+            "--xdp-mode generic needs none)")
+        return False
+    return True
 
 
 @dataclass
@@ -108,14 +126,16 @@ class _Reply:
     counts: tuple
     tail: bytes
     e_tail: bytes
+    zone: int          # the zone slot a worker counts it under
 
 
 def _render(table, owner: bytes, rdtype: int, max_udp: int):
     """The worker's replies without and with EDNS, when the driver can send them."""
     question = owner + _QUESTION_TAIL.pack(rdtype, 1)
-    plain = table.dns_answer(_HEADER.pack(0, 0, 1, 0, 0, 0) + question, max_udp=max_udp)
-    edns = table.dns_answer(_HEADER.pack(0, 0, 1, 0, 0, 1) + question + _OPT, max_udp=max_udp)
-    if plain is None or edns is None or len(plain) > PLAIN_LIMIT:
+    plain, zone = table.dns_answer_zone(_HEADER.pack(0, 0, 1, 0, 0, 0) + question, max_udp)
+    edns, e_zone = table.dns_answer_zone(_HEADER.pack(0, 0, 1, 0, 0, 1) + question + _OPT,
+                                         max_udp)
+    if plain is None or edns is None or len(plain) > PLAIN_LIMIT or zone != e_zone or zone < 0:
         return None
     at = 12 + len(question)
     flags, an, ns, ar = struct.unpack(">4H", plain[2:4] + plain[6:12])
@@ -126,14 +146,14 @@ def _render(table, owner: bytes, rdtype: int, max_udp: int):
             or not e_tail.startswith(tail) or len(e_tail) != len(tail) + len(_OPT)
             or not tail or len(e_tail) > _core.XdpProgram.TAIL_MAX):
         return None
-    return _Reply(flags, (an, ns, ar), tail, e_tail)
+    return _Reply(flags, (an, ns, ar), tail, e_tail, zone)
 
 
 def _pack(r: _Reply, probe_len: int = 0, patches=()) -> bytes:
     patch = list(patches) + [0] * (_PATCHES - len(patches))
     return (_COUNTS.pack(r.flags, *r.counts) +
             _REST.pack(len(r.tail), len(r.e_tail), _sum(r.tail), _sum(r.e_tail), probe_len,
-                       len(patches), *patch, r.e_tail))
+                       len(patches), *patch, r.e_tail, r.zone))
 
 
 def _other_types(table, owner: bytes, max_udp: int) -> bytes:
@@ -205,7 +225,15 @@ def driver_answers(table, zones, max_udp: int, entries: int = DEFAULT_ENTRIES) -
     return DriverAnswers(b"".join(keys), b"".join(values), len(keys), left, over)
 
 
-def publish(program, answers: DriverAnswers, identity: dict, ttl: int = 64) -> None:
+def publish(program, answers: DriverAnswers, identity: dict, ttl: int = 64,
+            paused: bool = False) -> None:
     """Swap answers into the program's map (a running XdpProgram with answer on)."""
-    program.answers_config(identity["mac"], identity["addresses"], ttl)
+    configure(program, identity, ttl, paused)
     program.answers_publish(answers.keys, answers.values, answers.count)
+
+
+def configure(program, identity: dict, ttl: int = 64, paused: bool = False) -> None:
+    """The interface's MAC and addresses, what the program answers for; paused: no
+    address, so every query goes up to the workers (while `stormpy tap` is attached,
+    which copies what the workers receive and send)."""
+    program.answers_config(identity["mac"], [] if paused else identity["addresses"], ttl)

@@ -67,6 +67,8 @@ struct sp_xdp_answer {
     __u8 npatch;
     __u16 patch[SP_XDP_PATCHES];   /* tail offsets of those pointers */
     __u8 tail[SP_XDP_TAIL_MAX];    /* both lengths 0: a stop entry */
+    __u8 zone;            /* the zone slot a worker counts this answer under */
+    __u8 unused;
 };
 
 struct sp_xdp_answer_config {
@@ -76,10 +78,15 @@ struct sp_xdp_answer_config {
     __u8 addrs[SP_XDP_ADDRS][4];
 };
 
+/* The driver's answers are counted as a worker counts its own (sp_dns_counters), so
+ * the per-rcode and per-zone figures hold whichever side answered. */
+#define SP_XDP_ZONE_SLOTS 64    /* SP_DNS_ZONE_SLOTS */
 enum sp_xdp_answer_stat {
     SP_XDP_ANSWERED = 0,  /* replies sent from the driver */
     SP_XDP_PASSED = 1,    /* queries to the served port left to the socket */
-    SP_XDP_STATS = 2,
+    SP_XDP_RCODES = 2,    /* ... + rcode (0-15): the driver's replies by rcode */
+    SP_XDP_ZONES = SP_XDP_RCODES + 16,   /* ... + zone slot: by zone */
+    SP_XDP_STATS = SP_XDP_ZONES + SP_XDP_ZONE_SLOTS,
 };
 
 #ifndef __bpf__
