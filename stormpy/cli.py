@@ -48,10 +48,13 @@ def build_parser() -> argparse.ArgumentParser:
     rrl.add_argument("--rrl-allow", action="append", default=[], metavar="PREFIX",
                      help="never limit this prefix, repeatable (up to 16)")
     drv = s.add_argument_group("answers in the driver (--iface with --backend xdp)")
-    drv.add_argument("--xdp-answer", action="store_true",
+    drv.add_argument("--xdp-answer", action=argparse.BooleanOptionalAction, default=None,
                      help="answer in the XDP program itself (XDP_TX, no socket, no copy) the "
                      "IPv4 queries whose answers fit in 512 bytes: the names and types the "
-                     "zones hold, A and AAAA at every name; the rest goes to the workers")
+                     "zones hold, A and AAAA at every name, NXDOMAIN and NODATA; the rest goes "
+                     "to the workers (default: on with --backend xdp, except with --rrl-rate "
+                     "and on a veth in native mode, whose peer drops XDP_TX frames unless it "
+                     "has an XDP program too)")
     drv.add_argument("--xdp-answer-entries", type=argtypes.positive, default=100_000, metavar="N",
                      help="answers the driver holds at most, about 900 bytes of kernel memory "
                      "each (default 100000)")
@@ -261,7 +264,10 @@ def dns_config(args):
                          zone_dir=args.zone_dir or ".", transfer_allow=args.transfer_allow,
                          notify=args.notify, xdp_answer=args.xdp_answer,
                          xdp_answer_entries=args.xdp_answer_entries)
-    if cfg.xdp_answer and (not cfg.iface or cfg.backend != "xdp"):
+    if cfg.xdp_answer is None:
+        from stormpy.dns.xdp import answers_by_default
+        cfg.xdp_answer = answers_by_default(cfg)
+    elif cfg.xdp_answer and (not cfg.iface or cfg.backend != "xdp"):
         raise StormpyError("--xdp-answer answers in the AF_XDP program: it needs --iface "
                            "and --backend xdp")
     if cfg.xdp_answer and cfg.rrl_rate:

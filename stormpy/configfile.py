@@ -104,6 +104,10 @@ def convert(action: argparse.Action, value) -> object:
         if not isinstance(value, bool):
             raise _Bad("expected true or false")
         return action.const if value else action.default
+    if isinstance(action, argparse.BooleanOptionalAction):    # --x / --no-x: true or false
+        if not isinstance(value, bool):
+            raise _Bad("expected true or false")
+        return value
     if isinstance(action, argparse._CountAction):
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise _Bad("expected a whole number from 0")

@@ -215,6 +215,12 @@ def test_transfer_options_refused_in_one_line(tmp_path):
         assert_one_line_error(stormpy("serve-dns", "--listen", "127.0.0.1:1", *args), fragment)
 
 
+def test_poll_napi_is_for_af_xdp_only():
+    for backend in ([], ["--iface", "lo", "--backend", "packet"]):
+        assert_one_line_error(stormpy("serve-dns", "nope.zone", "--poll", "napi", *backend),
+                              "--poll napi is for --backend xdp")
+
+
 def test_tx_limit_is_for_af_xdp_only():
     """--tx-limit counts on AF_XDP's completion ring: elsewhere it is refused in one line,
     and a limit below one small frame by argparse."""
@@ -285,6 +291,7 @@ def test_a_driver_map_that_cannot_be_filled_empties_it_and_says_so(caplog):
                 raise BackendError("AF_XDP: answer map: Cannot allocate memory")
             published.append((keys, values))
     server = types.SimpleNamespace(xdp=Program(), identity={"mac": b"\0" * 6, "addresses": []},
+                                   _tapped=False,
                                    _driver_answers=DriverAnswers(b"k" * 258, b"v" * 552, 1, 0, 0))
     with caplog.at_level("ERROR", logger="stormpy"):
         DnsServer._publish_driver(server)
@@ -292,3 +299,30 @@ def test_a_driver_map_that_cannot_be_filled_empties_it_and_says_so(caplog):
     assert [r.getMessage() for r in caplog.records] == [
         "XDP program on eth0: AF_XDP: answer map: Cannot allocate memory; the workers answer "
         "every query"]
+
+
+@pytest.mark.parametrize("argv, link, on", [
+    (["--iface", "eth9", "--backend", "xdp"], None, True),
+    (["--iface", "eth9"], None, True),                          # AF_XDP chosen by itself
+    (["--iface", "eth9", "--backend", "xdp", "--no-xdp-answer"], None, False),
+    (["--iface", "eth9", "--backend", "xdp", "--rrl-rate", "5"], None, False),
+    (["--iface", "eth9", "--backend", "packet"], None, False),
+    ([], None, False),
+    (["--iface", "veth9", "--backend", "xdp"], "veth", False),  # the peer would drop them
+    (["--iface", "veth9", "--backend", "xdp", "--xdp-mode", "generic"], "veth", True),
+    (["--iface", "veth9", "--backend", "xdp", "--xdp-answer"], "veth", True),
+])
+def test_the_driver_answers_by_default_where_its_replies_reach_the_client(
+        argv, link, on, monkeypatch, caplog):
+    from stormpy import backends, interfaces
+    from stormpy.cli import build_parser, dns_config
+    monkeypatch.setattr(backends, "why_unusable", lambda name: None)
+    monkeypatch.setattr(interfaces, "link_kind", lambda iface: link)
+    with caplog.at_level("INFO", logger="stormpy"):
+        cfg = dns_config(build_parser().parse_args(["serve-dns", EXAMPLE_ZONE, *argv]))
+    assert cfg.xdp_answer is on
+    said = [r.getMessage() for r in caplog.records if "answers in the driver" in r.getMessage()]
+    assert said == (["answers in the driver are off on a veth in native XDP mode: the peer "
+                     "drops XDP_TX frames unless it has an XDP program too (--xdp-answer turns "
+                     "them on; --xdp-mode generic needs none)"]
+                    if link == "veth" and not on else [])

@@ -51,7 +51,8 @@ def sample(action):
     flag = configfile._flag(action)
     if isinstance(action, argparse._CountAction):
         return [flag, flag], 2
-    if isinstance(action, (argparse._StoreTrueAction, argparse._StoreFalseAction)):
+    if isinstance(action, (argparse._StoreTrueAction, argparse._StoreFalseAction,
+                           argparse.BooleanOptionalAction)):
         return [flag], True
     if action.choices:
         text = next(str(c) for c in action.choices if c != action.default)

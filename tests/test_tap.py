@@ -14,7 +14,8 @@ import dns.message
 import pytest
 
 from conftest import EXAMPLE_ZONE
-from support.backends import NO_NETNS, RINGS
+from stormpy.dns.server import TAP_CHECK_SECONDS
+from support.backends import NO_NETNS, RINGS, RINGS_AND_DRIVER, ring_serving
 from support.netns import SERVER_V4, NsServer, VethPair
 from support.servers import StormpyServer
 
@@ -63,19 +64,31 @@ def read_pcapng(source):
 
 
 @pytest.mark.skipif(NO_NETNS is not None, reason=NO_NETNS or "")
-@pytest.mark.parametrize("backend", RINGS)
+@pytest.mark.parametrize("backend", RINGS_AND_DRIVER)
 def test_the_capture_holds_the_frames_the_client_saw(backend, tmp_path):
+    """With the XDP program answering (xdp-answer), the tap still sees every query: while
+    it is attached the driver passes them all to the workers."""
     control, out = str(tmp_path / "control.sock"), str(tmp_path / "tap.pcapng")
     queries = [dns.message.make_query(n, "A", id=100 + i).to_wire() for i, n in enumerate(NAMES)]
-    with VethPair() as pair, NsServer(pair, [EXAMPLE_ZONE, "--iface", "veth0", "--backend",
-                                             backend, "--control", control]):
+    serving, pair_options = ring_serving(backend)
+    with VethPair(**pair_options) as pair, \
+            NsServer(pair, [EXAMPLE_ZONE, "--iface", "veth0", *serving, "--control", control]) as srv:
         tap = start_tap(control, out, "--filter", "port 53", "-c", str(2 * len(queries)),
                         "--duration", "30")
+        if backend == "xdp-answer":
+            time.sleep(4 * TAP_CHECK_SECONDS)         # the server has seen the tap attach
         seen = client_exchange(pair, queries)
         _, err = tap.communicate(timeout=40)
         assert tap.returncode == 0, err
         assert f"{2 * len(queries)} frames written, 0 dropped" in err.decode()
         assert tap_status(control)["session"] == 0        # detached at -c
+        if backend == "xdp-answer":
+            time.sleep(4 * TAP_CHECK_SECONDS)
+            client_exchange(pair, queries)                # the driver's again
+            assert srv.stop() == 0
+            assert "stormpy tap attached: the workers answer every query" in srv.log
+            assert "stormpy tap detached: the XDP program answers again" in srv.log
+            assert "xdp_answered=4 " in srv.log, srv.log[-600:]
     assert all(seen["replies"])
     sent = [bytes.fromhex(f) for outgoing, f in seen["frames"] if outgoing]
     received = [bytes.fromhex(f) for outgoing, f in seen["frames"] if not outgoing]

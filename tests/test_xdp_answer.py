@@ -5,6 +5,7 @@ across a veth pair, reloads included. The Knot differential and the malformed co
 run with it on in test_ring_differential and test_malformed_rings."""
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -48,6 +49,11 @@ def test_the_driver_answers_exactly_as_the_workers(seed):
     assert report["mutated"]["tx"] > 100 and report["mutated"]["up"] > 1000
     answered = held["tx"] + report["not_held"]["tx"] + report["mutated"]["tx"]
     assert report["stats"]["xdp_answered"] == answered
+    # the driver counts its answers by rcode and zone as the workers count the same replies
+    counted = report["worker_counts_then"]
+    assert report["stats"]["xdp_rcode"] == counted["rcode"]
+    assert report["stats"]["xdp_zone_answers"] == counted["zone_answers"]
+    assert counted["rcode"][3] > 0 and sum(n > 0 for n in counted["zone_answers"]) == 3
     # 60 entries: most names left out, and no NXDOMAIN from the driver for any name
     assert report["limited_over"] > 50 and 0 < report["limited"]["tx"] < held["tx"]
     xlated, verified = report["instructions"]
@@ -73,9 +79,11 @@ def test_a_server_answers_in_the_driver_and_reloads(mode, tmp_path):
     zone = tmp_path / "example.zone"
     zone.write_text(open(EXAMPLE).read())
     control = str(tmp_path / "control.sock")
-    # a veth takes what its peer's native program sends only with a program of its own
+    # a veth takes what its peer's native program sends only with a program of its own,
+    # so there it is asked for; in generic mode the driver answers by default
+    asked = ["--xdp-answer"] if mode == "native" else []
     with VethPair(client_xdp=mode == "native") as pair, \
-            NsServer(pair, [str(zone), "--iface", "veth0", "--backend", "xdp", "--xdp-answer",
+            NsServer(pair, [str(zone), "--iface", "veth0", "--backend", "xdp", *asked,
                             "--xdp-mode", mode, "--control", control]) as srv:
         for _ in range(2):
             check_answers(pair.query(QUESTIONS, server=SERVER_V4))
@@ -87,6 +95,10 @@ def test_a_server_answers_in_the_driver_and_reloads(mode, tmp_path):
         after = stats(control)
         assert after["xdp_answered"] == before["xdp_answered"] + 1
         assert sum(w.get("rx", 0) for w in after["workers"]) == worker_rx   # not the workers'
+        # counted by rcode and zone as a worker counts its answers
+        assert sum(after["xdp_rcode"]) == after["xdp_answered"]
+        assert sum(after["xdp_zone_answers"]) == after["xdp_answered"]
+        assert after["xdp_rcode"][0] == before["xdp_rcode"][0] + 1
         # a reload publishes a new generation; the old answer is gone at once
         zone.write_text(open(EXAMPLE).read().replace("192.0.2.80", "192.0.2.180")
                         .replace("2024010101", "2024010102"))
@@ -99,6 +111,9 @@ def test_a_server_answers_in_the_driver_and_reloads(mode, tmp_path):
         assert srv.stop() == 0
     assert "Traceback" not in srv.log
     assert "answers in the driver" in srv.log
+    # the summary's rcodes hold the driver's answers too (the workers saw few of them)
+    stopped = re.search(r"stopped: .* xdp_answered=(\d+) .*NOERROR=(\d+)", srv.log)
+    assert stopped and int(stopped[2]) >= int(stopped[1]) > 0, srv.log[-500:]
     assert ("peer has an XDP program" in srv.log) == (mode == "native")
 
 

@@ -27,6 +27,7 @@ from stormpy.errors import BackendError, StormpyError, ZoneError
 from stormpy.server import Server
 
 log = logging.getLogger("stormpy")
+TAP_CHECK_SECONDS = 0.25
 
 
 @dataclass
@@ -48,7 +49,8 @@ class DnsConfig(ServerConfig):
     zone_dir: str = "."              # where transferred zones are kept
     transfer_allow: list[str] = field(default_factory=list)
     notify: list[str] = field(default_factory=list)      # secondaries told of new serials
-    xdp_answer: bool = False         # answer in the XDP program what fits (stormpy.dns.xdp)
+    xdp_answer: bool | None = False  # answer in the XDP program what fits (stormpy.dns.xdp);
+                                     # None: answers_by_default decides
     xdp_answer_entries: int = 100_000
 
 
@@ -97,6 +99,7 @@ class DnsServer(Server):
         self.published: dict = {}
         self.answers_in_driver = cfg.xdp_answer
         self._driver_answers = None     # the next generation for the XDP program (dns/xdp.py)
+        self._tapped = False            # `stormpy tap` attached: the driver passes all up
         self._lineage = None    # (zones, failing) compiled into the published table
         self._whole_bytes = 0     # the published table's size at its last whole compile
         try:
@@ -177,7 +180,7 @@ class DnsServer(Server):
         from stormpy.dns.xdp import publish
         self._driver_answers = None
         try:
-            publish(program, answers, self.identity)
+            publish(program, answers, self.identity, paused=self._tapped)
         except BackendError as e:
             # the table is published already: the driver must not keep the old zone's answers
             log.error("XDP program on %s: %s; the workers answer every query", program.ifname, e)
@@ -267,13 +270,31 @@ class DnsServer(Server):
             w.set_dns_handoff(self.handoff.worker_fd, local_address)
 
     def started(self) -> None:
+        self.tasks = []
+        if self.xdp is not None and self.xdp.answer and self.tap is not None:
+            self.tasks.append(asyncio.ensure_future(self._driver_follows_tap()))
         if self.handoff is None:
             return
         TransferService(self.handoff, self.secondaries, self.policy, self.keys,
                         self.served_zone, lambda: self.worker_sockets or self.sinks,
                         self.journal).start()
-        self.tasks = [asyncio.ensure_future(s.follow(lambda name: self.reload(frozenset({name}))))
-                      for s in self.secondaries]
+        self.tasks += [asyncio.ensure_future(s.follow(lambda name: self.reload(frozenset({name}))))
+                       for s in self.secondaries]
+
+    async def _driver_follows_tap(self) -> None:
+        """A tap copies what the workers see: while one is attached, the driver passes
+        every query up to them (within TAP_CHECK_SECONDS of its attaching)."""
+        from stormpy.dns.xdp import configure
+        while True:
+            await asyncio.sleep(TAP_CHECK_SECONDS)
+            tapped = bool(self.tap.attached())
+            if tapped or tapped != self._tapped:   # again each time: a reload may race it
+                configure(self.xdp, self.identity, paused=tapped)
+            if tapped != self._tapped:
+                self._tapped = tapped
+                log.info("stormpy tap %s: %s", "attached" if tapped else "detached",
+                         "the workers answer every query while it runs" if tapped
+                         else "the XDP program answers again")
 
     def served_zone(self, name):
         """The published zone called name (a Zone or NativeZone), for transfers out."""
