@@ -11,7 +11,7 @@ import random
 import sys
 
 import dns.name
-from scapy.layers.dns import DNS, DNSQR, DNSRROPT, EDNS0TLV
+from scapy.layers.dns import DNS, DNSQR, DNSRROPT
 from scapy.layers.inet import IP, UDP, IPOption_NOP
 from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Dot1Q, Ether
@@ -68,7 +68,6 @@ def left_to_workers(pairs, rnd):
     name = mixed_case(owner, rnd)
     variations = {
         "DO bit": dict(edns=True, opt_fields={"z": 0x8000}),
-        "EDNS option": dict(edns=True, opt_fields={"rdata": [EDNS0TLV(optcode=10, optdata=bytes(8))]}),
         "EDNS version 1": dict(edns=True, opt_fields={"version": 1}),
         "EDNS size 511": dict(edns=True, opt_fields={"rclass": 511}),
         "opcode NOTIFY": dict(dns_fields={"opcode": 4}),
@@ -103,9 +102,37 @@ def left_to_workers(pairs, rnd):
                                                                      qclass=3)))
     out["IPv6"] = bytes(Ether(src=CLIENT_MAC, dst=SERVER_MAC) / IPv6(src="2001:2::2", dst="2001:2::1") /
                         UDP(sport=5353, dport=53) / DNS(qd=DNSQR(qname=name, qtype=rdtype)))
+    # options the workers answer FORMERR to, or more than the driver walks
+    out["an option past its OPT"] = _with_options(name, rdtype, b"\x00\x0a\x00\x09" + bytes(8))
+    out["a cut option header"] = _with_options(name, rdtype, b"\x00\x0a\x00")
+    out["nine options"] = _with_options(name, rdtype, b"\x00\x0c\x00\x00" * 9)
+    out["65 bytes of options"] = _with_options(name, rdtype, b"\x00\x0c\x00\x3d" + bytes(61))
     out["ANY"] = frame(name, 255, rnd)
     out["a name not held"] = frame("no-such-name-" + name, rdtype, rnd)
     return out
+
+
+def _with_options(name, rdtype, options: bytes, rd=False):
+    """A query whose OPT record carries `options` as they are, well-formed or not."""
+    question = dns.name.from_text(name).to_wire() + rdtype.to_bytes(2, "big") + b"\x00\x01"
+    opt = b"\x00\x00\x29\x04\xd0\x00\x00\x00\x00" + len(options).to_bytes(2, "big") + options
+    msg = b"\x12\x34" + (b"\x01" if rd else b"\x00") + b"\x00\x00\x01\x00\x00\x00\x00\x00\x01"
+    return bytes(Ether(src=CLIENT_MAC, dst=SERVER_MAC) / IP(src=CLIENT, dst=SERVER) /
+                 UDP(sport=5353, dport=53) / (msg + question + opt))
+
+
+def with_options(pairs, rnd):
+    """Answerable questions with EDNS options the workers skip (none is answered): a
+    client COOKIE (BIND sends one), a client and server COOKIE, an NSID request, several
+    at once, and exactly as many bytes and options as the driver walks."""
+    sets = [b"\x00\x0a\x00\x08" + bytes(range(8)),
+            b"\x00\x0a\x00\x18" + bytes(range(24)),
+            b"\x00\x03\x00\x00",
+            b"\x00\x03\x00\x00" + b"\x00\x0a\x00\x08" + bytes(8) + b"\x00\x0c\x00\x02\x00\x00",
+            b"\x00\x0c\x00\x3c" + bytes(60),
+            b"\x00\x0c\x00\x00" * 8]
+    return [_with_options(mixed_case(o, rnd), t, rnd.choice(sets), rd=rnd.random() < 0.5)
+            for o, t in rnd.sample(pairs, min(len(pairs), 300))]
 
 
 def _compressed(name, rdtype):
@@ -164,7 +191,7 @@ def main():
     ref = _core.TableRef(table, 1)       # the table is the workers' from here on
     program = _core.XdpProgram(iface, 53, "auto", answer=True)
     report = {k: {"tx": 0, "up": 0}
-              for k in ("held", "left", "mutated", "before", "not_held", "limited")}
+              for k in ("held", "left", "mutated", "before", "not_held", "limited", "options")}
     report.update(problems=[], left_names=[], worker_counts={}, instructions=program.instructions(),
                   entries=answers.count, left_out=answers.left, pairs=len(pairs))
     probe = frame(mixed_case(pairs[0][0], rnd), pairs[0][1], rnd)
@@ -174,11 +201,13 @@ def main():
     judge(program, ref, held, report, "held")
     others = not_held(pairs, rnd)
     judge(program, ref, others, report, "not_held")
+    optioned = with_options(pairs, rnd)
+    judge(program, ref, optioned, report, "options")
     for what, f in left_to_workers(pairs, rnd).items():
         if program.test_run(f)[0] == "tx":
             report["left_names"].append(what)
     judge(program, ref, list(left_to_workers(pairs, rnd).values()), report, "left")
-    judge(program, ref, mutations(held + others, rnd, 3000), report, "mutated")
+    judge(program, ref, mutations(held + others + optioned, rnd, 3000), report, "mutated")
     report["stats"] = program.counters()
     report["worker_counts_then"] = dict(report["worker_counts"])
     # a generation cut short by its entry limit, swapped in: what it holds stays right

@@ -12,6 +12,8 @@
 #define SP_ANSWER_UP (-1)
 #define SP_DNS_HEADER 12
 #define SP_OPT_LEN 11
+#define SP_OPT_DATA_MAX 64    /* EDNS option bytes walked (a COOKIE's are 12, or 28 to 44) */
+#define SP_OPT_MAX 8          /* options walked, at most */
 #define SP_FIXED_HEADERS (14 + 20 + 8)   /* untagged Ethernet, IPv4 without options, UDP */
 
 struct sp_answer_map {
@@ -52,7 +54,9 @@ struct sp_answer_scratch {
     __u8 lower[SP_XDP_NAME_MAX + 1];   /* the asked name lower-cased, for its ancestors' keys */
     __u8 labels[128];                  /* where each label starts, the root's last */
     __u32 nlen, nlabels, found, span;
+    __u32 options_len;                 /* see sp_options_sum */
     __u8 front[SP_FIXED_HEADERS + SP_DNS_HEADER + SP_XDP_NAME_MAX + 4 + 1];   /* see sp_grow */
+    __u8 options[SP_OPT_DATA_MAX + 4];  /* the OPT record's options (+4: a masked read's room) */
 };
 struct {
     __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -169,6 +173,43 @@ static __always_inline int sp_grow(struct xdp_md *ctx, struct sp_answer_scratch 
     return 0;
 }
 
+/* The OPT record's options, rdlen bytes (1 to SP_OPT_DATA_MAX) at `offset` in the
+ * frame, `at` in the question's count: the workers skip every option (no cookie, no
+ * NSID is answered), so the driver's reply is theirs whatever the options say, as long
+ * as they are well-formed, which the workers check. Their bytes' sum, or -1: malformed
+ * (the workers answer FORMERR), or more than it walks. A global function, so the
+ * verifier checks it once, not once for every way into the rest of the program. */
+__attribute__((noinline)) int sp_options_sum(struct xdp_md *ctx, __u32 offset, __u32 at,
+                                             __u32 rdlen)
+{
+    __u32 zero = 0;
+    struct sp_answer_scratch *s = bpf_map_lookup_elem(&sp_answer_scratch, &zero);
+    __u32 n = rdlen & 0x7f;           /* what the verifier sees bound the copy */
+    if (!s || n == 0 || n != rdlen || n > SP_OPT_DATA_MAX ||
+        bpf_xdp_load_bytes(ctx, offset, s->options, n))
+        return -1;
+    __u32 o = 0;                      /* each option: code, length, data */
+    for (__u32 k = 0; k < SP_OPT_MAX && o < n; k++) {
+        if (o + 4 > n)
+            return -1;
+        __u32 idx = o & (SP_OPT_DATA_MAX - 1);
+        o += 4 + ((__u32)s->options[idx + 2] << 8 | s->options[idx + 3]);
+        if (o > n)
+            return -1;
+    }
+    if (o != n)
+        return -1;
+    /* read back from memory: the walk's paths split on n, the sum's must not */
+    s->options_len = n;
+    n = *(volatile __u32 *)&s->options_len;
+    __u32 sum = 0;
+    for (__u32 j = 0; j < SP_OPT_DATA_MAX; j++) {
+        __u32 inside = ((j - n) >> 31) & 1;   /* what is past them is the last query's */
+        sum += sp_byte_sum(s->options[j], at + j) * inside;
+    }
+    return (int)sum;
+}
+
 static __always_inline int sp_answer_query(struct xdp_md *ctx)
 {
     void *data = (void *)(long)ctx->data;
@@ -263,21 +304,32 @@ static __always_inline int sp_answer_query(struct xdp_md *ctx)
     for (__u32 j = 0; j < 4; j++)
         qsum += sp_byte_sum(t[j], nlen + j);
 
-    __u32 dns_len = SP_DNS_HEADER + nlen + 4 + (edns ? SP_OPT_LEN : 0);
-    if (ulen != 8 + dns_len)
-        return SP_ANSWER_UP;
+    __u32 dns_len = SP_DNS_HEADER + nlen + 4;
     __u32 rest = 0;
     if (edns) {
         const __u8 *o = t + 4;
         if ((void *)(o + SP_OPT_LEN) > data_end)
             return SP_ANSWER_UP;
-        /* root owner, type OPT, room for 512, version 0, DO clear, no options */
+        /* root owner, type OPT, room for 512, version 0, DO clear */
         if (o[0] != 0 || sp_word(o + 1) != 41 || sp_word(o + 3) < 512 || o[6] != 0 ||
-            (o[7] & 0x80) || sp_word(o + 9) != 0)
+            (o[7] & 0x80))
             return SP_ANSWER_UP;
         for (__u32 j = 0; j < SP_OPT_LEN; j++)
             rest += sp_byte_sum(o[j], nlen + 4 + j);
+        __u32 rdlen = sp_word(o + 9);
+        if (rdlen > SP_OPT_DATA_MAX)
+            return SP_ANSWER_UP;
+        if (rdlen) {
+            int options = sp_options_sum(ctx, SP_FIXED_HEADERS + SP_DNS_HEADER + nlen + 4 +
+                                         SP_OPT_LEN, nlen + 4 + SP_OPT_LEN, rdlen);
+            if (options < 0)
+                return SP_ANSWER_UP;
+            rest += (__u32)options;
+        }
+        dns_len += SP_OPT_LEN + rdlen;
     }
+    if (ulen != 8 + dns_len)
+        return SP_ANSWER_UP;
 
     /* the query's UDP checksum, as sp_udpip_checksums_ok() takes it */
     __u32 check = bpf_ntohs(udp->check);

@@ -24,9 +24,11 @@
  *    question still point at offset 12, and the reply's UDP checksum is composed
  *    from the stored sums and the question's, never summed over the reply.
  *  - Only what is certain is answered there: a plain QUERY, class IN, one question,
- *    no other records but an OPT of version 0 with no options and DO clear, a
- *    checksum that verifies, an untagged IPv4 frame to one of the interface's
- *    addresses from a source the fast path would answer. The rest goes up.
+ *    no other records but an OPT of version 0 with DO clear, its options well-formed
+ *    (at most 8, 64 bytes; the workers answer none of them, so neither does the
+ *    driver: a COOKIE gets the reply a query without it gets), a checksum that
+ *    verifies, an untagged IPv4 frame to one of the interface's addresses from a
+ *    source the fast path would answer. The rest goes up.
  */
 #ifndef STORMPY_IO_XDP_ANSWER_H
 #define STORMPY_IO_XDP_ANSWER_H
