@@ -19,8 +19,9 @@ def with_driver(total: dict, driver: dict) -> dict:
     --xdp-answer) added to the rcodes and zones, as a worker would have counted them."""
     total.update(driver)
     for mine, theirs in (("rcode", "xdp_rcode"), ("zone_answers", "xdp_zone_answers")):
-        if theirs in driver and mine in total:
-            total[mine] = [a + b for a, b in zip(total[mine], driver[theirs] + [0] * 64)]
+        if theirs in driver and mine in total:     # the driver's rcodes stop at 15, not 16
+            extra = driver[theirs] + [0] * (len(total[mine]) - len(driver[theirs]))
+            total[mine] = [a + b for a, b in zip(total[mine], extra)]
     return total
 
 

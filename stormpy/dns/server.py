@@ -288,8 +288,13 @@ class DnsServer(Server):
         while True:
             await asyncio.sleep(TAP_CHECK_SECONDS)
             tapped = bool(self.tap.attached())
-            if tapped or tapped != self._tapped:   # again each time: a reload may race it
-                configure(self.xdp, self.identity, paused=tapped)
+            try:
+                if tapped or tapped != self._tapped:   # again each time: a reload may race it
+                    configure(self.xdp, self.identity, paused=tapped)
+            except BackendError as e:      # the program is gone (shutting down)
+                log.warning("XDP program on %s: %s; taps no longer pause it",
+                            self.xdp.ifname, e)
+                return
             if tapped != self._tapped:
                 self._tapped = tapped
                 log.info("stormpy tap %s: %s", "attached" if tapped else "detached",
