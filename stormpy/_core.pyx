@@ -52,6 +52,7 @@ XDP_COPY_MODES = {"auto": 0, "copy": 1, "zerocopy": 2}
 XDP_POLLS = {"block": 0, "busy": 1, "napi": 2}   # enum sp_xdp_poll
 MODES = ("memcpy", "precopy")   # how a frame worker sends replies (see precopy.h)
 PRECOPY_FRAMES = SP_PRECOPY_DEFAULT_FRAMES
+PRECOPY_MIN_BYTES = SP_PRECOPY_DEFAULT_MIN_LEN
 
 
 def _check_mode(mode):

@@ -279,6 +279,12 @@ cdef class FrameWorker:
             self.slow = SlowPath(handler, local_address)
             self.slow.attach(self.w)
 
+    def set_precopy_min(self, size_t nbytes):
+        """In precopy mode, render DNS answers shorter than nbytes as memcpy mode does
+        (0: copy every answer that can be copied). A no-op in memcpy mode."""
+        if self.w is not NULL and self.w.dns.precopy is not NULL:
+            sp_precopy_set_min_len(self.w.dns.precopy, nbytes)
+
     def set_tx_flush_us(self, uint64_t us):
         """Kick TX at most every `us` microseconds under load (0: every batch)."""
         if self.w is not NULL:
@@ -321,13 +327,15 @@ def run_memory_worker(TableRef ref not None, frames, int worker=0, uint16_t port
                       unsigned batch=32, uint64_t rounds=1, uint16_t max_udp=1232,
                       uint8_t ttl=64, size_t capture_max=1 << 24, own=None,
                       uint64_t tx_flush_us=0, identity=None, str mode="memcpy",
-                      unsigned precopy_frames=PRECOPY_FRAMES, bint responder=False,
-                      handler=None, bint all_frames=False, TapRegion tap=None):
+                      unsigned precopy_frames=PRECOPY_FRAMES, precopy_min=None,
+                      bint responder=False, handler=None, bint all_frames=False,
+                      TapRegion tap=None):
     """Run one frame worker over the memory backend: `frames` (Ethernet frames, bytes)
     replayed `rounds` times through the real worker loop, reading ref's table from
     slot `worker`. `own`, a dict of mac/ipv4/ipv6 (packed bytes), answers ARP, ICMP
     and NDP for them as on an interface stormpy owns. `mode` "precopy" sends from a
-    pool of precopy_frames ready-made copies. `responder` answers from the table's
+    pool of precopy_frames ready-made copies, for DNS answers of precopy_min bytes
+    or more (default PRECOPY_MIN_BYTES; 0: every answer). `responder` answers from the table's
     rules, with `handler` for the rest (all_frames: also what is not UDP to port).
     `tap`: its ring `worker` gets the frames while a tap is attached (the benchmarks'
     cost of a tap). Returns (reply frames captured, counters)."""
@@ -354,6 +362,8 @@ def run_memory_worker(TableRef ref not None, frames, int worker=0, uint16_t port
         fw._init(fw.private, io, NULL, ref, worker, port, batch, max_udp, ttl,
                    precopy_frames if precopy else 0)
         fw.set_tx_flush_us(tx_flush_us)
+        if precopy_min is not None:
+            fw.set_precopy_min(precopy_min)
         if tap is not None:
             fw.w.tap = tap.r
         if identity:

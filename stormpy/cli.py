@@ -35,6 +35,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="zone origin, once per ZONE in the same order (default: $ORIGIN or the SOA owner)")
     s.add_argument("--max-udp", type=argtypes.max_udp, default=1232, metavar="BYTES",
                    help="largest UDP response with EDNS (default 1232)")
+    s.add_argument("--precopy-min-bytes", type=argtypes.non_negative, default=None, metavar="BYTES",
+                   help="with --mode precopy, answers shorter than BYTES are rendered as in "
+                   "memcpy mode, where that is faster (default 384; 0: copy every answer)")
     rrl = s.add_argument_group("response rate limiting (off unless --rrl-rate is given)")
     rrl.add_argument("--rrl-rate", type=argtypes.positive, default=0, metavar="N",
                      help="answers per second to one source prefix, per kind of answer")
@@ -263,7 +266,10 @@ def dns_config(args):
                          secondaries=args.secondary, primaries=args.primary, tsig=args.tsig,
                          zone_dir=args.zone_dir or ".", transfer_allow=args.transfer_allow,
                          notify=args.notify, xdp_answer=args.xdp_answer,
-                         xdp_answer_entries=args.xdp_answer_entries)
+                         xdp_answer_entries=args.xdp_answer_entries,
+                         precopy_min=args.precopy_min_bytes)
+    if cfg.precopy_min is not None and cfg.mode != "precopy":
+        raise StormpyError("--precopy-min-bytes is for --mode precopy")
     if cfg.xdp_answer is None:
         from stormpy.dns.xdp import answers_by_default
         cfg.xdp_answer = answers_by_default(cfg)

@@ -221,6 +221,12 @@ def test_poll_napi_is_for_af_xdp_only():
                               "--poll napi is for --backend xdp")
 
 
+def test_precopy_min_bytes_is_for_precopy_mode_only():
+    for mode in ([], ["--iface", "lo", "--backend", "packet", "--mode", "memcpy"]):
+        assert_one_line_error(stormpy("serve-dns", EXAMPLE_ZONE, "--precopy-min-bytes", "0", *mode),
+                              "--precopy-min-bytes is for --mode precopy")
+
+
 def test_tx_limit_is_for_af_xdp_only():
     """--tx-limit counts on AF_XDP's completion ring: elsewhere it is refused in one line,
     and a limit below one small frame by argparse."""

@@ -61,7 +61,7 @@ def mixed_corpus(n, seed):
 def test_precopy_replies_equal_memcpy_replies(ref, batch):
     frames = mixed_corpus(3000, seed=batch)
     want, cm = _core.run_memory_worker(ref, frames, batch=batch)
-    got, cp = _core.run_memory_worker(ref, frames, batch=batch, mode="precopy")
+    got, cp = _core.run_memory_worker(ref, frames, batch=batch, mode="precopy", precopy_min=0)
     assert len(got) == len(want) > 2500
     assert got == want
     assert cp["precopy_hits"] > 0 and cp["precopy_fills"] > 0
@@ -84,7 +84,8 @@ def test_a_table_larger_than_the_cache_answers_the_same_in_stages(tmp_path):
         f[rng.randrange(14, len(f))] ^= 1 << rng.randrange(8)
     frames = [bytes(f) for f in frames]
     for batch in (5, 32):                     # groups cut short, and two whole groups
-        want, cp = _core.run_memory_worker(wl.ref, frames, batch=batch, mode="precopy")
+        want, cp = _core.run_memory_worker(wl.ref, frames, batch=batch, mode="precopy",
+                                           precopy_min=0)
         got, cm = _core.run_memory_worker(wl.ref, frames, batch=batch)
         assert len(got) == len(want) > 2800
         assert got == want
@@ -97,9 +98,45 @@ def test_a_small_pool_falls_back_and_stays_right(ref):
     in flight within a batch force fallbacks; the bytes stay the same."""
     frames = mixed_corpus(2000, seed=99)
     want, _ = _core.run_memory_worker(ref, frames, batch=64)
-    got, c = _core.run_memory_worker(ref, frames, batch=64, mode="precopy", precopy_frames=8)
+    got, c = _core.run_memory_worker(ref, frames, batch=64, mode="precopy", precopy_frames=8,
+                                     precopy_min=0)
     assert got == want
     assert c["precopy_fallbacks"] > 0 and c["precopy_hits"] > 0
+
+
+def test_only_answers_of_the_minimum_length_are_copied(tmp_path):
+    """The default minimum (PRECOPY_MIN_BYTES): small answers are rendered as in memcpy
+    mode and counted as none of hit, fill and fallback; answers at the minimum or above
+    come from the pool. dnspython reads the lengths the server sent."""
+    import dns.message
+    zone = tmp_path / "big.example.zone"
+    big = " ".join(f'"{i:03d}' + "x" * 96 + '"' for i in range(4))      # 4 strings, 400 bytes
+    zone.write_text("$ORIGIN big.example.\n$TTL 60\n@ SOA ns h 1 2 3 4 5\n@ NS ns\n"
+                    f"ns A 198.18.0.53\nbig TXT {big}\nsmall TXT \"a\"\n")
+    table, _ = compile_zones([load_zone(str(zone))])
+    ref = _core.TableRef(table, 1)
+    rng = random.Random(5)
+    frames, kinds = [], []
+    for i in range(400):
+        kind = rng.choice(["big", "small"])
+        name = "".join(c.upper() if rng.random() < 0.5 else c for c in f"{kind}.big.example")
+        q = DNS(id=i, rd=1, qd=DNSQR(qname=name, qtype="TXT"), ar=DNSRROPT(rclass=1232))
+        frames.append(bytes(Ether(dst=SERVER_MAC) / IP(src="198.18.1.2", dst="198.18.0.1") /
+                            UDP(sport=1024 + i, dport=53) / q))
+        kinds.append(kind)
+    want, _ = _core.run_memory_worker(ref, frames)
+    # batches of 8: one answer's copies all in flight never fill its set of 8 ways
+    got, c = _core.run_memory_worker(ref, frames, mode="precopy", batch=8)
+    assert got == want and len(got) == len(frames)
+    sizes = {k: {len(dns.message.from_wire(bytes(Ether(f)[UDP].payload)).to_wire())
+                 for f, kk in zip(got, kinds) if kk == k} for k in ("big", "small")}
+    assert min(sizes["big"]) >= _core.PRECOPY_MIN_BYTES > max(sizes["small"]), sizes
+    assert c["precopy_hits"] + c["precopy_fills"] == kinds.count("big")
+    assert c["precopy_hits"] > 0 and c["precopy_fallbacks"] == 0
+    _, every = _core.run_memory_worker(ref, frames, mode="precopy", precopy_min=0, batch=8)
+    assert every["precopy_hits"] + every["precopy_fills"] == len(frames)
+    _, wide = _core.run_memory_worker(ref, frames, mode="precopy")   # batches of 32
+    assert wide["precopy_hits"] + wide["precopy_fills"] + wide["precopy_fallbacks"] == kinds.count("big")
 
 
 def test_mode_is_checked(ref):

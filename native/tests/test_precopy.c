@@ -185,6 +185,7 @@ struct pool {
 static struct pool pool_new(unsigned frames)
 {
     struct pool pl = {sp_precopy_new(frames), NULL};
+    sp_precopy_set_min_len(pl.p, 0);          /* every answer copied, the small ones too */
     unsigned n = sp_precopy_frames(pl.p);
     pl.mem = malloc((size_t)n * CAP);
     for (unsigned i = 0; i < n; i++)
@@ -415,6 +416,41 @@ static void test_groups_match_one_by_one(void)
     sp_table_free(t);
 }
 
+/* With the default minimum, the small answers are rendered as in memcpy mode (no hit,
+ * fill or fallback counted for them) and the 700-byte one is copied. */
+static void test_answers_below_the_minimum_go_the_memcpy_way(void)
+{
+    struct sp_table *t = make_table(60);
+    struct sp_frame_config cfg = config();
+    struct pool pl = pool_new(64);
+    sp_precopy_set_min_len(pl.p, SP_PRECOPY_DEFAULT_MIN_LEN);
+    struct counts cm, cp;
+    counts_init(&cm);
+    counts_init(&cp);
+    uint8_t f[CAP];
+    sp_precopy_begin(pl.p, t, 1);
+    int big = 0;
+    for (int i = 0; i < 4000; i++) {
+        struct qspec s;
+        random_spec(&s);
+        size_t len = make_frame(f, &s);
+        int idx = both_ways(pl.p, t, &cfg, f, len, &cm, &cp);
+        if (idx >= 0) {
+            sp_precopy_complete(pl.p, (uint32_t)idx);
+            big++;
+        }
+    }
+    const struct sp_precopy_counters *pc = sp_precopy_get_counters(pl.p);
+    CHECK(big > 20);               /* the big answer's queries (1 in 32, with room for it) */
+    CHECK_EQ(pc->hits + pc->fills, (uint64_t)big);
+    CHECK(pc->hits > 0);
+    CHECK(cm.dns.counters.queries > 3000);
+    CHECK(pc->hits + pc->fills + pc->fallbacks < cm.dns.counters.queries / 10);
+    CHECK(same_counts(&cm, &cp));
+    pool_free(pl);
+    sp_table_free(t);
+}
+
 static void test_pool_sizes(void)
 {
     CHECK(sp_precopy_new(7) == NULL);
@@ -432,6 +468,7 @@ int main(void)
     test_random_queries_match_memcpy();
     test_in_flight_copies_are_never_rewritten();
     test_new_table_forgets_copies();
+    test_answers_below_the_minimum_go_the_memcpy_way();
     test_pool_sizes();
     test_groups_match_one_by_one();
     return check_report("test_precopy");

@@ -52,6 +52,7 @@ class DnsConfig(ServerConfig):
     xdp_answer: bool | None = False  # answer in the XDP program what fits (stormpy.dns.xdp);
                                      # None: answers_by_default decides
     xdp_answer_entries: int = 100_000
+    precopy_min: int | None = None   # --mode precopy: shorter answers rendered (None: 384)
 
 
 @dataclass
@@ -266,6 +267,8 @@ class DnsServer(Server):
         import_rdata_classes()
 
     def configure_worker(self, w, local_address: str | None) -> None:
+        if self.cfg.precopy_min is not None:
+            w.set_precopy_min(self.cfg.precopy_min)
         if self.secondaries:            # NOTIFY comes up to this process
             w.set_dns_handoff(self.handoff.worker_fd, local_address)
 

@@ -292,6 +292,7 @@ cdef extern from "stormpy/io.h" nogil:
 cdef extern from "stormpy/app/dns/precopy.h" nogil:
     enum:
         SP_PRECOPY_DEFAULT_FRAMES
+        SP_PRECOPY_DEFAULT_MIN_LEN
     struct sp_precopy_counters:
         uint64_t hits
         uint64_t fills
@@ -299,6 +300,7 @@ cdef extern from "stormpy/app/dns/precopy.h" nogil:
     struct sp_precopy:
         pass
     const sp_precopy_counters *sp_precopy_get_counters(const sp_precopy *p)
+    void sp_precopy_set_min_len(sp_precopy *p, size_t len)
 
 cdef extern from "stormpy/engine/batch.h" nogil:
     struct sp_slow_packet:

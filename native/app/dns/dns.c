@@ -320,6 +320,29 @@ static inline size_t render_dns(const struct sp_table *t, const struct sp_respon
     return r->len + qlen;
 }
 
+size_t sp_dns_copy_len(const struct sp_response *r, const struct sp_dns_query *q,
+                       const struct sp_dns_config *cfg, size_t cap)
+{
+    return dns_shaped(r) ? sp_dns_full_len(r, q, cfg, cap) : 0;
+}
+
+uint32_t sp_dns_copy_sum(const struct sp_table *t, const struct sp_response *r,
+                         const struct sp_dns_query *q, const uint8_t *out)
+{
+    return table_sum(t, r, NULL, 0, q, out);
+}
+
+uint32_t sp_dns_copy_rewrite(const struct sp_table *t, const struct sp_response *r,
+                             const uint8_t *msg, const struct sp_dns_query *q, uint8_t *out)
+{
+    out[0] = msg[0];
+    out[1] = msg[1];
+    out[2] = (uint8_t)((out[2] & ~r->echo_mask[0]) | (msg[2] & r->echo_mask[0]));
+    out[3] = (uint8_t)((out[3] & ~r->echo_mask[1]) | (msg[3] & r->echo_mask[1]));
+    sp_copy_short(out + SP_DNS_HEADER_LEN, q->question, q->question_len);
+    return table_sum(t, r, NULL, 0, q, out);
+}
+
 /* An answer completed per name asked: a DNAME's (dname.c) or one with an NSEC3 proof
  * spliced in (nsec3.c); with OPT when asked, or truncated; summed whole (rare). Such a
  * response has no question INSERT, so the specialised renderer declines it and the

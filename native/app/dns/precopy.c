@@ -30,6 +30,7 @@ struct sp_precopy {
     uint64_t generation;
     const struct sp_table *table;
     unsigned busy;
+    size_t min_len;          /* smaller answers go the memcpy way */
     struct sp_precopy_counters counters;
     uint8_t *hand;           /* per set: where the search for a victim starts */
     struct slot slots[];
@@ -53,6 +54,7 @@ struct sp_precopy *sp_precopy_new(unsigned frames)
     }
     p->nframes = n;
     p->set_mask = sets - 1;
+    p->min_len = SP_PRECOPY_DEFAULT_MIN_LEN;
     return p;
 }
 
@@ -62,6 +64,11 @@ void sp_precopy_free(struct sp_precopy *p)
         free(p->hand);
         free(p);
     }
+}
+
+void sp_precopy_set_min_len(struct sp_precopy *p, size_t len)
+{
+    p->min_len = len;
 }
 
 unsigned sp_precopy_frames(const struct sp_precopy *p)
@@ -82,11 +89,11 @@ void sp_precopy_set_frame(struct sp_precopy *p, unsigned i, uint8_t *data, uint3
 
 uint8_t *sp_precopy_lend_heap(struct sp_precopy *p)
 {
-    uint8_t *mem = malloc((size_t)p->nframes * SP_FRAME_MAX);
+    uint8_t *mem = malloc((size_t)p->nframes * (SP_FRAME_MAX + 64));
     if (!mem)
         return NULL;
     for (unsigned i = 0; i < p->nframes; i++)
-        sp_precopy_set_frame(p, i, mem + (size_t)i * SP_FRAME_MAX, SP_FRAME_MAX, i);
+        sp_precopy_set_frame(p, i, mem + (size_t)i * (SP_FRAME_MAX + 64), SP_FRAME_MAX, i);
     return mem;
 }
 
@@ -126,57 +133,6 @@ static inline unsigned set_of(const struct sp_precopy *p, uint64_t key0, uint64_
 {
     uint64_t h = (key0 ^ (key1 * 0x9e3779b97f4a7c15ull)) * 0xff51afd7ed558ccdull;
     return (unsigned)(h ^ (h >> 29) ^ (h >> 47)) & p->set_mask;
-}
-
-/* The INSERT patch's length for this request (0 when the response has none). */
-static size_t insert_len(const struct sp_table *t, const struct sp_response *r,
-                         const struct sp_request *req)
-{
-    const struct sp_patch *pt = sp_response_patches(t, r);
-    for (uint16_t i = 0; i < r->npatch; i++)
-        if (pt[i].op == SP_PATCH_INSERT)
-            return req->field_len[pt[i].field];
-    return 0;
-}
-
-/* False when a patch would read past its request field: sp_response_render() then
- * fails, and the memcpy path must be the one to find out and count it. */
-static bool patches_fit(const struct sp_table *t, const struct sp_response *r,
-                        const struct sp_request *req)
-{
-    const struct sp_patch *pt = sp_response_patches(t, r);
-    for (uint16_t i = 0; i < r->npatch; i++) {
-        uint16_t flen = req->field_len[pt[i].field];
-        if ((pt[i].op == SP_PATCH_COPY && (size_t)pt[i].src + pt[i].len > flen) ||
-            (pt[i].op == SP_PATCH_COPY_BITS && pt[i].src >= flen))
-            return false;
-    }
-    return true;
-}
-
-/* The per-request bytes of the payload, in place: what sp_response_render() takes
- * from the request. Everything else in the copy is already right. */
-static void rewrite_payload(const struct sp_table *t, const struct sp_response *r,
-                            const struct sp_request *req, size_t ins_len, uint8_t *out)
-{
-    const struct sp_patch *pt = sp_response_patches(t, r);
-    for (uint16_t i = 0; i < r->npatch; i++) {
-        const uint8_t *src = req->field[pt[i].field];
-        size_t at = pt[i].dst < r->insert_at ? pt[i].dst : pt[i].dst + ins_len;
-        switch (pt[i].op) {
-        case SP_PATCH_INSERT:
-            memcpy(out + r->insert_at, src, ins_len);
-            break;
-        case SP_PATCH_COPY:
-            memcpy(out + at, src + pt[i].src, pt[i].len);
-            break;
-        case SP_PATCH_COPY_BITS:
-            out[at] = (uint8_t)((out[at] & ~pt[i].mask) | (src[pt[i].src] & pt[i].mask));
-            break;
-        default:
-            break;
-        }
-    }
 }
 
 /* An idle copy with the tag, or NULL and in *victim a way to fill (NULL: none is
@@ -258,10 +214,12 @@ void sp_precopy_take(struct sp_precopy *p, int i, uint64_t key0, uint64_t key1, 
     send_slot(p, s, out);
 }
 
-size_t sp_precopy_answer(struct sp_precopy *p, const struct sp_table *t, struct sp_dns_worker *d,
-                         const struct sp_frame_config *cfg, const uint8_t *rx, size_t len,
-                         const struct sp_frame *tx, struct sp_frame *out,
-                         struct sp_frame_counters *c)
+/* Flattened as the memcpy path is (answer.c), so that a hit costs that path's parse
+ * and lookup and no more calls than it. */
+__attribute__((flatten)) size_t
+sp_precopy_answer(struct sp_precopy *p, const struct sp_table *t, struct sp_dns_worker *d,
+                  const struct sp_frame_config *cfg, const uint8_t *rx, size_t len,
+                  const struct sp_frame *tx, struct sp_frame *out, struct sp_frame_counters *c)
 {
     struct sp_frame_query fq;
     size_t n;
@@ -277,29 +235,24 @@ size_t sp_precopy_answer(struct sp_precopy *p, const struct sp_table *t, struct 
         return 0;
     struct sp_dns_query *q = &d->query;
     const uint8_t *msg = rx + fq.l2 + fq.u.payload_off;
-    size_t mlen = fq.u.payload_len;
-    enum sp_dns_verdict v = sp_dns_parse(msg, mlen, q);
+    enum sp_dns_verdict v = sp_dns_parse(msg, fq.u.payload_len, q);
     const struct sp_response *r = v == SP_DNS_LOOKUP ? sp_dns_lookup(t, q) : NULL;
     if (d->rrl && !sp_dns_rate_limit(d, fq.u.family, fq.u.src, &v, r))
         return 0;
-    size_t full = r && v == SP_DNS_LOOKUP ? sp_dns_full_len(r, q, &d->cfg, dns_cap) : 0;
-    struct sp_request req = {
-        .field = {msg, q->question},
-        .field_len = {(uint16_t)mlen, q->question_len},
-    };
-    if (full && patches_fit(t, r, &req)) {
-        size_t ins = insert_len(t, r, &req);
+    /* Below the minimum even with an OPT record: decided before anything is computed. */
+    bool large = r && (size_t)r->len + q->question_len + SP_DNS_OPT_LEN >= p->min_len;
+    size_t full = large && v == SP_DNS_LOOKUP ? sp_dns_copy_len(r, q, &d->cfg, dns_cap) : 0;
+    if (full && full >= p->min_len) {
         size_t flen = fq.headers + full;
         uint64_t key0 = (uint64_t)(uintptr_t)r;
-        uint64_t key1 = (uint64_t)p->epoch << 32 | (uint64_t)(ins & 0xffff) << 16 |
+        uint64_t key1 = (uint64_t)p->epoch << 32 | (uint64_t)q->question_len << 16 |
                         (uint64_t)fq.l2 << 8 | (uint64_t)(fq.u.family == 6) << 2 |
                         (uint64_t)q->edns << 1 | (uint64_t)q->edns_do;
         struct slot *victim = NULL;
         struct slot *s = lookup(p, key0, key1, flen, &victim);
         if (s) {
             uint8_t *payload = s->data + fq.headers;
-            rewrite_payload(t, r, &req, ins, payload);
-            uint32_t sum = sp_csum_add(sp_response_sum(t, r, &req), s->extra_sum);
+            uint32_t sum = sp_csum_add(sp_dns_copy_rewrite(t, r, msg, q, payload), s->extra_sum);
             sp_frame_write_headers(cfg, rx, &fq, s->data, full, sum);
             uint16_t rcode = SP_DNS_USER_RCODE(r->user);
             d->counters.queries++;
@@ -318,8 +271,9 @@ size_t sp_precopy_answer(struct sp_precopy *p, const struct sp_table *t, struct 
             victim->key1 = key1;
             victim->len = (uint32_t)n;
             /* Summed once per fill, so that no hit ever sums the payload again. */
-            uint32_t whole = sp_csum_partial(victim->data + fq.headers, full, 0);
-            victim->extra_sum = sp_csum_sub(whole, sp_response_sum(t, r, &req));
+            const uint8_t *payload = victim->data + fq.headers;
+            uint32_t whole = sp_csum_partial(payload, full, 0);
+            victim->extra_sum = sp_csum_sub(whole, sp_dns_copy_sum(t, r, q, payload));
             p->counters.fills++;
             return send_slot(p, victim, out);
         }

@@ -260,4 +260,19 @@ uint16_t sp_dns_additional_before(const uint8_t *bytes, size_t len, size_t end);
 size_t sp_dns_full_len(const struct sp_response *r, const struct sp_dns_query *q,
                        const struct sp_dns_config *cfg, size_t cap);
 
+/* A copy of an answer reused for another query (precopy.h). Its bytes are the same
+ * for every query with the same response, question length, EDNS and DO bit, apart
+ * from the head's ID and echoed flags and the question's letters.
+ *   sp_dns_copy_len      sp_dns_full_len() where r has the DNS patch list (head echoed,
+ *                        question at 12), else 0: only such answers are copied;
+ *   sp_dns_copy_sum      the sum of the copy's bytes that the table stored (all but
+ *                        the OPT record and its ARCOUNT), from the stored sums;
+ *   sp_dns_copy_rewrite  the copy in out made q's answer to msg; its sp_dns_copy_sum(). */
+size_t sp_dns_copy_len(const struct sp_response *r, const struct sp_dns_query *q,
+                       const struct sp_dns_config *cfg, size_t cap);
+uint32_t sp_dns_copy_sum(const struct sp_table *t, const struct sp_response *r,
+                         const struct sp_dns_query *q, const uint8_t *out);
+uint32_t sp_dns_copy_rewrite(const struct sp_table *t, const struct sp_response *r,
+                             const uint8_t *msg, const struct sp_dns_query *q, uint8_t *out);
+
 #endif

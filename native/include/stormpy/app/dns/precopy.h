@@ -21,9 +21,11 @@
  *   fill      no such copy, but a way that is not in flight: render the whole frame
  *             into it once, as memcpy mode would, and send it from there;
  *   fallback  every way of the set is in flight: render into the TX buffer.
- * Only a whole table response qualifies: truncated answers, answers without their
- * additional section, answers made on the spot (errors, REFUSED) and own-stack
- * replies always go the memcpy way and count as none of the three.
+ * Only a whole table response with DNS's patch list (sp_dns_copy_len) and at least
+ * the pool's minimum length qualifies: shorter answers, truncated answers, answers
+ * without their additional section, answers completed per name (DNAME, NSEC3),
+ * answers made on the spot (errors, REFUSED) and own-stack replies always go the
+ * memcpy way and count as none of the three.
  *
  * A copy handed to the backend is "in flight" and is never rewritten until the
  * backend calls sp_precopy_complete() (AF_XDP: its address is back on the completion
@@ -45,6 +47,10 @@
 #define SP_PRECOPY_WAYS 8
 #define SP_PRECOPY_DEFAULT_FRAMES 4096
 #define SP_PRECOPY_MAX_FRAMES (1u << 20)
+/* Answers (DNS payload bytes) shorter than this go the memcpy way by default: a copy
+ * saves the answer's copy but touches a pool frame the cache may not hold, and below
+ * about this size the copy is the cheaper of the two (docs/PERFORMANCE.md section 4). */
+#define SP_PRECOPY_DEFAULT_MIN_LEN 384
 
 struct sp_dns_worker;        /* worker.h: the worker's DNS scratch space and counters */
 
@@ -62,6 +68,10 @@ struct sp_precopy;
 struct sp_precopy *sp_precopy_new(unsigned frames);
 void sp_precopy_free(struct sp_precopy *p);
 unsigned sp_precopy_frames(const struct sp_precopy *p);
+/* DNS answers shorter than len bytes (the DNS payload) go the memcpy way and count as
+ * none of hit, fill or fallback (a new pool: SP_PRECOPY_DEFAULT_MIN_LEN); 0 copies
+ * every answer that qualifies. */
+void sp_precopy_set_min_len(struct sp_precopy *p, size_t len);
 
 /* The backend lends frame i (0 <= i < sp_precopy_frames): cap bytes at data, which it
  * knows as id (a UMEM address). A pool is usable once every frame is lent. */
