@@ -74,6 +74,23 @@ def test_sweep_zone_has_a_row_per_zone_size():
     assert lines[1].startswith("| 1 |") and lines[2].startswith("| 50 |")
 
 
+def test_sweep_answer_copies_only_answers_past_the_minimum():
+    """Axis answer: serve-dns's precopy copies none of the 100-byte answers and every
+    800-byte one (hits: 4 rounds of 300 queries, less the first copies); with every
+    answer copied, the 100-byte ones too."""
+    from stormpy._core import PRECOPY_MIN_BYTES
+    r = bench("sweep", "answer", "--json", "--names", "20", "--sizes", "100,800",
+              "--queries", "300", "--rounds", "4", "--passes", "1")
+    assert r.returncode == 0, r.stderr
+    small, large = json.loads(r.stdout)["rows"]
+    assert (small["answer_bytes"], large["answer_bytes"]) == (100, 800)
+    assert small["answer_bytes"] < PRECOPY_MIN_BYTES < large["answer_bytes"]
+    assert small["precopy_hits"] == 0 and 1100 < large["precopy_hits"] < 1200
+    assert 1100 < small["precopy_all_hits"] < 1200
+    for row in (small, large):
+        assert row["memcpy_qps"] > 0 and row["precopy_all_over_memcpy"] > 0
+
+
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="one CPU: nothing to scale to")
 def test_cores_runs_one_worker_then_one_per_cpu():
     r = bench("cores", "--json", "--names", "20", "--queries", "300", "--rounds", "2",

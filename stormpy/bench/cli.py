@@ -69,16 +69,20 @@ def build_parser(p: argparse.ArgumentParser = None) -> argparse.ArgumentParser:
                    help="also list where the DNS layer's instructions go, per function")
     f.set_defaults(run="fastpath")
 
-    s = sub.add_parser("sweep", help="batch size, zone size, precopy against memcpy (no root)",
+    s = sub.add_parser("sweep", help="batch size, zone size, answer size: precopy against memcpy (no root)",
                        description="The paper's sweeps on the memory backend: batch 1 to 64 "
-                       "(axis batch) or zone size 1 to 1,000,000 names (axis zone); every cell "
-                       "in memcpy and precopy mode side by side, as ratios.")
-    s.add_argument("axis", choices=("batch", "zone"))
+                       "(axis batch), zone size 1 to 1,000,000 names (axis zone), or answer size "
+                       "(axis answer: a TXT answer of each size at every name; precopy also with "
+                       "every answer copied); every cell in memcpy and precopy mode side by side, "
+                       "as ratios.")
+    s.add_argument("axis", choices=("batch", "zone", "answer"))
+    s.add_argument("--sizes", type=number_list, default=[100, 200, 400, 800, 1200], metavar="LIST",
+                   help="DNS answer sizes in bytes for axis answer (default 100,200,400,800,1200)")
     s.add_argument("--batches", type=number_list, default=[1, 2, 4, 8, 16, 32, 64], metavar="LIST",
                    help="batch sizes for axis batch (default 1,2,4,8,16,32,64)")
     s.add_argument("--names", dest="zone_names", type=number_list, default=None, metavar="LIST",
-                   help="zone sizes: axis zone (default 1,10000,1000000), axis batch uses the "
-                   "first (default 1000)")
+                   help="zone sizes: axis zone (default 1,10000,1000000), axes batch and answer "
+                   "use the first (default 1000)")
     s.add_argument("--batch", type=positive, default=32, metavar="N",
                    help="batch size for axis zone (default 32)")
     s.add_argument("--passes", type=positive, default=3, metavar="N",
@@ -398,7 +402,7 @@ def run(args) -> int:
             return run_fastpath(args)
         if which == "sweep":
             if args.zone_names is None:
-                args.zone_names = [1000] if args.axis == "batch" else [1, 10_000, 1_000_000]
+                args.zone_names = [1, 10_000, 1_000_000] if args.axis == "zone" else [1000]
             from stormpy.bench.fastpath import run_sweep
             return run_sweep(args)
         if which == "responders":

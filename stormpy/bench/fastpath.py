@@ -13,8 +13,10 @@ noisy machine where time is not: inside `sp_dns_answer` for the DNS layer, and i
 counting runs this module again under valgrind as a child (`python -m
 stormpy.bench.fastpath CHILD-ARGS`), on the same zone and queries.
 
-The sweeps (`stormpy bench sweep batch|zone`) reuse the frame loop: batch size 1..64, zone
-size 1..1,000,000 names, each cell measured in memcpy and precopy mode side by side.
+The sweeps (`stormpy bench sweep batch|zone|answer`) reuse the frame loop: batch size
+1..64, zone size 1..1,000,000 names, answer size 100..1,200 bytes, each cell measured in
+memcpy and precopy mode side by side (and, for answer sizes, precopy with every answer
+copied: `--precopy-min-bytes 0`).
 """
 from __future__ import annotations
 
@@ -50,13 +52,16 @@ def time_dns(wl: CompiledWorkload, rounds: int, repeat: int) -> dict:
             "bytes_per_answer": round(nbytes / answered, 1) if answered else 0.0}
 
 
-def time_frames(wl: CompiledWorkload, rounds: int, repeat: int, mode: str = "memcpy", batch: int = 32) -> dict:
-    """Best of `repeat` runs of the frame worker on the memory backend."""
-    run_memory_worker(wl.ref, wl.frames, batch=batch, rounds=1, capture_max=0, mode=mode)  # warm
+def time_frames(wl: CompiledWorkload, rounds: int, repeat: int, mode: str = "memcpy", batch: int = 32,
+                precopy_min: int | None = None) -> dict:
+    """Best of `repeat` runs of the frame worker on the memory backend. precopy_min: the
+    pool's minimum answer length (None: serve-dns's default)."""
+    kw = dict(batch=batch, capture_max=0, mode=mode, precopy_min=precopy_min)
+    run_memory_worker(wl.ref, wl.frames, rounds=1, **kw)  # warm
     best = None
     for _ in range(repeat):
         start = time.perf_counter_ns()
-        _, c = run_memory_worker(wl.ref, wl.frames, batch=batch, rounds=rounds, capture_max=0, mode=mode)
+        _, c = run_memory_worker(wl.ref, wl.frames, rounds=rounds, **kw)
         ns = time.perf_counter_ns() - start
         if best is None or ns < best[0]:
             best = (ns, c)
@@ -181,37 +186,53 @@ def _m(qps) -> str:
 
 
 # --------------------------------------------------------------------------
-# stormpy bench sweep batch|zone
+# stormpy bench sweep batch|zone|answer
 # --------------------------------------------------------------------------
 
+# (label, mode, precopy_min): precopy as serve-dns runs it, and with every answer copied
+SWEEP_MODES = [("memcpy", "memcpy", None), ("precopy", "precopy", None)]
+EVERY_ANSWER = ("precopy_all", "precopy", 0)
+
+
 def sweep_rows(args) -> list[dict]:
-    """One row per cell; memcpy and precopy measured back to back in every cell, and the
-    whole grid `args.passes` times over (interleaved), keeping each cell's best."""
+    """One row per cell; the modes measured back to back in every cell, and the whole
+    grid `args.passes` times over (interleaved), keeping each cell's best. A cell is
+    (names, batch, answer bytes; 0: the fast-path workload's answers)."""
+    modes = SWEEP_MODES + ([EVERY_ANSWER] if args.axis == "answer" else [])
     if args.axis == "batch":
-        cells = [(args.zone_names[0], b) for b in args.batches]
+        cells = [(args.zone_names[0], b, 0) for b in args.batches]
+    elif args.axis == "zone":
+        cells = [(n, args.batch, 0) for n in args.zone_names]
     else:
-        cells = [(n, args.batch) for n in args.zone_names]
+        cells = [(args.zone_names[0], args.batch, size) for size in args.sizes]
     best: dict = {}
     with tempfile.TemporaryDirectory(prefix="stormpy-sweep-") as tmp:
         workloads = {}
-        for names in dict.fromkeys(n for n, _ in cells):
-            say(f"sweep: compiling a zone of {names:,} names")
-            workloads[names] = CompiledWorkload(names, args.queries, args.seed, tmp)
+        for names, _, size in dict.fromkeys((n, 0, s) for n, _, s in cells):
+            say(f"sweep: compiling a zone of {names:,} names" + (f", {size}-byte answers" if size else ""))
+            workloads[names, size] = CompiledWorkload(names, args.queries, args.seed, tmp, size)
         for p in range(args.passes):
-            for names, batch in cells:
-                say(f"sweep: pass {p + 1}/{args.passes}: {names:,} names, batch {batch}")
-                for mode in ("memcpy", "precopy"):
-                    r = time_frames(workloads[names], args.rounds, 1, mode, batch)
-                    key = (names, batch, mode)
+            for names, batch, size in cells:
+                say(f"sweep: pass {p + 1}/{args.passes}: {names:,} names, batch {batch}"
+                    + (f", {size}-byte answers" if size else ""))
+                for label, mode, least in modes:
+                    r = time_frames(workloads[names, size], args.rounds, 1, mode, batch, least)
+                    key = (names, batch, size, label)
                     if key not in best or r["qps"] > best[key]["qps"]:
                         best[key] = r
         rows = []
-        for names, batch in cells:
-            m, pc = best[(names, batch, "memcpy")], best[(names, batch, "precopy")]
-            rows.append({"names": names, "keys": workloads[names].stats.keys, "batch": batch,
-                         "memcpy_qps": m["qps"], "memcpy_ns_per_query": m["ns_per_query"],
-                         "precopy_qps": pc["qps"], "precopy_ns_per_query": pc["ns_per_query"],
-                         "precopy_over_memcpy": round(pc["qps"] / m["qps"], 3)})
+        for names, batch, size in cells:
+            m = best[(names, batch, size, "memcpy")]
+            row = {"names": names, "keys": workloads[names, size].stats.keys, "batch": batch,
+                   "memcpy_qps": m["qps"], "memcpy_ns_per_query": m["ns_per_query"]}
+            if size:
+                row["answer_bytes"] = size
+            for label, _, _ in modes[1:]:
+                pc = best[(names, batch, size, label)]
+                row.update({f"{label}_qps": pc["qps"], f"{label}_ns_per_query": pc["ns_per_query"],
+                            f"{label}_over_memcpy": round(pc["qps"] / m["qps"], 3),
+                            f"{label}_hits": pc["precopy_hits"]})
+            rows.append(row)
     base = rows[0]
     for r in rows:
         r["memcpy_vs_first"] = round(r["memcpy_qps"] / base["memcpy_qps"], 3)
@@ -224,14 +245,24 @@ def run_sweep(args) -> int:
     if args.json:
         print(json.dumps({"axis": args.axis, "rows": rows}))
         return 0
-    first = "batch 1" if args.axis == "batch" else f"{rows[0]['names']:,} names"
-    first = f"vs {first}" if args.axis == "zone" else f"vs batch {rows[0]['batch']}"
-    header = ["zone names", "lookup keys", "batch", "memcpy q/s", "memcpy ns/query", "precopy q/s",
-              "precopy ns/query", "precopy/memcpy", f"memcpy {first}", f"precopy {first}"]
-    table = [[f"{r['names']:,}", f"{r['keys']:,}", r["batch"], _m(r["memcpy_qps"]),
-              r["memcpy_ns_per_query"], _m(r["precopy_qps"]), r["precopy_ns_per_query"],
-              f"{r['precopy_over_memcpy']:.2f}x", f"{r['memcpy_vs_first']:.2f}x",
-              f"{r['precopy_vs_first']:.2f}x"] for r in rows]
+    if args.axis == "answer":
+        header = ["answer bytes", "zone names", "memcpy q/s", "memcpy ns/query",
+                  "precopy q/s", "precopy ns/query", "precopy/memcpy", "precopy hits",
+                  "every answer copied q/s", "every answer copied ns/query",
+                  "every answer copied/memcpy"]
+        table = [[f"{r['answer_bytes']:,}", f"{r['names']:,}", _m(r["memcpy_qps"]),
+                  r["memcpy_ns_per_query"], _m(r["precopy_qps"]), r["precopy_ns_per_query"],
+                  f"{r['precopy_over_memcpy']:.2f}x", f"{r['precopy_hits']:,}",
+                  _m(r["precopy_all_qps"]), r["precopy_all_ns_per_query"],
+                  f"{r['precopy_all_over_memcpy']:.2f}x"] for r in rows]
+    else:
+        first = f"vs {rows[0]['names']:,} names" if args.axis == "zone" else f"vs batch {rows[0]['batch']}"
+        header = ["zone names", "lookup keys", "batch", "memcpy q/s", "memcpy ns/query", "precopy q/s",
+                  "precopy ns/query", "precopy/memcpy", f"memcpy {first}", f"precopy {first}"]
+        table = [[f"{r['names']:,}", f"{r['keys']:,}", r["batch"], _m(r["memcpy_qps"]),
+                  r["memcpy_ns_per_query"], _m(r["precopy_qps"]), r["precopy_ns_per_query"],
+                  f"{r['precopy_over_memcpy']:.2f}x", f"{r['memcpy_vs_first']:.2f}x",
+                  f"{r['precopy_vs_first']:.2f}x"] for r in rows]
     print(markdown_table(header, table))
     if args.csv:
         write_csv(args.csv, header, table)

@@ -8,6 +8,8 @@ repeated byte for byte.
 - the fast-path workload (`bench fastpath`, `bench sweep`, `bench responders`): an A and
   an AAAA per name, a TXT on every tenth; queries 80% existing (A, AAAA), 10% NODATA (MX),
   10% NXDOMAIN, each name in random 0x20 case; compiled into a table;
+- the answer-size workload (`bench sweep answer`): a TXT answer of a chosen size at
+  every name, queried with EDNS;
 - the compile workload (`bench compile`): exactly N records.
 The three zones differ because the figures in docs/PERFORMANCE.md were measured on them.
 """
@@ -207,17 +209,58 @@ def fastpath_queries(names: int, count: int, seed: int) -> list[bytes]:
     return out
 
 
-class CompiledWorkload:
-    """A compiled zone of `names` names and its recorded queries, as payloads and frames."""
+# The answer-size workload (`bench sweep answer`): a TXT RRset per name, its answer
+# (header, question, records, OPT) about a chosen size; every answer distinct.
+ANSWER_FIXED = 12 + len("t000000.bench.example") + 2 + 4 + 11   # header, question, OPT
+ANSWER_RECORD = 2 + 10 + 1                                      # pointer, fixed part, length
 
-    def __init__(self, names: int, queries: int, seed: int, tmpdir: str):
+
+def write_answer_zone(path: str, names: int, answer_bytes: int) -> None:
+    """Each name's TXT answer about answer_bytes long (at least one record of a few bytes),
+    its strings at most 200 bytes each, starting with the name's number."""
+    left = max(answer_bytes - ANSWER_FIXED, ANSWER_RECORD + 8)
+    lengths = []
+    while left >= ANSWER_RECORD + 8:
+        n = min(200, left - ANSWER_RECORD)
+        lengths.append(n)
+        left -= n + ANSWER_RECORD
+    with open(path, "w") as f:
+        f.write(f"$ORIGIN {ZONE_ORIGIN}\n$TTL 3600\n@ SOA ns1 hostmaster 1 7200 3600 1209600 300\n"
+                "@ NS ns1\nns1 A 192.0.2.53\n")
+        for i in range(names):
+            for k, n in enumerate(lengths):
+                f.write(f't{i:06d} TXT "{i:06d}{k:02d}{"x" * (n - 8)}"\n')
+
+
+def answer_queries(names: int, count: int, seed: int) -> list[bytes]:
+    """TXT at random names, random 0x20 case, with EDNS (room for the answers)."""
+    rng = random.Random(seed)
+    out = []
+    for i in range(count):
+        host = "".join(c.upper() if rng.random() < 0.5 else c
+                       for c in f"t{rng.randrange(names):06d}.bench.example")
+        out.append(query_wire(i & 0xFFFF, host, dns.rdatatype.TXT, edns=True))
+        if i == 0:
+            same_as_dnspython(out[0], 0, host, dns.rdatatype.TXT, edns=True)
+    return out
+
+
+class CompiledWorkload:
+    """A compiled zone of `names` names and its recorded queries, as payloads and frames:
+    the fast-path workload, or with answer_bytes the answer-size one."""
+
+    def __init__(self, names: int, queries: int, seed: int, tmpdir: str, answer_bytes: int = 0):
         from stormpy.dns.compiler import compile_zones
         from stormpy.dns.zone import load_zone
         self.names, self.count, self.seed = names, queries, seed
-        self.zone = os.path.join(tmpdir, f"bench-{names}.zone")
-        write_fastpath_zone(self.zone, names, seed)
+        self.zone = os.path.join(tmpdir, f"bench-{names}-{answer_bytes}.zone")
+        if answer_bytes:
+            write_answer_zone(self.zone, names, answer_bytes)
+        else:
+            write_fastpath_zone(self.zone, names, seed)
         self.table, self.stats = compile_zones([load_zone(self.zone)])
-        self.queries = fastpath_queries(names, queries, seed)
+        self.queries = (answer_queries(names, queries, seed) if answer_bytes
+                        else fastpath_queries(names, queries, seed))
         self.frames = [make_frame(q, source_port(i)) for i, q in enumerate(self.queries)]
         self._ref = None
 

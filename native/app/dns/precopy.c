@@ -87,13 +87,17 @@ void sp_precopy_set_frame(struct sp_precopy *p, unsigned i, uint8_t *data, uint3
     p->slots[i].state = SLOT_EMPTY;
 }
 
+/* Frames a cache line apart beyond SP_FRAME_MAX: at a 2 KB stride every frame's head
+ * would fall in the same two L1 sets, and a hit touches only the head. */
+#define HEAP_STRIDE (SP_FRAME_MAX + 64)
+
 uint8_t *sp_precopy_lend_heap(struct sp_precopy *p)
 {
-    uint8_t *mem = malloc((size_t)p->nframes * (SP_FRAME_MAX + 64));
+    uint8_t *mem = malloc((size_t)p->nframes * HEAP_STRIDE);
     if (!mem)
         return NULL;
     for (unsigned i = 0; i < p->nframes; i++)
-        sp_precopy_set_frame(p, i, mem + (size_t)i * (SP_FRAME_MAX + 64), SP_FRAME_MAX, i);
+        sp_precopy_set_frame(p, i, mem + (size_t)i * HEAP_STRIDE, SP_FRAME_MAX, i);
     return mem;
 }
 
