@@ -1,8 +1,7 @@
 """Precopy mode through the real worker loop on the memory backend: the same mixed
 corpus answered in memcpy and precopy mode must give the same reply frames, byte for
 byte, while precopy really sends from its pool (hits and fills). With a table larger
-than the cache, memcpy mode answers in groups with prefetch stages, precopy one frame
-at a time: the same bytes again."""
+than the cache, both modes answer in groups with prefetch stages: the same bytes again."""
 import random
 
 import pytest
@@ -72,8 +71,8 @@ def test_precopy_replies_equal_memcpy_replies(ref, batch):
 
 
 def test_a_table_larger_than_the_cache_answers_the_same_in_stages(tmp_path):
-    """3,000 names: an index past sp_table_worth_prefetching()'s 256 KB, so memcpy mode
-    answers in groups of 16 (prefetch stages) and precopy one by one."""
+    """3,000 names: an index past sp_table_worth_prefetching()'s 256 KB, so both modes
+    answer in groups of 16 (prefetch stages), precopy from its pool."""
     from stormpy.bench.workload import CompiledWorkload
     wl = CompiledWorkload(3000, 3000, 20261121, str(tmp_path))
     info = wl.table.info()
@@ -89,6 +88,7 @@ def test_a_table_larger_than_the_cache_answers_the_same_in_stages(tmp_path):
         got, cm = _core.run_memory_worker(wl.ref, frames, batch=batch)
         assert len(got) == len(want) > 2800
         assert got == want
+        assert cp["precopy_hits"] > 0 and cp["precopy_fills"] > 0
         for key in ("rx", "tx", "queries", "dropped", "rcode", "malformed"):
             assert cp[key] == cm[key], key
 

@@ -35,6 +35,15 @@ size_t sp_dns_frame_reply(const struct sp_table *t, struct sp_dns_worker *d,
     return frame_reply(t, d, &d->query, cfg, rx, fq, verdict, r, tx, cap);
 }
 
+size_t sp_dns_frame_reply_for(const struct sp_table *t, struct sp_dns_worker *d,
+                              struct sp_dns_query *q, const struct sp_frame_config *cfg,
+                              const uint8_t *rx, const struct sp_frame_query *fq,
+                              enum sp_dns_verdict verdict, const struct sp_response *r,
+                              uint8_t *tx, size_t cap)
+{
+    return frame_reply(t, d, q, cfg, rx, fq, verdict, r, tx, cap);
+}
+
 bool sp_dns_rate_limit(struct sp_dns_worker *d, uint8_t family, const uint8_t *src,
                        enum sp_dns_verdict *verdict, const struct sp_response *r)
 {
@@ -78,11 +87,14 @@ __attribute__((flatten)) size_t sp_dns_frame_answer(const struct sp_table *t, st
     return sp_dns_frame_reply(t, d, cfg, rx, &fq, v, r, tx, cap);
 }
 
-/* Flattened, as sp_dns_frame_answer(), so that each stage is one loop without calls. */
-__attribute__((flatten)) unsigned
-sp_dns_frame_answer_group(const struct sp_table *t, struct sp_dns_worker *d,
-                          const struct sp_frame_config *cfg, const struct sp_frame *rx,
-                          unsigned n, struct sp_frame *tx, struct sp_frame_counters *c)
+/* The stages of a group (answer.h), then each frame answered in order: into tx[used]
+ * (memcpy mode, pool NULL: a constant where this is inlined), or by the pool into
+ * out[sent], with *taken the TX buffers of tx used. Returns the replies. */
+static inline __attribute__((always_inline)) unsigned
+answer_group(const struct sp_table *t, struct sp_dns_worker *d, const struct sp_frame_config *cfg,
+             const struct sp_frame *rx, unsigned n, struct sp_frame *tx,
+             struct sp_frame_counters *c, struct sp_precopy *pool, struct sp_frame *out,
+             unsigned *taken)
 {
     struct sp_frame_query fq[SP_DNS_GROUP];
     struct sp_dns_query q[SP_DNS_GROUP];
@@ -139,19 +151,48 @@ sp_dns_frame_answer_group(const struct sp_table *t, struct sp_dns_worker *d,
         if (r[j])
             sp_response_prefetch(t, r[j]);
     }
-    unsigned used = 0;
+    unsigned used = 0, sent = 0;
     for (unsigned j = 0; j < n; j++) {   /* the answers, in the frames' order */
         if (!query[j])
             continue;
         if (d->rrl && !sp_dns_rate_limit(d, fq[j].u.family, fq[j].u.src, &verdict[j], r[j]))
             continue;
+        if (pool) {
+            if (sp_precopy_reply(pool, t, d, &q[j], cfg, rx[j].data, &fq[j], verdict[j], r[j],
+                                 &tx[used], &out[sent]))
+                used += out[sent++].pool < 0;
+            continue;
+        }
         size_t len = frame_reply(t, d, &q[j], cfg, rx[j].data, &fq[j], verdict[j], r[j],
                                  tx[used].data, tx[used].cap);
         if (len)
             tx[used++].len = (uint32_t)len;
     }
+    if (pool) {
+        *taken = used;
+        return sent;
+    }
     return used;
 }
+
+/* Flattened, as sp_dns_frame_answer(), so that each stage is one loop without calls. */
+__attribute__((flatten)) unsigned
+sp_dns_frame_answer_group(const struct sp_table *t, struct sp_dns_worker *d,
+                          const struct sp_frame_config *cfg, const struct sp_frame *rx,
+                          unsigned n, struct sp_frame *tx, struct sp_frame_counters *c)
+{
+    return answer_group(t, d, cfg, rx, n, tx, c, NULL, NULL, NULL);
+}
+
+__attribute__((flatten)) unsigned
+sp_precopy_answer_group(struct sp_precopy *p, const struct sp_table *t, struct sp_dns_worker *d,
+                        const struct sp_frame_config *cfg, const struct sp_frame *rx,
+                        unsigned n, const struct sp_frame *tx, struct sp_frame *out,
+                        unsigned *taken, struct sp_frame_counters *c)
+{
+    return answer_group(t, d, cfg, rx, n, (struct sp_frame *)tx, c, p, out, taken);
+}
+
 
 size_t sp_dns_datagram_answer(const struct sp_table *t, struct sp_dns_worker *d,
                               const struct sp_frame *rx, uint8_t *tx, size_t cap,

@@ -218,6 +218,65 @@ void sp_precopy_take(struct sp_precopy *p, int i, uint64_t key0, uint64_t key1, 
     send_slot(p, s, out);
 }
 
+size_t sp_precopy_reply(struct sp_precopy *p, const struct sp_table *t, struct sp_dns_worker *d,
+                        struct sp_dns_query *q, const struct sp_frame_config *cfg,
+                        const uint8_t *rx, const struct sp_frame_query *fq,
+                        enum sp_dns_verdict v, const struct sp_response *r,
+                        const struct sp_frame *tx, struct sp_frame *out)
+{
+    size_t dns_cap = sp_frame_payload_cap(cfg, fq, tx->cap), n;
+    if (!dns_cap)
+        return 0;
+    /* Below the minimum even with an OPT record: decided before anything is computed. */
+    bool large = r && (size_t)r->len + q->question_len + SP_DNS_OPT_LEN >= p->min_len;
+    size_t full = large && v == SP_DNS_LOOKUP ? sp_dns_copy_len(r, q, &d->cfg, dns_cap) : 0;
+    if (full && full >= p->min_len) {
+        size_t flen = fq->headers + full;
+        uint64_t key0 = (uint64_t)(uintptr_t)r;
+        uint64_t key1 = (uint64_t)p->epoch << 32 | (uint64_t)q->question_len << 16 |
+                        (uint64_t)fq->l2 << 8 | (uint64_t)(fq->u.family == 6) << 2 |
+                        (uint64_t)q->edns << 1 | (uint64_t)q->edns_do;
+        struct slot *victim = NULL;
+        struct slot *s = lookup(p, key0, key1, flen, &victim);
+        if (s) {
+            const uint8_t *msg = rx + fq->l2 + fq->u.payload_off;
+            uint8_t *payload = s->data + fq->headers;
+            uint32_t sum = sp_csum_add(sp_dns_copy_rewrite(t, r, msg, q, payload), s->extra_sum);
+            sp_frame_write_headers(cfg, rx, fq, s->data, full, sum);
+            uint16_t rcode = SP_DNS_USER_RCODE(r->user);
+            d->counters.queries++;
+            d->counters.rcode[rcode < 16 ? rcode : 16]++;
+            d->counters.zone[SP_DNS_USER_ZONE(r->user)]++;
+            p->counters.hits++;
+            return send_slot(p, s, out);
+        }
+        if (victim) {
+            n = sp_dns_frame_reply_for(t, d, q, cfg, rx, fq, v, r, victim->data, victim->cap);
+            if (!n) {                 /* counted by the DNS layer, as in memcpy mode */
+                victim->state = SLOT_EMPTY;
+                return 0;
+            }
+            victim->key0 = n == flen ? key0 : 0;   /* not the frame foreseen: never a hit */
+            victim->key1 = key1;
+            victim->len = (uint32_t)n;
+            /* Summed once per fill, so that no hit ever sums the payload again. */
+            const uint8_t *payload = victim->data + fq->headers;
+            uint32_t whole = sp_csum_partial(payload, full, 0);
+            victim->extra_sum = sp_csum_sub(whole, sp_dns_copy_sum(t, r, q, payload));
+            p->counters.fills++;
+            return send_slot(p, victim, out);
+        }
+        p->counters.fallbacks++;
+    }
+    n = sp_dns_frame_reply_for(t, d, q, cfg, rx, fq, v, r, tx->data, tx->cap);
+    if (n) {
+        *out = *tx;
+        out->len = (uint32_t)n;
+        out->pool = -1;
+    }
+    return n;
+}
+
 /* Flattened as the memcpy path is (answer.c), so that a hit costs that path's parse
  * and lookup and no more calls than it. */
 __attribute__((flatten)) size_t
@@ -234,60 +293,12 @@ sp_precopy_answer(struct sp_precopy *p, const struct sp_table *t, struct sp_dns_
         }
         return n;
     }
-    size_t dns_cap = sp_frame_payload_cap(cfg, &fq, tx->cap);
-    if (!dns_cap)
+    if (!sp_frame_payload_cap(cfg, &fq, tx->cap))
         return 0;
     struct sp_dns_query *q = &d->query;
-    const uint8_t *msg = rx + fq.l2 + fq.u.payload_off;
-    enum sp_dns_verdict v = sp_dns_parse(msg, fq.u.payload_len, q);
+    enum sp_dns_verdict v = sp_dns_parse(rx + fq.l2 + fq.u.payload_off, fq.u.payload_len, q);
     const struct sp_response *r = v == SP_DNS_LOOKUP ? sp_dns_lookup(t, q) : NULL;
     if (d->rrl && !sp_dns_rate_limit(d, fq.u.family, fq.u.src, &v, r))
         return 0;
-    /* Below the minimum even with an OPT record: decided before anything is computed. */
-    bool large = r && (size_t)r->len + q->question_len + SP_DNS_OPT_LEN >= p->min_len;
-    size_t full = large && v == SP_DNS_LOOKUP ? sp_dns_copy_len(r, q, &d->cfg, dns_cap) : 0;
-    if (full && full >= p->min_len) {
-        size_t flen = fq.headers + full;
-        uint64_t key0 = (uint64_t)(uintptr_t)r;
-        uint64_t key1 = (uint64_t)p->epoch << 32 | (uint64_t)q->question_len << 16 |
-                        (uint64_t)fq.l2 << 8 | (uint64_t)(fq.u.family == 6) << 2 |
-                        (uint64_t)q->edns << 1 | (uint64_t)q->edns_do;
-        struct slot *victim = NULL;
-        struct slot *s = lookup(p, key0, key1, flen, &victim);
-        if (s) {
-            uint8_t *payload = s->data + fq.headers;
-            uint32_t sum = sp_csum_add(sp_dns_copy_rewrite(t, r, msg, q, payload), s->extra_sum);
-            sp_frame_write_headers(cfg, rx, &fq, s->data, full, sum);
-            uint16_t rcode = SP_DNS_USER_RCODE(r->user);
-            d->counters.queries++;
-            d->counters.rcode[rcode < 16 ? rcode : 16]++;
-            d->counters.zone[SP_DNS_USER_ZONE(r->user)]++;
-            p->counters.hits++;
-            return send_slot(p, s, out);
-        }
-        if (victim) {
-            n = sp_dns_frame_reply(t, d, cfg, rx, &fq, v, r, victim->data, victim->cap);
-            if (!n) {                 /* counted by the DNS layer, as in memcpy mode */
-                victim->state = SLOT_EMPTY;
-                return 0;
-            }
-            victim->key0 = n == flen ? key0 : 0;   /* not the frame foreseen: never a hit */
-            victim->key1 = key1;
-            victim->len = (uint32_t)n;
-            /* Summed once per fill, so that no hit ever sums the payload again. */
-            const uint8_t *payload = victim->data + fq.headers;
-            uint32_t whole = sp_csum_partial(payload, full, 0);
-            victim->extra_sum = sp_csum_sub(whole, sp_dns_copy_sum(t, r, q, payload));
-            p->counters.fills++;
-            return send_slot(p, victim, out);
-        }
-        p->counters.fallbacks++;
-    }
-    n = sp_dns_frame_reply(t, d, cfg, rx, &fq, v, r, tx->data, tx->cap);
-    if (n) {
-        *out = *tx;
-        out->len = (uint32_t)n;
-        out->pool = -1;
-    }
-    return n;
+    return sp_precopy_reply(p, t, d, q, cfg, rx, &fq, v, r, tx, out);
 }

@@ -54,7 +54,8 @@ static void answer_groups(struct sp_dns_worker *d, const struct sp_table *t, str
 
 /* precopy mode: replies from the pool where they can be, else from TX buffers. Every
  * reply takes a TX ring slot, so there are at most `reserved` of them; they are
- * listed in out, and `used` counts the TX buffers among them. */
+ * listed in out, and `used` counts the TX buffers among them. A table larger than the
+ * cache is answered in groups, as in memcpy mode. */
 static void answer_precopy(struct sp_dns_worker *d, const struct sp_table *t, struct sp_batch *b)
 {
     struct sp_precopy *p = d->precopy;
@@ -62,12 +63,24 @@ static void answer_precopy(struct sp_dns_worker *d, const struct sp_table *t, st
     const struct sp_frame *tx = b->tx;
     struct sp_frame *out = b->out;
     unsigned sent = 0, taken = 0, n = b->n;
+    bool groups = !b->cfg->own_stack && sp_table_worth_prefetching(t);
     sp_precopy_begin(p, t, b->generation);
-    for (unsigned i = 0; i < n; i++) {
+    for (unsigned i = 0; i < n;) {
         if (sp_batch_full(b, i, sent))
             break;
+        if (groups) {
+            unsigned g = n - i, room = b->reserved - sent, used = 0;
+            g = g < room ? g : room;
+            g = g < SP_DNS_GROUP ? g : SP_DNS_GROUP;
+            sent += sp_precopy_answer_group(p, t, d, b->cfg, &rx[i], g, &tx[taken], &out[sent],
+                                            &used, b->counters);
+            taken += used;
+            i += g;
+            continue;
+        }
         size_t len = sp_precopy_answer(p, t, d, b->cfg, rx[i].data, rx[i].len, &tx[taken],
                                        &out[sent], b->counters);
+        i++;
         if (!len)
             continue;
         taken += out[sent].pool < 0;

@@ -58,7 +58,7 @@ static inline uint32_t sp_csum_native(uint32_t s16)
  * at the end. Inline, for the few short sums of every frame (an IPv4 header, a UDP
  * datagram), where a call would cost as much as the sum. acc starts at 0, or at
  * sp_csum_native() of a reduced partial sum. */
-static inline uint64_t sp_csum_acc(const void *data, size_t len, uint64_t acc)
+static inline __attribute__((always_inline)) uint64_t sp_csum_acc(const void *data, size_t len, uint64_t acc)
 {
     const uint8_t *p = data;
     uint64_t v;
@@ -89,20 +89,20 @@ static inline uint64_t sp_csum_acc(const void *data, size_t len, uint64_t acc)
 }
 
 /* The reduced partial sum (network order) of what sp_csum_acc() added up. */
-static inline uint32_t sp_csum_acc_done(uint64_t acc)
+static inline __attribute__((always_inline)) uint32_t sp_csum_acc_done(uint64_t acc)
 {
     acc = (acc & 0xffffffff) + (acc >> 32);
     return sp_csum_native(sp_csum_reduce((uint32_t)acc + (uint32_t)(acc >> 32)));
 }
 
 /* Add two partial sums without losing carries. */
-static inline uint32_t sp_csum_add(uint32_t a, uint32_t b)
+static inline __attribute__((always_inline)) uint32_t sp_csum_add(uint32_t a, uint32_t b)
 {
     return sp_csum_reduce(a) + sp_csum_reduce(b);
 }
 
 /* One's-complement subtraction: sum of a block minus the sum of a sub-block. */
-static inline uint32_t sp_csum_sub(uint32_t a, uint32_t b)
+static inline __attribute__((always_inline)) uint32_t sp_csum_sub(uint32_t a, uint32_t b)
 {
     return sp_csum_reduce(a) + (uint16_t)~sp_csum_reduce(b);
 }

@@ -42,6 +42,15 @@ unsigned sp_dns_frame_answer_group(const struct sp_table *t, struct sp_dns_worke
                                    const struct sp_frame_config *cfg, const struct sp_frame *rx,
                                    unsigned n, struct sp_frame *tx, struct sp_frame_counters *c);
 
+/* sp_dns_frame_answer_group() in precopy mode: each reply from the pool where it can be
+ * (precopy.h's sp_precopy_reply), listed in out[0, returned); those rendered into TX
+ * buffers use tx[0, *taken). */
+unsigned sp_precopy_answer_group(struct sp_precopy *p, const struct sp_table *t,
+                                 struct sp_dns_worker *d, const struct sp_frame_config *cfg,
+                                 const struct sp_frame *rx, unsigned n, const struct sp_frame *tx,
+                                 struct sp_frame *out, unsigned *taken,
+                                 struct sp_frame_counters *c);
+
 /* The reply to a datagram (its payload alone), written to tx; its length, or 0 for
  * no reply. Counted as a frame in c. */
 size_t sp_dns_datagram_answer(const struct sp_table *t, struct sp_dns_worker *d,
@@ -53,6 +62,13 @@ size_t sp_dns_frame_reply(const struct sp_table *t, struct sp_dns_worker *d,
                           const struct sp_frame_config *cfg, const uint8_t *rx,
                           const struct sp_frame_query *fq, enum sp_dns_verdict verdict,
                           const struct sp_response *r, uint8_t *tx, size_t cap);
+
+/* sp_dns_frame_reply() for a query of its own (one of a group's). */
+size_t sp_dns_frame_reply_for(const struct sp_table *t, struct sp_dns_worker *d,
+                              struct sp_dns_query *q, const struct sp_frame_config *cfg,
+                              const uint8_t *rx, const struct sp_frame_query *fq,
+                              enum sp_dns_verdict verdict, const struct sp_response *r,
+                              uint8_t *tx, size_t cap);
 
 /* Response rate limiting (rrl.h) for a decided answer to a source: false to drop it;
  * a slip turns *verdict into SP_DNS_SLIP. Only when d->rrl is set. */

@@ -40,6 +40,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "stormpy/app/dns/dns.h"
 #include "stormpy/engine/frame.h"
 #include "stormpy/engine/table.h"
 #include "stormpy/io.h"
@@ -96,6 +97,15 @@ size_t sp_precopy_answer(struct sp_precopy *p, const struct sp_table *t, struct 
                          const struct sp_frame_config *cfg, const uint8_t *rx, size_t len,
                          const struct sp_frame *tx, struct sp_frame *out,
                          struct sp_frame_counters *c);
+
+/* sp_precopy_answer() after the parse, lookup and rate limiting, for the query q in
+ * frame rx (fq): the reply from the pool, or rendered into *tx. For answers in groups
+ * (answer.h's sp_precopy_answer_group). */
+size_t sp_precopy_reply(struct sp_precopy *p, const struct sp_table *t, struct sp_dns_worker *d,
+                        struct sp_dns_query *q, const struct sp_frame_config *cfg,
+                        const uint8_t *rx, const struct sp_frame_query *fq,
+                        enum sp_dns_verdict v, const struct sp_response *r,
+                        const struct sp_frame *tx, struct sp_frame *out);
 
 /* For an application that keeps copies of its own in the pool (serve-http's TCP
  * segments), between sp_precopy_begin() and the batch's submit. A tag's key1 must
