@@ -1,10 +1,12 @@
 /* The whole fast path: one raw Ethernet frame (VLAN, IPv4, IPv6, UDP, DNS, and
  * ARP/ICMP/NDP with the own stack on) against a compiled zone; and, without the own
- * stack, in a group answered in stages (sp_dns_frame_answer_group). */
+ * stack, in a group answered in stages (sp_dns_frame_answer_group), and through a
+ * precopy pool twice (a fill, then a hit): byte for byte memcpy's reply. */
 #include <stdint.h>
 
 #include "fuzz_common.h"
 #include "stormpy/app/dns/answer.h"
+#include "stormpy/app/dns/precopy.h"
 #include "stormpy/engine/frame.h"
 
 static const uint8_t MAC[6] = {2, 0, 0, 0, 0, 1};
@@ -49,12 +51,40 @@ static void group(const struct sp_frame_config *cfg, const uint8_t *rx, size_t l
             __builtin_trap();
 }
 
+/* Every answer copied (no minimum); each reply's bytes and length are memcpy's. */
+static void pooled(const struct sp_frame_config *cfg, const uint8_t *rx, size_t len)
+{
+    static struct sp_precopy *pool;
+    static uint8_t *mem;
+    static struct sp_dns_worker dns = {.cfg = {.max_udp = 1232}};
+    static struct sp_dns_worker plain = {.cfg = {.max_udp = 1232}};
+    static uint8_t want[SP_FRAME_MAX], txbuf[SP_FRAME_MAX];
+    if (!pool) {
+        pool = sp_precopy_new(64);
+        mem = sp_precopy_lend_heap(pool);
+        sp_precopy_set_min_len(pool, 0);
+    }
+    sp_precopy_begin(pool, fuzz_table(), 1);   /* copies made for earlier inputs hit too */
+    struct sp_frame_counters c = {0};
+    size_t n = sp_dns_frame_answer(fuzz_table(), &plain, cfg, rx, len, want, sizeof(want), &c);
+    for (int round = 0; round < 2; round++) {
+        struct sp_frame tx = {.data = txbuf, .cap = sizeof(txbuf), .pool = -1}, out = {0};
+        size_t m = sp_precopy_answer(pool, fuzz_table(), &dns, cfg, rx, len, &tx, &out, &c);
+        if (m != n || (m && (out.len != m || memcmp(out.data, want, m) != 0)))
+            __builtin_trap();
+        if (m && out.pool >= 0)
+            sp_precopy_complete(pool, (uint32_t)out.pool);
+    }
+    (void)mem;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     uint8_t *rx = fuzz_copy(data, size);
     struct sp_frame_config cfg = {.port = 53, .ttl = 64};
     answer(&cfg, rx, size, NULL);                 /* a socket-like view: no identity */
     group(&cfg, rx, size);
+    pooled(&cfg, rx, size);
 
     memcpy(cfg.mac, MAC, 6);                      /* an owned interface: ARP, ping, NDP */
     cfg.check_dst = 1, cfg.mtu = 1500, cfg.own_stack = 1;
