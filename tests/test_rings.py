@@ -50,6 +50,31 @@ def precopy_counters(control):
     return {k: sum(c[k] for c in found) for k in ("precopy_hits", "precopy_fills")}
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_precopy_by_default_copies_only_the_large_answers(backend, tmp_path):
+    """serve-dns --mode precopy as shipped (--precopy-min-bytes 384): a 500-byte TXT
+    answer comes from the pool (a fill, then hits, in the client's letter case), a
+    short A answer is rendered every time."""
+    strings = [f'"{i}' + "x" * 110 + '"' for i in range(4)]
+    zone = tmp_path / "big.example.zone"
+    zone.write_text("$ORIGIN big.example.\n$TTL 60\n@ SOA ns h 1 2 3 4 5\n@ NS ns\n"
+                    f"ns A 198.18.0.53\nbig TXT {' '.join(strings)}\n")
+    control = str(tmp_path / "control.sock")
+    with VethPair() as pair, NsServer(pair, [str(zone), "--iface", "veth0", "--backend", backend,
+                                             "--mode", "precopy", "--control", control]):
+        asked = [["bIg.big.example", "TXT", 1232], ["big.BIG.example", "TXT", 1232],
+                 ["BIG.big.example", "TXT", 1232], ["ns.big.example", "A", 1232]] * 2
+        got = pair.query(asked, server=SERVER_V4)
+        for (name, _, _), g in zip(asked, got):
+            assert g["question"] == name + "."          # the client's letter case
+        want_txt = [" ".join(strings)]
+        assert [g["answer"] for g in got if g["question"].lower().startswith("big")] == [want_txt] * 6
+        assert [g["answer"] for g in got if g["question"].lower().startswith("ns")] == [["198.18.0.53"]] * 2
+        c = precopy_counters(control)
+        assert c["precopy_fills"] >= 1 and c["precopy_hits"] >= 1
+        assert c["precopy_fills"] + c["precopy_hits"] <= 6, c     # never the A answers
+
+
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_answers_over_ipv4_ipv6_and_tcp(backend, mode, tmp_path):
