@@ -70,11 +70,9 @@ def build_parser(p: argparse.ArgumentParser = None) -> argparse.ArgumentParser:
     f.set_defaults(run="fastpath")
 
     s = sub.add_parser("sweep", help="batch size, zone size, answer size: precopy against memcpy (no root)",
-                       description="The paper's sweeps on the memory backend: batch 1 to 64 "
-                       "(axis batch), zone size 1 to 1,000,000 names (axis zone), or answer size "
-                       "(axis answer: a TXT answer of each size at every name; precopy also with "
-                       "every answer copied); every cell in memcpy and precopy mode side by side, "
-                       "as ratios.")
+                       description="The paper's sweeps on the memory backend: batch 1 to 64, zone "
+                       "size 1 to 1,000,000 names, or answer size (a TXT answer of each size at every "
+                       "name; precopy also with every answer copied); memcpy and precopy side by side.")
     s.add_argument("axis", choices=("batch", "zone", "answer"))
     s.add_argument("--sizes", type=number_list, default=[100, 200, 400, 800, 1200], metavar="LIST",
                    help="DNS answer sizes in bytes for axis answer (default 100,200,400,800,1200)")
