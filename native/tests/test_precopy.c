@@ -371,13 +371,18 @@ static void test_new_table_forgets_copies(void)
 
 /* Random groups of frames (some damaged, some to another port) answered in stages and one
  * by one: the same replies in the same order, the same counts. */
+/* Groups in memcpy mode, and in precopy mode from a pool (every answer copied): both
+ * byte for byte one frame at a time; precopy's TX buffers taken in order, once each. */
 static void test_groups_match_one_by_one(void)
 {
     struct sp_table *t = make_table(60);
     struct sp_frame_config cfg = config();
-    struct counts one, grouped;
+    struct counts one, grouped, pooled;
     counts_init(&one);
     counts_init(&grouped);
+    counts_init(&pooled);
+    struct pool pl = pool_new(64);
+    sp_precopy_begin(pl.p, t, 1);
     static uint8_t rxbuf[SP_DNS_GROUP][CAP], txbuf[SP_DNS_GROUP][CAP], want[SP_DNS_GROUP][CAP];
     size_t want_len[SP_DNS_GROUP];
     int mismatches = 0, groups_with_gaps = 0;
@@ -408,11 +413,31 @@ static void test_groups_match_one_by_one(void)
             CHECK_EQ(tx[k].len, want_len[k]);
             CHECK(memcmp(tx[k].data, want[k], want_len[k]) == 0);
         }
+        struct sp_frame out[SP_DNS_GROUP];
+        unsigned taken = 0;
+        got = sp_precopy_answer_group(pl.p, t, &pooled.dns, &cfg, rx, n, tx, out, &taken,
+                                      &pooled.frame);
+        CHECK_EQ(got, nwant);
+        for (unsigned k = 0, buffers = 0; k < got && k < nwant; k++) {
+            CHECK_EQ(out[k].len, want_len[k]);
+            CHECK(memcmp(out[k].data, want[k], want_len[k]) == 0);
+            if (out[k].pool < 0)
+                CHECK(out[k].data == txbuf[buffers++]);
+            else
+                sp_precopy_complete(pl.p, (uint32_t)out[k].pool);
+            if (k + 1 == got)
+                CHECK_EQ(buffers, taken);
+        }
         mismatches += checks_failed != before;
     }
     CHECK_EQ(mismatches, 0);
     CHECK(groups_with_gaps > 100);    /* replies moved up past frames without one */
     CHECK(same_counts(&one, &grouped));
+    CHECK(same_counts(&one, &pooled));
+    const struct sp_precopy_counters *pc = sp_precopy_get_counters(pl.p);
+    CHECK(pc->hits > 1000 && pc->fills > 0);
+    CHECK_EQ(sp_precopy_in_flight(pl.p), 0);
+    pool_free(pl);
     sp_table_free(t);
 }
 
