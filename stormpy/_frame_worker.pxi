@@ -329,7 +329,7 @@ def run_memory_worker(TableRef ref not None, frames, int worker=0, uint16_t port
                       uint64_t tx_flush_us=0, identity=None, str mode="memcpy",
                       unsigned precopy_frames=PRECOPY_FRAMES, precopy_min=None,
                       bint responder=False, handler=None, bint all_frames=False,
-                      TapRegion tap=None):
+                      TapRegion tap=None, bint l4_verified=False):
     """Run one frame worker over the memory backend: `frames` (Ethernet frames, bytes)
     replayed `rounds` times through the real worker loop, reading ref's table from
     slot `worker`. `own`, a dict of mac/ipv4/ipv6 (packed bytes), answers ARP, ICMP
@@ -338,7 +338,9 @@ def run_memory_worker(TableRef ref not None, frames, int worker=0, uint16_t port
     or more (default PRECOPY_MIN_BYTES; 0: every answer). `responder` answers from the table's
     rules, with `handler` for the rest (all_frames: also what is not UDP to port).
     `tap`: its ring `worker` gets the frames while a tap is attached (the benchmarks'
-    cost of a tap). Returns (reply frames captured, counters)."""
+    cost of a tap). `l4_verified`: every frame marked as a NIC marks those whose UDP
+    checksum it verified (the cost with checksum offload). Returns (reply frames
+    captured, counters)."""
     cdef FrameWorker fw = FrameWorker.__new__(FrameWorker)
     cdef sp_io *io
     cdef size_t n = 0, pos = 0, flen
@@ -352,6 +354,8 @@ def run_memory_worker(TableRef ref not None, frames, int worker=0, uint16_t port
         raise ValueError("a frame longer than 65535 bytes")
     cdef const uint8_t[:] view = blob if blob else b"\0"
     io = sp_mem_io_open(&view[0], len(blob), rounds, capture_max)
+    if io is not NULL:
+        sp_mem_io_set_l4_verified(io, l4_verified)
     fw.private = <sp_frame_worker *>PyMem_Malloc(sizeof(sp_frame_worker))
     if io is NULL or fw.private is NULL:
         if io is not NULL:

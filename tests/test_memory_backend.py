@@ -177,7 +177,7 @@ def test_own_stack_answers_arp_icmp_and_ndp(tables):
 def test_bad_checksums_are_dropped_as_the_kernel_would(tables):
     """Ring backends see frames before the kernel checks them: a bad IPv4 header or UDP
     checksum, or a zero UDP checksum over IPv6, gets no answer; a zero (absent) UDP
-    checksum over IPv4 is fine."""
+    checksum over IPv4 is fine. Unless the kernel vouched for the UDP checksum."""
     ref, _ = tables
     def with_udp_sum(family, value):
         pkt = Ether(query(family))
@@ -192,6 +192,13 @@ def test_bad_checksums_are_dropped_as_the_kernel_would(tables):
     assert replies == [] and c["malformed"] == 4
     replies, c = _core.run_memory_worker(ref, [with_udp_sum(4, 0), bytes(good4), bytes(good6)])
     assert len(replies) == 3 and c["malformed"] == 0
+    # A NIC that verified the UDP checksum (AF_PACKET's TP_STATUS_CSUM_VALID): the
+    # datagram is not summed again, so the damaged sums pass; the IPv4 header and
+    # IPv6's zero checksum are still checked.
+    replies, c = _core.run_memory_worker(ref, [bad_udp4, bad_udp6], l4_verified=True)
+    assert len(replies) == 2 and c["malformed"] == 0
+    replies, c = _core.run_memory_worker(ref, [bytes(bad_ip), with_udp_sum(6, 0)], l4_verified=True)
+    assert replies == [] and c["malformed"] == 2
 
 
 def test_own_stack_never_answers_a_group_address(tables):

@@ -5,6 +5,7 @@
 
 #include "stormpy/proto/eth.h"
 #include "stormpy/proto/ownstack.h"
+#include "stormpy/io.h"
 #include "stormpy/proto/udpip.h"
 
 /* A reply never exceeds the interface MTU (plus its link header). */
@@ -13,10 +14,12 @@ static inline size_t mtu_cap(const struct sp_frame_config *cfg, size_t l2, size_
     return cfg->mtu && cap > l2 + cfg->mtu ? l2 + cfg->mtu : cap;
 }
 
-enum sp_frame_kind sp_frame_parse(const struct sp_frame_config *cfg, const uint8_t *rx,
-                                  size_t len, uint8_t *tx, size_t cap, struct sp_frame_query *fq,
+enum sp_frame_kind sp_frame_parse(const struct sp_frame_config *cfg, const struct sp_frame *frame,
+                                  uint8_t *tx, size_t cap, struct sp_frame_query *fq,
                                   size_t *stack, struct sp_frame_counters *c)
 {
+    const uint8_t *rx = frame->data;
+    size_t len = frame->len;
     *stack = 0;
     c->frames++;
     uint16_t type;
@@ -45,7 +48,7 @@ enum sp_frame_kind sp_frame_parse(const struct sp_frame_config *cfg, const uint8
         c->not_ours++;
         return SP_FRAME_NOT_OURS;
     }
-    if (!sp_udpip_checksums_ok(rx + l2, u)) {    /* what the kernel would drop */
+    if (!sp_udpip_checksums_ok(rx + l2, u, frame->l4_verified)) {   /* what the kernel drops */
         c->malformed++;
         return SP_FRAME_DROPPED;
     }

@@ -171,7 +171,7 @@ static void check_frame_reply(const uint8_t *rx, const uint8_t *tx, size_t n,
     CHECK(sp_udpip_parse(tx + fq->l2, n - fq->l2, &u));
     CHECK(u.family == fq->u.family && u.sport == PORT && u.dport == fq->u.sport);
     CHECK(fq->l2 + u.payload_off + u.payload_len == n);
-    CHECK(sp_udpip_checksums_ok(tx + fq->l2, &u));
+    CHECK(sp_udpip_checksums_ok(tx + fq->l2, &u, false));
 }
 
 /* Slow-path replies to a frame the responder took as UDP to its port. */
@@ -220,7 +220,7 @@ static void frames(const struct sp_frame_config *cfg, const uint8_t *rx, size_t 
         for (int all = 0; all < 2; all++) {
             struct sp_frame_counters fc = {0};
             struct sp_responder_counters rc = {0};
-            n[all] = sp_responder_frame(table, sp_rules_of(table), cfg, all, rx, len, tx[all], cap, &dns, &fc,
+            n[all] = sp_responder_frame(table, sp_rules_of(table), cfg, all, &(struct sp_frame){.data = (uint8_t *)rx, .len = (uint32_t)len}, tx[all], cap, &dns, &fc,
                                         &rc, &slow[all], &to_slow[all]);
             stack = fc.stack_replies;
             CHECK(n[all] <= cap);

@@ -17,6 +17,7 @@ struct mem_io {
     size_t capture_len, capture_max;
     struct sp_precopy *pool;
     uint8_t *pool_mem;           /* private memory: nothing here is a device's */
+    uint8_t l4_verified;         /* every frame as a NIC that verified its checksum */
     uint8_t tx_pool[SP_IO_BATCH_MAX][SP_FRAME_MAX];
 };
 
@@ -46,6 +47,7 @@ static unsigned mem_rx_burst(struct sp_io *io, struct sp_frame *rx, unsigned max
         rx[n].len = (uint32_t)flen;
         rx[n].cap = (uint32_t)flen;
         rx[n].id = m->pos;
+        rx[n].l4_verified = m->l4_verified;
         m->pos += 2 + flen;
         n++;
     }
@@ -149,6 +151,11 @@ struct sp_io *sp_mem_io_open(const uint8_t *frames, size_t len, uint64_t rounds,
         m->capture_max = capture_max;
     }
     return &m->io;
+}
+
+void sp_mem_io_set_l4_verified(struct sp_io *io, int verified)
+{
+    ((struct mem_io *)io)->l4_verified = verified != 0;
 }
 
 const uint8_t *sp_mem_io_captured(const struct sp_io *io, size_t *len)

@@ -77,6 +77,7 @@ static unsigned netmap_rx_burst(struct sp_io *io, struct sp_frame *rx, unsigned 
             rx[n].len = slot->len;
             rx[n].cap = slot->len;
             rx[n].id = i;
+            rx[n].l4_verified = 0;
             n++;
         }
         i = nm_ring_next(ring, i);

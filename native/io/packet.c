@@ -144,6 +144,7 @@ static unsigned packet_rx_burst(struct sp_io *io, struct sp_frame *rx, unsigned 
             rx[n].len = h->tp_snaplen;
             rx[n].cap = h->tp_snaplen;
             rx[n].id = i;
+            rx[n].l4_verified = (h->tp_status & (TP_STATUS_CSUM_VALID | TP_STATUS_CSUMNOTREADY)) != 0;
             n++;
         } else if (h->tp_snaplen != h->tp_len) {
             io->counters.rx_truncated++;

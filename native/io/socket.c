@@ -131,6 +131,7 @@ static unsigned sock_rx_burst(struct sp_io *io, struct sp_frame *rx, unsigned ma
         rx[kept].len = s->rx[i].msg_len;
         rx[kept].cap = SP_SOCK_RX_MAX;
         rx[kept].id = i;
+        rx[kept].l4_verified = 1;     /* the kernel's UDP checked it */
         rx[kept].dst = NULL;
         if (s->pktinfo) {
             sock_read_dst(&s->rx[i].msg_hdr, s->pktinfo, &s->dst[i]);

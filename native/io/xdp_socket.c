@@ -194,6 +194,7 @@ static unsigned xdp_rx_burst(struct sp_io *io, struct sp_frame *rx, unsigned max
         rx[got].len = len;
         rx[got].cap = len;
         rx[got].id = base;
+        rx[got].l4_verified = 0;      /* no checksum verdict reaches an AF_XDP socket */
         got++;
     }
     /* The descriptors are copied out, so the slots go back now; the frames stay

@@ -38,7 +38,7 @@ static inline uint32_t addresses_sum(const struct sp_udpip *u)
     return sp_ip_addresses_sum(u->family, u->src, u->dst);
 }
 
-bool sp_udpip_checksums_ok(const uint8_t *ip, const struct sp_udpip *u)
+bool sp_udpip_checksums_ok(const uint8_t *ip, const struct sp_udpip *u, bool l4_verified)
 {
     size_t l4 = u->payload_off - SP_UDP_HEADER_LEN;
     /* a right header sums to 0xffff, in either byte order */
@@ -52,6 +52,8 @@ bool sp_udpip_checksums_ok(const uint8_t *ip, const struct sp_udpip *u)
     uint16_t field = sp_get16(ip + l4 + 6);
     if (field == 0)
         return u->family == 4;
+    if (l4_verified)
+        return true;
     size_t udp_len = SP_UDP_HEADER_LEN + u->payload_len;
     /* the pseudo-header's sum in network order, added to the datagram's once */
     uint32_t pseudo = addresses_sum(u) + PROTO_UDP + (uint32_t)udp_len;

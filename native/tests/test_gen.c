@@ -241,7 +241,7 @@ static void rings(void)
         struct sp_udpip u;
         CHECK(memcmp(f, server_mac, 6) == 0 && memcmp(f + 6, client_mac, 6) == 0);
         CHECK(sp_udpip_parse(f + SP_ETH_HEADER_LEN, flen - SP_ETH_HEADER_LEN, &u));
-        CHECK(sp_udpip_checksums_ok(f + SP_ETH_HEADER_LEN, &u));
+        CHECK(sp_udpip_checksums_ok(f + SP_ETH_HEADER_LEN, &u, false));
         CHECK(u.sport == 40000 && u.dport == 53 && u.payload_len == sizeof(query));
         CHECK_EQ(f[SP_ETH_HEADER_LEN + u.payload_off + 1], k);    /* the ID */
         at += 2 + flen;

@@ -243,10 +243,10 @@ static int both_ways(struct sp_precopy *p, const struct sp_table *t,
                      struct counts *cm, struct counts *cp)
 {
     static uint8_t want[CAP], txbuf[CAP];
-    size_t n = sp_dns_frame_answer(t, &cm->dns, cfg, rx, len, want, CAP, &cm->frame);
+    size_t n = sp_dns_frame_answer(t, &cm->dns, cfg, &(struct sp_frame){.data = (uint8_t *)rx, .len = (uint32_t)len}, want, CAP, &cm->frame);
     struct sp_frame tx = {.data = txbuf, .cap = CAP, .id = 7, .pool = -1}, out;
     memset(&out, 0, sizeof(out));
-    size_t m = sp_precopy_answer(p, t, &cp->dns, cfg, rx, len, &tx, &out, &cp->frame);
+    size_t m = sp_precopy_answer(p, t, &cp->dns, cfg, &(struct sp_frame){.data = (uint8_t *)rx, .len = (uint32_t)len}, &tx, &out, &cp->frame);
     CHECK_EQ(m, n);
     if (!m)
         return -2;
@@ -399,7 +399,7 @@ static void test_groups_match_one_by_one(void)
                 sp_put16(rxbuf[j] + (s.vlan ? 18 : 14) + (s.family == 4 ? 20 : 40) + 2, 5353);
             rx[j] = (struct sp_frame){.data = rxbuf[j], .len = (uint32_t)len, .cap = CAP};
             tx[j] = (struct sp_frame){.data = txbuf[j], .cap = CAP, .pool = -1};
-            size_t m = sp_dns_frame_answer(t, &one.dns, &cfg, rxbuf[j], len, want[nwant], CAP,
+            size_t m = sp_dns_frame_answer(t, &one.dns, &cfg, &rx[j], want[nwant], CAP,
                                            &one.frame);
             if (m)
                 want_len[nwant++] = m;

@@ -614,7 +614,7 @@ static struct run frame(const struct sp_table *t, const struct sp_frame_config *
     struct run r;
     memset(&r, 0, sizeof(r));
     r.to_slow = !all;                 /* overwritten either way */
-    r.n = sp_responder_frame(t, sp_rules_of(t), cfg, all, rx, len, tx, cap, &dns, &r.c, &r.rc, &r.slow,
+    r.n = sp_responder_frame(t, sp_rules_of(t), cfg, all, &(struct sp_frame){.data = (uint8_t *)rx, .len = (uint32_t)len}, tx, cap, &dns, &r.c, &r.rc, &r.slow,
                              &r.to_slow);
     return r;
 }

@@ -288,6 +288,7 @@ cdef extern from "stormpy/io.h" nogil:
         int error
     sp_io *sp_mem_io_open(const uint8_t *frames, size_t len, uint64_t rounds, size_t capture_max)
     const uint8_t *sp_mem_io_captured(const sp_io *io, size_t *len)
+    void sp_mem_io_set_l4_verified(sp_io *io, int verified)
 
 cdef extern from "stormpy/app/dns/precopy.h" nogil:
     enum:

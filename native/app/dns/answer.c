@@ -69,12 +69,13 @@ bool sp_dns_rate_limit(struct sp_dns_worker *d, uint8_t family, const uint8_t *s
 /* One function with everything it calls inlined: the calls' register saves and
  * restores were a sixth of the DNS layer's instructions. */
 __attribute__((flatten)) size_t sp_dns_frame_answer(const struct sp_table *t, struct sp_dns_worker *d,
-                           const struct sp_frame_config *cfg, const uint8_t *rx, size_t len,
+                           const struct sp_frame_config *cfg, const struct sp_frame *frame,
                            uint8_t *tx, size_t cap, struct sp_frame_counters *c)
 {
     struct sp_frame_query fq;
     size_t stack;
-    if (sp_frame_parse(cfg, rx, len, tx, cap, &fq, &stack, c) != SP_FRAME_QUERY)
+    const uint8_t *rx = frame->data;
+    if (sp_frame_parse(cfg, frame, tx, cap, &fq, &stack, c) != SP_FRAME_QUERY)
         return stack;
     if (!sp_frame_payload_cap(cfg, &fq, cap))
         return 0;
@@ -109,8 +110,8 @@ answer_group(const struct sp_table *t, struct sp_dns_worker *d, const struct sp_
     for (unsigned j = 0; j < n; j++) {   /* parse and hash; the first slot fetched */
         size_t stack;
         r[j] = NULL;
-        query[j] = sp_frame_parse(cfg, rx[j].data, rx[j].len, tx[j].data, tx[j].cap, &fq[j],
-                                  &stack, c) == SP_FRAME_QUERY &&
+        query[j] = sp_frame_parse(cfg, &rx[j], tx[j].data, tx[j].cap, &fq[j], &stack, c) ==
+                       SP_FRAME_QUERY &&
                    sp_frame_payload_cap(cfg, &fq[j], tx[j].cap);
         if (!query[j])
             continue;

@@ -281,12 +281,13 @@ size_t sp_precopy_reply(struct sp_precopy *p, const struct sp_table *t, struct s
  * and lookup and no more calls than it. */
 __attribute__((flatten)) size_t
 sp_precopy_answer(struct sp_precopy *p, const struct sp_table *t, struct sp_dns_worker *d,
-                  const struct sp_frame_config *cfg, const uint8_t *rx, size_t len,
+                  const struct sp_frame_config *cfg, const struct sp_frame *frame,
                   const struct sp_frame *tx, struct sp_frame *out, struct sp_frame_counters *c)
 {
     struct sp_frame_query fq;
     size_t n;
-    if (sp_frame_parse(cfg, rx, len, tx->data, tx->cap, &fq, &n, c) != SP_FRAME_QUERY) {
+    const uint8_t *rx = frame->data;
+    if (sp_frame_parse(cfg, frame, tx->data, tx->cap, &fq, &n, c) != SP_FRAME_QUERY) {
         if (n) {
             *out = *tx;
             out->len = (uint32_t)n;

@@ -22,7 +22,7 @@ answer_to_tx(struct sp_dns_worker *d, const struct sp_table *t, struct sp_batch 
             break;
         size_t len = datagrams
             ? sp_dns_datagram_answer(t, d, &rx[i], tx[used].data, tx[used].cap, c)
-            : sp_dns_frame_answer(t, d, cfg, rx[i].data, rx[i].len, tx[used].data,
+            : sp_dns_frame_answer(t, d, cfg, &rx[i], tx[used].data,
                                   tx[used].cap, c);
         if (len) {
             tx[used].len = (uint32_t)len;
@@ -78,7 +78,7 @@ static void answer_precopy(struct sp_dns_worker *d, const struct sp_table *t, st
             i += g;
             continue;
         }
-        size_t len = sp_precopy_answer(p, t, d, b->cfg, rx[i].data, rx[i].len, &tx[taken],
+        size_t len = sp_precopy_answer(p, t, d, b->cfg, &rx[i], &tx[taken],
                                        &out[sent], b->counters);
         i++;
         if (!len)

@@ -131,15 +131,16 @@ static size_t render_rule(const struct sp_table *t, const struct sp_rules *rules
 }
 
 size_t sp_responder_frame(const struct sp_table *t, const struct sp_rules *rules,
-                          const struct sp_frame_config *cfg, bool all, const uint8_t *rx,
-                          size_t len, uint8_t *tx, size_t cap, struct sp_dns_worker *dns,
+                          const struct sp_frame_config *cfg, bool all, const struct sp_frame *frame,
+                          uint8_t *tx, size_t cap, struct sp_dns_worker *dns,
                           struct sp_frame_counters *c, struct sp_responder_counters *rc,
                           struct sp_slow_packet *slow, bool *to_slow)
 {
     size_t stack;
     *to_slow = false;
     slow->udp = 0;
-    enum sp_frame_kind kind = sp_frame_parse(cfg, rx, len, tx, cap, &slow->fq, &stack, c);
+    const uint8_t *rx = frame->data;
+    enum sp_frame_kind kind = sp_frame_parse(cfg, frame, tx, cap, &slow->fq, &stack, c);
     if (kind != SP_FRAME_QUERY) {
         /* Bad checksums and sources never to be answered stay dropped. What the
          * port's parser does not take (ARP, ICMP, other ports, fragments, IP it

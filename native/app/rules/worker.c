@@ -22,7 +22,7 @@ void sp_rules_worker_batch(struct sp_rules_worker *w, struct sp_dns_worker *d,
         size_t len = datagrams
             ? sp_responder_datagram(t, rules, rx[i].data, rx[i].len, tx[used].data,
                                     tx[used].cap, d, b->counters, rc, &to_slow, &replied)
-            : sp_responder_frame(t, rules, b->cfg, w->all, rx[i].data, rx[i].len,
+            : sp_responder_frame(t, rules, b->cfg, w->all, &rx[i],
                                  tx[used].data, tx[used].cap, d, b->counters, rc, &slow[k],
                                  &to_slow);
         if (datagrams ? replied : len != 0) {

@@ -45,6 +45,10 @@ struct sp_frame {
     uint32_t cap;
     uint64_t id;     /* the backend's buffer identity (UMEM address, ring slot) */
     int32_t pool;    /* the precopy pool frame's index, or -1: a buffer from tx_reserve */
+    /* RX: the kernel vouches for the UDP/TCP checksum (AF_PACKET's TP_STATUS_CSUM_VALID:
+     * the NIC verified it; TP_STATUS_CSUMNOTREADY: sent from this host, not summed
+     * yet), so the frame path does not sum the datagram again. 0: verify it. */
+    uint8_t l4_verified;
     const uint8_t *src;   /* datagrams only: the sender's address (4 or 16 bytes) */
     uint8_t src_family;   /* 4 or 6 */
     uint16_t src_port;    /* datagrams only: the sender's port */
@@ -148,6 +152,9 @@ struct sp_io {
  */
 struct sp_io *sp_mem_io_open(const uint8_t *frames, size_t len, uint64_t rounds,
                              size_t capture_max);
+/* Every replayed frame marked as a NIC marks those whose checksum it verified
+ * (sp_frame.l4_verified): what the frame path costs with checksum offload. */
+void sp_mem_io_set_l4_verified(struct sp_io *io, int verified);
 /* The captured TX frames, in the same record format. */
 const uint8_t *sp_mem_io_captured(const struct sp_io *io, size_t *len);
 

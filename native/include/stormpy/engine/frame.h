@@ -24,6 +24,8 @@
 #include "stormpy/proto/eth.h"
 #include "stormpy/proto/udpip.h"
 
+struct sp_frame;             /* io.h: a received frame */
+
 #define SP_FRAME_MAX 2048    /* the largest reply frame: payloads are capped below this */
 #define SP_FRAME_ADDRS 8     /* addresses per family that check_dst accepts */
 
@@ -110,9 +112,10 @@ static inline bool sp_frame_source_refused(uint8_t family, const uint8_t *src,
     return src[0] == 0xff || dst[0] == 0xff || memcmp(src, unspecified, 16) == 0;
 }
 
-/* L2-L4 checks and counters. */
-enum sp_frame_kind sp_frame_parse(const struct sp_frame_config *cfg, const uint8_t *rx,
-                                  size_t len, uint8_t *tx, size_t cap, struct sp_frame_query *fq,
+/* L2-L4 checks and counters, for the received frame rx (its data, len and
+ * l4_verified). */
+enum sp_frame_kind sp_frame_parse(const struct sp_frame_config *cfg, const struct sp_frame *rx,
+                                  uint8_t *tx, size_t cap, struct sp_frame_query *fq,
                                   size_t *stack, struct sp_frame_counters *c);
 /* The room for the payload in a reply frame of cap bytes (MTU applied); 0: none. */
 size_t sp_frame_payload_cap(const struct sp_frame_config *cfg, const struct sp_frame_query *fq,

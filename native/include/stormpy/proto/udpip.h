@@ -33,8 +33,10 @@ bool sp_udpip_parse(const uint8_t *ip, size_t len, struct sp_udpip *u);
  * over IPv6 it is not allowed (RFC 8200 section 8.1). The kernel drops such
  * packets; a ring backend must too, since nothing checked them before. A
  * field holding just the pseudo-header sum (CHECKSUM_PARTIAL, sent from this
- * host through a veth) is accepted, as the kernel accepts it. */
-bool sp_udpip_checksums_ok(const uint8_t *ip, const struct sp_udpip *u);
+ * host through a veth) is accepted, as the kernel accepts it. l4_verified: the
+ * kernel or the NIC checked the UDP checksum (sp_frame.l4_verified); the IPv4
+ * header's and the zero checksum's rules still apply. */
+bool sp_udpip_checksums_ok(const uint8_t *ip, const struct sp_udpip *u, bool l4_verified);
 
 /* Header length of a reply for this family. */
 static inline size_t sp_udpip_header_len(uint8_t family)

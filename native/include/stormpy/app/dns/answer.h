@@ -23,9 +23,10 @@
 #include "stormpy/engine/table.h"
 #include "stormpy/io.h"
 
-/* Returns the reply frame's length written to tx (at most cap), or 0 for no reply. */
+/* The reply to the received frame rx: its length written to tx (at most cap), or 0
+ * for no reply. */
 size_t sp_dns_frame_answer(const struct sp_table *t, struct sp_dns_worker *d,
-                           const struct sp_frame_config *cfg, const uint8_t *rx, size_t len,
+                           const struct sp_frame_config *cfg, const struct sp_frame *rx,
                            uint8_t *tx, size_t cap, struct sp_frame_counters *c);
 
 /* Frames sp_dns_frame_answer_group() answers together: enough lookups waiting for

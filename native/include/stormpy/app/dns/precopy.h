@@ -94,7 +94,7 @@ void sp_precopy_begin(struct sp_precopy *p, const struct sp_table *t, uint64_t g
  * is described in *out: a pool frame (out->pool >= 0, now in flight) or *tx, the TX
  * buffer from tx_reserve (out->pool < 0), which the caller counts as used. */
 size_t sp_precopy_answer(struct sp_precopy *p, const struct sp_table *t, struct sp_dns_worker *d,
-                         const struct sp_frame_config *cfg, const uint8_t *rx, size_t len,
+                         const struct sp_frame_config *cfg, const struct sp_frame *rx,
                          const struct sp_frame *tx, struct sp_frame *out,
                          struct sp_frame_counters *c);
 

@@ -111,8 +111,8 @@ struct sp_responder_counters {
  * slow path (slow->fq filled). With all set, frames that are not UDP to the port
  * (ARP, ICMP, other ports) go there too. */
 size_t sp_responder_frame(const struct sp_table *t, const struct sp_rules *rules,
-                          const struct sp_frame_config *cfg, bool all, const uint8_t *rx,
-                          size_t len, uint8_t *tx, size_t cap, struct sp_dns_worker *dns,
+                          const struct sp_frame_config *cfg, bool all, const struct sp_frame *rx,
+                          uint8_t *tx, size_t cap, struct sp_dns_worker *dns,
                           struct sp_frame_counters *c, struct sp_responder_counters *rc,
                           struct sp_slow_packet *slow, bool *to_slow);
 
