@@ -190,12 +190,9 @@ static unsigned xdp_rx_burst(struct sp_io *io, struct sp_frame *rx, unsigned max
                 x->stash[x->nstash++] = base;   /* our frame, bad length: reuse it */
             continue;
         }
-        rx[got].data = x->area + addr;
-        rx[got].len = len;
-        rx[got].cap = len;
-        rx[got].id = base;
-        rx[got].l4_verified = 0;      /* no checksum verdict reaches an AF_XDP socket */
-        got++;
+        /* no checksum verdict reaches an AF_XDP socket: l4_verified 0 */
+        rx[got++] = (struct sp_frame){.data = x->area + addr, .len = len, .cap = len, .id = base,
+                                      .pool = -1};
     }
     /* The descriptors are copied out, so the slots go back now; the frames stay
      * ours until rx_release. */
