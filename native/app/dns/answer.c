@@ -28,18 +28,10 @@ static inline size_t frame_reply(const struct sp_table *t, struct sp_dns_worker 
 }
 
 size_t sp_dns_frame_reply(const struct sp_table *t, struct sp_dns_worker *d,
-                          const struct sp_frame_config *cfg, const uint8_t *rx,
-                          const struct sp_frame_query *fq, enum sp_dns_verdict verdict,
-                          const struct sp_response *r, uint8_t *tx, size_t cap)
-{
-    return frame_reply(t, d, &d->query, cfg, rx, fq, verdict, r, tx, cap);
-}
-
-size_t sp_dns_frame_reply_for(const struct sp_table *t, struct sp_dns_worker *d,
-                              struct sp_dns_query *q, const struct sp_frame_config *cfg,
-                              const uint8_t *rx, const struct sp_frame_query *fq,
-                              enum sp_dns_verdict verdict, const struct sp_response *r,
-                              uint8_t *tx, size_t cap)
+                          struct sp_dns_query *q, const struct sp_frame_config *cfg,
+                          const uint8_t *rx, const struct sp_frame_query *fq,
+                          enum sp_dns_verdict verdict, const struct sp_response *r,
+                          uint8_t *tx, size_t cap)
 {
     return frame_reply(t, d, q, cfg, rx, fq, verdict, r, tx, cap);
 }
@@ -85,7 +77,7 @@ __attribute__((flatten)) size_t sp_dns_frame_answer(const struct sp_table *t, st
     const struct sp_response *r = v == SP_DNS_LOOKUP ? sp_dns_lookup(t, q) : NULL;
     if (d->rrl && !sp_dns_rate_limit(d, fq.u.family, fq.u.src, &v, r))
         return 0;
-    return sp_dns_frame_reply(t, d, cfg, rx, &fq, v, r, tx, cap);
+    return sp_dns_frame_reply(t, d, q, cfg, rx, &fq, v, r, tx, cap);
 }
 
 /* The stages of a group (answer.h), then each frame answered in order: into tx[used]

@@ -251,7 +251,7 @@ size_t sp_precopy_reply(struct sp_precopy *p, const struct sp_table *t, struct s
             return send_slot(p, s, out);
         }
         if (victim) {
-            n = sp_dns_frame_reply_for(t, d, q, cfg, rx, fq, v, r, victim->data, victim->cap);
+            n = sp_dns_frame_reply(t, d, q, cfg, rx, fq, v, r, victim->data, victim->cap);
             if (!n) {                 /* counted by the DNS layer, as in memcpy mode */
                 victim->state = SLOT_EMPTY;
                 return 0;
@@ -268,7 +268,7 @@ size_t sp_precopy_reply(struct sp_precopy *p, const struct sp_table *t, struct s
         }
         p->counters.fallbacks++;
     }
-    n = sp_dns_frame_reply_for(t, d, q, cfg, rx, fq, v, r, tx->data, tx->cap);
+    n = sp_dns_frame_reply(t, d, q, cfg, rx, fq, v, r, tx->data, tx->cap);
     if (n) {
         *out = *tx;
         out->len = (uint32_t)n;

@@ -161,7 +161,7 @@ size_t sp_responder_frame(const struct sp_table *t, const struct sp_rules *rules
         const struct sp_response *r;
         if ((*to_slow = dns_choice(t, &dns->query, payload, plen, &v, &r)))
             return 0;
-        return sp_dns_frame_reply(t, dns, cfg, rx, fq, v, r, tx, cap);
+        return sp_dns_frame_reply(t, dns, &dns->query, cfg, rx, fq, v, r, tx, cap);
     }
     uint32_t sum = 0;
     bool sent = false;

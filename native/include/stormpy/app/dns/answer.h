@@ -58,18 +58,13 @@ size_t sp_dns_datagram_answer(const struct sp_table *t, struct sp_dns_worker *d,
                               const struct sp_frame *rx, uint8_t *tx, size_t cap,
                               struct sp_frame_counters *c);
 
-/* The whole reply frame for a parsed query (d->query), written to tx; its length or 0. */
+/* The whole reply frame for the parsed query q (the worker's d->query, or one of a
+ * group's), written to tx; its length or 0. */
 size_t sp_dns_frame_reply(const struct sp_table *t, struct sp_dns_worker *d,
-                          const struct sp_frame_config *cfg, const uint8_t *rx,
-                          const struct sp_frame_query *fq, enum sp_dns_verdict verdict,
-                          const struct sp_response *r, uint8_t *tx, size_t cap);
-
-/* sp_dns_frame_reply() for a query of its own (one of a group's). */
-size_t sp_dns_frame_reply_for(const struct sp_table *t, struct sp_dns_worker *d,
-                              struct sp_dns_query *q, const struct sp_frame_config *cfg,
-                              const uint8_t *rx, const struct sp_frame_query *fq,
-                              enum sp_dns_verdict verdict, const struct sp_response *r,
-                              uint8_t *tx, size_t cap);
+                          struct sp_dns_query *q, const struct sp_frame_config *cfg,
+                          const uint8_t *rx, const struct sp_frame_query *fq,
+                          enum sp_dns_verdict verdict, const struct sp_response *r,
+                          uint8_t *tx, size_t cap);
 
 /* Response rate limiting (rrl.h) for a decided answer to a source: false to drop it;
  * a slip turns *verdict into SP_DNS_SLIP. Only when d->rrl is set. */
