@@ -8,8 +8,32 @@
 #include "stormpy/app/dns/answer.h"
 #include "stormpy/app/dns/precopy.h"
 #include "stormpy/engine/frame.h"
+#include "stormpy/proto/csum.h"
+#include "stormpy/proto/eth.h"
+#include "stormpy/proto/ip.h"
+#include "stormpy/proto/udpip.h"
 
 static const uint8_t MAC[6] = {2, 0, 0, 0, 0, 1};
+
+/* A UDP reply's IPv4 header and UDP checksums, summed over in full: its composed sums
+ * must be what they stand for. */
+static void check_sums(const uint8_t *tx, size_t n)
+{
+    uint16_t type;
+    size_t l2 = sp_eth_parse(tx, n, &type);
+    struct sp_udpip u;
+    if (!l2 || (type != SP_ETHERTYPE_IPV4 && type != SP_ETHERTYPE_IPV6) ||
+        !sp_udpip_parse(tx + l2, n - l2, &u))
+        return;                                   /* the own stack's ARP, ICMP, NDP */
+    const uint8_t *ip = tx + l2;
+    if (u.family == 4 && sp_csum_partial(ip, SP_IPV4_HEADER_LEN, 0) != 0xffff)
+        __builtin_trap();
+    size_t udp_len = SP_UDP_HEADER_LEN + u.payload_len;
+    uint32_t pseudo = sp_ip_addresses_sum(u.family, u.src, u.dst) + 17 + (uint32_t)udp_len;
+    const uint8_t *udp = ip + u.payload_off - SP_UDP_HEADER_LEN;
+    if (sp_csum_reduce(sp_csum_partial(udp, udp_len, 0) + pseudo) != 0xffff)
+        __builtin_trap();
+}
 
 static void answer(const struct sp_frame_config *cfg, const uint8_t *rx, size_t len,
                    struct sp_rrl *rrl)
@@ -30,6 +54,8 @@ static void answer(const struct sp_frame_config *cfg, const uint8_t *rx, size_t 
             __builtin_trap();                     /* never to a group MAC */
         if (n && cfg->mtu && n > SP_ETH_HEADER_LEN + SP_VLAN_TAG_LEN + cfg->mtu)
             __builtin_trap();
+        if (n)
+            check_sums(tx, n);
         free(tx);
     }
 }

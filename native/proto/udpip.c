@@ -46,7 +46,7 @@ bool sp_udpip_checksums_ok(const uint8_t *ip, const struct sp_udpip *u, bool l4_
         size_t ihl = (size_t)(ip[0] & 0x0f) * 4;
         uint64_t acc = ihl == SP_IPV4_HEADER_LEN ? sp_csum_acc(ip, SP_IPV4_HEADER_LEN, 0)
                                                  : sp_csum_acc(ip, ihl, 0);   /* options */
-        if (sp_csum_acc_done(acc) != 0xffff)
+        if (!sp_csum_acc_is_ffff(acc))
             return false;
     }
     uint16_t field = sp_get16(ip + l4 + 6);
@@ -55,14 +55,18 @@ bool sp_udpip_checksums_ok(const uint8_t *ip, const struct sp_udpip *u, bool l4_
     if (l4_verified)
         return true;
     size_t udp_len = SP_UDP_HEADER_LEN + u->payload_len;
-    /* the pseudo-header's sum in network order, added to the datagram's once */
-    uint32_t pseudo = addresses_sum(u) + PROTO_UDP + (uint32_t)udp_len;
-    if (sp_csum_reduce(sp_csum_acc_done(sp_csum_acc(ip + l4, udp_len, 0)) + pseudo) == 0xffff)
+    /* the pseudo-header added up with the datagram, in the machine's order */
+    uint64_t acc = sp_csum_acc(ip + l4, udp_len, 0);
+    acc = u->family == 4 ? sp_csum_acc(u->dst, 4, sp_csum_acc(u->src, 4, acc))
+                         : sp_csum_acc(u->dst, 16, sp_csum_acc(u->src, 16, acc));
+    uint64_t rest = sp_csum_native(PROTO_UDP) + sp_csum_native((uint32_t)udp_len);
+    acc += rest;
+    if (sp_csum_acc_is_ffff(acc + (acc < rest)))
         return true;
     /* A sender on this host (a veth peer, a container) hands over CHECKSUM_PARTIAL
      * frames: the field holds only the pseudo-header sum, for a device that never
      * runs. The kernel trusts those; so do we. */
-    return field == sp_csum_reduce(pseudo);
+    return field == sp_csum_reduce(addresses_sum(u) + PROTO_UDP + (uint32_t)udp_len);
 }
 
 size_t sp_udpip_write_reply(uint8_t *out, const struct sp_udpip *req, size_t payload_len,

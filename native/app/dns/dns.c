@@ -120,6 +120,17 @@ static size_t opt_len(uint16_t rcode)
     return SP_DNS_OPT_LEN + (rcode == RCODE_REFUSED_NO_ZONE ? EDE_LEN : 0u);
 }
 
+/* The sum of write_opt()'s record for rcode 0 (no EDE) at offset at, composed from its
+ * two variable fields: the payload size and the DO bit. Below 2^17. */
+static inline uint32_t opt_sum(const struct sp_dns_query *q, const struct sp_dns_config *cfg,
+                               size_t at)
+{
+    uint32_t size = cfg->max_udp, swapped = sp_csum_swap16(size);
+    if (at & 1)   /* the words: type 0x0029, the size, the flags' DO bit */
+        return SP_DNS_TYPE_OPT + size + (q->edns_do ? 0x8000u : 0);
+    return (SP_DNS_TYPE_OPT << 8) + swapped + (q->edns_do ? 0x80u : 0);
+}
+
 static size_t write_opt(uint8_t *p, const struct sp_dns_query *q, const struct sp_dns_config *cfg,
                         uint16_t rcode)
 {
@@ -274,11 +285,11 @@ static inline uint32_t table_sum(const struct sp_table *t, const struct sp_respo
         return r->insert_field == SP_DNS_FIELD_QUESTION
             ? sp_response_sum_with(t, r, &req, q->question_sum) : sp_response_sum(t, r, &req);
     }
+    /* every part a reduced sum (table.h, sp_csum_acc_done()): added up in 32 bits */
     const uint8_t *b = sp_response_bytes(t, r);
-    uint32_t sum = sp_csum_reduce(r->sum_head) + (0xffffu - sp_get16(b)) +
-                   (0xffffu - sp_get16(b + 2)) + sp_get16(out) + sp_get16(out + 2) +
-                   sp_csum_reduce(q->question_sum);
-    sum += q->question_len & 1 ? sp_csum_swap(r->sum_tail) : sp_csum_reduce(r->sum_tail);
+    uint32_t sum = r->sum_head + (0xffffu - sp_get16(b)) + (0xffffu - sp_get16(b + 2)) +
+                   sp_get16(out) + sp_get16(out + 2) + q->question_sum;
+    sum += q->question_len & 1 ? sp_csum_swap16(r->sum_tail) : r->sum_tail;
     if (r->npatch > DNS_PATCHES)        /* a variable answer's moved pointers */
         sum = sp_response_shift_sum(t, r, q->question_len, sum);
     return sp_csum_reduce(sum);
@@ -418,9 +429,7 @@ answer_from_table(const struct sp_table *t, const struct sp_dns_config *cfg, con
         sp_put16(out + 10, (uint16_t)(arcount + 1));
         write_opt(out + n, q, cfg, 0);
         if (sum && arcount != 0xffff) {   /* ARCOUNT one more (an even offset), the OPT at n */
-            uint32_t opt_sum = sp_csum_partial(out + n, opt, 0);
-            *sum = sp_csum_add(sp_csum_add(table_sum(t, r, msg, len, q, out), 1),
-                               n & 1 ? sp_csum_swap(opt_sum) : opt_sum);
+            *sum = sp_csum_reduce(table_sum(t, r, msg, len, q, out) + 1 + opt_sum(q, cfg, n));
         } else {
             summed(out, n + opt, sum);
         }

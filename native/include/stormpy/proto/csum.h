@@ -13,10 +13,12 @@
 #define STORMPY_PROTO_CSUM_H
 
 #include <stddef.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 
-/* Partial sum of len bytes, as if they started at an even offset. */
+/* Partial sum of len bytes, as if they started at an even offset, reduced to 16 bits
+ * (network order); sum is any partial sum to start from. */
 uint32_t sp_csum_partial(const void *data, size_t len, uint32_t sum);
 
 /* Prefix sums of a blob, for summing any range of it without reading it all
@@ -95,6 +97,14 @@ static inline __attribute__((always_inline)) uint32_t sp_csum_acc_done(uint64_t 
     return sp_csum_native(sp_csum_reduce((uint32_t)acc + (uint32_t)(acc >> 32)));
 }
 
+/* Whether what sp_csum_acc() added up is a right checksum's total: 0xffff, the same in
+ * either byte order, so no conversion. */
+static inline __attribute__((always_inline)) bool sp_csum_acc_is_ffff(uint64_t acc)
+{
+    acc = (acc & 0xffffffff) + (acc >> 32);
+    return sp_csum_reduce((uint32_t)acc + (uint32_t)(acc >> 32)) == 0xffff;
+}
+
 /* Add two partial sums without losing carries. */
 static inline __attribute__((always_inline)) uint32_t sp_csum_add(uint32_t a, uint32_t b)
 {
@@ -108,10 +118,15 @@ static inline __attribute__((always_inline)) uint32_t sp_csum_sub(uint32_t a, ui
 }
 
 /* The sum of a block moved by an odd number of bytes is the byte-swapped sum. */
+static inline __attribute__((always_inline)) uint32_t sp_csum_swap16(uint32_t s16)
+{
+    return ((s16 & 0xff) << 8) | (s16 >> 8);
+}
+
+/* sp_csum_swap16() of any partial sum, reduced first. */
 static inline __attribute__((always_inline)) uint32_t sp_csum_swap(uint32_t sum)
 {
-    uint32_t s = sp_csum_reduce(sum);
-    return ((s & 0xff) << 8) | (s >> 8);
+    return sp_csum_swap16(sp_csum_reduce(sum));
 }
 
 /* RFC 1624 eqn. 3: new checksum field after one 16-bit word of the covered data
