@@ -12,15 +12,6 @@ static inline size_t shifted(const struct sp_response *r, uint16_t dst, size_t i
     return dst >= r->insert_at ? dst + ins_len : dst;
 }
 
-/* The echoed head's patches, on a rendered response (field 0 holds at least 4 bytes). */
-static inline void echo_head(const struct sp_response *r, const uint8_t *m, uint8_t *out)
-{
-    out[0] = m[0];
-    out[1] = m[1];
-    out[2] = (uint8_t)((out[2] & ~r->echo_mask[0]) | (m[2] & r->echo_mask[0]));
-    out[3] = (uint8_t)((out[3] & ~r->echo_mask[1]) | (m[3] & r->echo_mask[1]));
-}
-
 size_t sp_response_render_prefix(const struct sp_table *t, const struct sp_response *r,
                                  const struct sp_request *req, size_t stored_len, uint8_t *out,
                                  size_t cap)
@@ -47,7 +38,7 @@ size_t sp_response_render_prefix(const struct sp_table *t, const struct sp_respo
     if (r->echo_head && stored_len >= 4) {   /* the usual patch list, without the loop */
         if (req->field_len[0] < 4)
             return 0;
-        echo_head(r, req->field[0], out);
+        sp_echo_head(r, req->field[0], out);
         if (r->npatch > SP_ECHO_PATCHES(r))
             sp_response_shift(t, r, ins_len, stored_len, out);
         return total;
@@ -155,7 +146,7 @@ uint32_t sp_response_sum_with(const struct sp_table *t, const struct sp_response
      * (one's-complement subtraction adds the complement) */
     const uint8_t *b = t->arena + r->bytes_off, *m = req->field[0];
     uint8_t head[4] = {b[0], b[1], b[2], b[3]};
-    echo_head(r, m, head);
+    sp_echo_head(r, m, head);
     sum += (0xffffu - sp_get16(b)) + (0xffffu - sp_get16(b + 2));
     if (r->npatch > SP_ECHO_PATCHES(r))
         sum = sp_response_shift_sum(t, r, ins_len, sum);

@@ -313,10 +313,7 @@ static inline size_t render_dns(const struct sp_table *t, const struct sp_respon
     memcpy(out, &w, 8);
     memcpy(&w4, b + 8, 4);
     memcpy(out + 8, &w4, 4);
-    out[0] = msg[0];
-    out[1] = msg[1];
-    out[2] = (uint8_t)((out[2] & ~r->echo_mask[0]) | (msg[2] & r->echo_mask[0]));
-    out[3] = (uint8_t)((out[3] & ~r->echo_mask[1]) | (msg[3] & r->echo_mask[1]));
+    sp_echo_head(r, msg, out);
     if (tail >= 8) {   /* the question in whole words: the tail overwrites what passes it */
         for (size_t i = 0; i < qlen; i += 8) {
             memcpy(&w, q->question + i, 8);
@@ -346,10 +343,7 @@ uint32_t sp_dns_copy_sum(const struct sp_table *t, const struct sp_response *r,
 uint32_t sp_dns_copy_rewrite(const struct sp_table *t, const struct sp_response *r,
                              const uint8_t *msg, const struct sp_dns_query *q, uint8_t *out)
 {
-    out[0] = msg[0];
-    out[1] = msg[1];
-    out[2] = (uint8_t)((out[2] & ~r->echo_mask[0]) | (msg[2] & r->echo_mask[0]));
-    out[3] = (uint8_t)((out[3] & ~r->echo_mask[1]) | (msg[3] & r->echo_mask[1]));
+    sp_echo_head(r, msg, out);
     sp_copy_short(out + SP_DNS_HEADER_LEN, q->question, q->question_len);
     return table_sum(t, r, NULL, 0, q, out);
 }

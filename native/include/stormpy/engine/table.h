@@ -97,6 +97,20 @@ struct sp_response {
  * patch list, and many others'). Exactly COPY field 0 [0, 2) to 0, COPY_BITS byte 2
  * and byte 3 of field 0 to the same bytes, and at most one INSERT at 4 or beyond. */
 
+/* The echoed head applied to a rendering's first 4 bytes at out (its stored bytes, or
+ * an earlier request's): the request's ID and masked flag bits from m (field 0, at least
+ * 4 bytes), in one word. */
+static inline void sp_echo_head(const struct sp_response *r, const uint8_t *m, uint8_t *out)
+{
+    const uint8_t mask_bytes[4] = {0xff, 0xff, r->echo_mask[0], r->echo_mask[1]};
+    uint32_t mask, stored, asked;
+    memcpy(&mask, mask_bytes, 4);
+    memcpy(&stored, out, 4);
+    memcpy(&asked, m, 4);
+    stored = (stored & ~mask) | (asked & mask);
+    memcpy(out, &stored, 4);
+}
+
 struct sp_table;          /* opaque, immutable once built */
 struct sp_table_builder;  /* opaque */
 
