@@ -143,6 +143,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="largest UDP answer with EDNS (default 1232)")
     rp.add_argument("--mode", choices=("memcpy", "precopy"), default="memcpy",
                     help="render every reply into a TX buffer, or send ready-made copies")
+    rp.add_argument("--precopy-min-bytes", type=argtypes.non_negative, default=None,
+                    metavar="BYTES", help="as serve-dns's (default 384; 0: copy every answer)")
 
     im = sub.add_parser("impair", help="forward frames between two interfaces with loss, "
                         "duplication, delay and reordering",
@@ -224,13 +226,15 @@ def _replay(args) -> int:
     from stormpy.pcap import read_frames, write_frames
     from stormpy.counters import format_counters
 
+    if args.precopy_min_bytes is not None and args.mode != "precopy":
+        raise StormpyError("--precopy-min-bytes is for --mode precopy")
     table, _ = compile_zones(load_zones(args.zones, args.origin))
     frames = read_frames(args.pcap)
     ref = _core.TableRef(table, 1)
     replies, c = _core.run_memory_worker(ref, frames, port=args.port, batch=args.batch,
                                          max_udp=args.max_udp,
                                          capture_max=len(frames) * 2050 if args.out else 0,
-                                         mode=args.mode)
+                                         mode=args.mode, precopy_min=args.precopy_min_bytes)
     if args.out:
         write_frames(args.out, replies)
     c.update(tcp_queries=0)

@@ -57,3 +57,25 @@ def test_replay_errors_are_one_line(tmp_path):
     raw = tmp_path / "raw.pcap"
     wrpcap(str(raw), [IP(dst="198.18.0.1") / UDP()])      # raw IP: link type 101, no Ethernet
     assert_one_line_error(stormpy("replay", EXAMPLE_ZONE, "--pcap", str(raw)), "not Ethernet")
+
+
+def test_replay_precopy_copies_answers_from_the_minimum_length(tmp_path):
+    """The example zone's answers are all shorter than the default minimum: copied only
+    with --precopy-min-bytes 0, and the replies are memcpy mode's bytes either way."""
+    src = tmp_path / "in.pcap"
+    wrpcap(str(src), queries())
+    outs = {}
+    for name, extra in [("memcpy", []), ("default", ["--mode", "precopy"]),
+                        ("all", ["--mode", "precopy", "--precopy-min-bytes", "0"])]:
+        outs[name] = tmp_path / f"{name}.pcap"
+        r = stormpy("replay", EXAMPLE_ZONE, "--pcap", str(src), "--out", str(outs[name]), *extra)
+        assert r.returncode == 0, r.stderr
+        if name == "default":
+            assert "precopy hits=0 fills=0 " in r.stdout, r.stdout
+        if name == "all":   # the four answers from the table; REFUSED is not one
+            assert "precopy hits=0 fills=4 " in r.stdout, r.stdout
+    replies = {name: sorted(bytes(p) for p in rdpcap(str(out))) for name, out in outs.items()}
+    assert len(replies["memcpy"]) == 5
+    assert replies["default"] == replies["memcpy"] == replies["all"]
+    assert_one_line_error(stormpy("replay", EXAMPLE_ZONE, "--pcap", str(src),
+                                  "--precopy-min-bytes", "0"), "--mode precopy")
