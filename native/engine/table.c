@@ -202,6 +202,7 @@ int sp_table_add_key(struct sp_table_builder *b, uint64_t tag, const uint8_t *ke
     e->tag = tag;
     e->key_len = key_len;
     e->response = response;
+    e->bytes_hint = t->responses[response].bytes_off;
     t->nentries++;
     return 0;
 }
@@ -248,6 +249,7 @@ void sp_table_index_entry(struct sp_table *t, uint64_t i, uint64_t h)
         if (sl->hash == (uint32_t)(h >> 32) &&
             entry_matches(t, old, e->tag, t->arena + e->key_off, e->key_len)) {
             old->response = e->response;
+            old->bytes_hint = e->bytes_hint;
             return;
         }
     }

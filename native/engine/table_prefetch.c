@@ -43,6 +43,7 @@ void sp_table_prefetch_key(const struct sp_table *t, uint64_t tagged_hash)
     if (e) {
         __builtin_prefetch(t->arena + e->key_off);
         __builtin_prefetch(&t->responses[e->response]);
+        __builtin_prefetch(t->arena + e->bytes_hint);
     }
 }
 
