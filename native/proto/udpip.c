@@ -59,9 +59,8 @@ bool sp_udpip_checksums_ok(const uint8_t *ip, const struct sp_udpip *u, bool l4_
     uint64_t acc = sp_csum_acc(ip + l4, udp_len, 0);
     acc = u->family == 4 ? sp_csum_acc(u->dst, 4, sp_csum_acc(u->src, 4, acc))
                          : sp_csum_acc(u->dst, 16, sp_csum_acc(u->src, 16, acc));
-    uint64_t rest = sp_csum_native(PROTO_UDP) + sp_csum_native((uint32_t)udp_len);
-    acc += rest;
-    if (sp_csum_acc_is_ffff(acc + (acc < rest)))
+    acc = sp_csum_acc_word(acc, sp_csum_native(PROTO_UDP) + sp_csum_native((uint32_t)udp_len));
+    if (sp_csum_acc_is_ffff(acc))
         return true;
     /* A sender on this host (a veth peer, a container) hands over CHECKSUM_PARTIAL
      * frames: the field holds only the pseudo-header sum, for a device that never

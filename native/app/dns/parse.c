@@ -109,13 +109,6 @@ static inline uint64_t load_last(const uint8_t *p, size_t n, const uint8_t *end)
 #endif
 }
 
-/* Adds a word to a checksum accumulator (sp_csum_acc), the carry wrapped around. */
-static inline uint64_t acc_word(uint64_t acc, uint64_t v)
-{
-    acc += v;
-    return acc + (acc < v);
-}
-
 /* The question at p (q->question_len bytes before end): copied as sent, its name
  * lower-cased and hashed for the table, and the whole summed for the reply's checksum,
  * in one pass of 8 bytes at a time. */
@@ -126,7 +119,7 @@ static inline void take_question(const uint8_t *p, const uint8_t *end, struct sp
     for (; i + 8 <= name_len; i += 8) {          /* the name's whole words */
         memcpy(&v, p + i, 8);
         memcpy(q->question + i, &v, 8);
-        acc = acc_word(acc, v);
+        acc = sp_csum_acc_word(acc, v);
         lower = lower8(v);
         memcpy(q->name_lower + i, &lower, 8);
         h = sp_key_hash_word(h, lower);
@@ -135,7 +128,7 @@ static inline void take_question(const uint8_t *p, const uint8_t *end, struct sp
     size_t r = name_len - i, rest = r + 4;
     v = rest >= 8 ? (memcpy(&v, p + i, 8), v) : load_last(p + i, rest, end);
     memcpy(q->question + i, &v, 8);
-    acc = acc_word(acc, v);
+    acc = sp_csum_acc_word(acc, v);
     lower = lower8(v);
     memcpy(q->name_lower + i, &lower, 8);
     if (r)
@@ -143,7 +136,7 @@ static inline void take_question(const uint8_t *p, const uint8_t *end, struct sp
     if (rest > 8) {
         v = load_last(p + i + 8, rest - 8, end);
         memcpy(q->question + i + 8, &v, 8);
-        acc = acc_word(acc, v);
+        acc = sp_csum_acc_word(acc, v);
     }
     q->name_hash = h;
     q->question_sum = sp_csum_acc_done(acc);

@@ -60,14 +60,21 @@ static inline uint32_t sp_csum_native(uint32_t s16)
  * at the end. Inline, for the few short sums of every frame (an IPv4 header, a UDP
  * datagram), where a call would cost as much as the sum. acc starts at 0, or at
  * sp_csum_native() of a reduced partial sum. */
+/* One 64-bit word (or any smaller value) added to an accumulator, the carry wrapped
+ * around. */
+static inline __attribute__((always_inline)) uint64_t sp_csum_acc_word(uint64_t acc, uint64_t v)
+{
+    acc += v;
+    return acc + (acc < v);
+}
+
 static inline __attribute__((always_inline)) uint64_t sp_csum_acc(const void *data, size_t len, uint64_t acc)
 {
     const uint8_t *p = data;
     uint64_t v;
     for (; len >= 8; p += 8, len -= 8) {
         memcpy(&v, p, 8);
-        acc += v;
-        acc += acc < v;
+        acc = sp_csum_acc_word(acc, v);
     }
     uint64_t rest = 0;
     if (len >= 4) {
@@ -86,23 +93,27 @@ static inline __attribute__((always_inline)) uint64_t sp_csum_acc(const void *da
     }
     if (len)   /* the high byte of a word in network order */
         rest += sp_csum_native((uint32_t)p[0] << 8);
-    acc += rest;
-    return acc + (acc < rest);
+    return sp_csum_acc_word(acc, rest);
+}
+
+/* What sp_csum_acc() added up, reduced to 16 bits in the machine's order. */
+static inline __attribute__((always_inline)) uint32_t sp_csum_acc_reduce(uint64_t acc)
+{
+    acc = (acc & 0xffffffff) + (acc >> 32);
+    return sp_csum_reduce((uint32_t)acc + (uint32_t)(acc >> 32));
 }
 
 /* The reduced partial sum (network order) of what sp_csum_acc() added up. */
 static inline __attribute__((always_inline)) uint32_t sp_csum_acc_done(uint64_t acc)
 {
-    acc = (acc & 0xffffffff) + (acc >> 32);
-    return sp_csum_native(sp_csum_reduce((uint32_t)acc + (uint32_t)(acc >> 32)));
+    return sp_csum_native(sp_csum_acc_reduce(acc));
 }
 
 /* Whether what sp_csum_acc() added up is a right checksum's total: 0xffff, the same in
  * either byte order, so no conversion. */
 static inline __attribute__((always_inline)) bool sp_csum_acc_is_ffff(uint64_t acc)
 {
-    acc = (acc & 0xffffffff) + (acc >> 32);
-    return sp_csum_reduce((uint32_t)acc + (uint32_t)(acc >> 32)) == 0xffff;
+    return sp_csum_acc_reduce(acc) == 0xffff;
 }
 
 /* Add two partial sums without losing carries. */
