@@ -21,6 +21,18 @@ class CommandParser(argparse.ArgumentParser):
         return namespace, extra
 
 
+def _add_precopy_min(parser) -> None:
+    parser.add_argument("--precopy-min-bytes", type=argtypes.non_negative, default=None,
+                        metavar="BYTES", help="with --mode precopy, answers shorter than BYTES "
+                        "are rendered as in memcpy mode, where that is faster (default 384; 0: "
+                        "copy every answer)")
+
+
+def _check_precopy_min(precopy_min, mode: str) -> None:
+    if precopy_min is not None and mode != "precopy":
+        raise StormpyError("--precopy-min-bytes is for --mode precopy")
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="stormpy", description="Prepackaged-response packet "
                                 "processing: an authoritative DNS server with a C fast path.")
@@ -35,9 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="zone origin, once per ZONE in the same order (default: $ORIGIN or the SOA owner)")
     s.add_argument("--max-udp", type=argtypes.max_udp, default=1232, metavar="BYTES",
                    help="largest UDP response with EDNS (default 1232)")
-    s.add_argument("--precopy-min-bytes", type=argtypes.non_negative, default=None, metavar="BYTES",
-                   help="with --mode precopy, answers shorter than BYTES are rendered as in "
-                   "memcpy mode, where that is faster (default 384; 0: copy every answer)")
+    _add_precopy_min(s)
     rrl = s.add_argument_group("response rate limiting (off unless --rrl-rate is given)")
     rrl.add_argument("--rrl-rate", type=argtypes.positive, default=0, metavar="N",
                      help="answers per second to one source prefix, per kind of answer")
@@ -143,8 +153,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="largest UDP answer with EDNS (default 1232)")
     rp.add_argument("--mode", choices=("memcpy", "precopy"), default="memcpy",
                     help="render every reply into a TX buffer, or send ready-made copies")
-    rp.add_argument("--precopy-min-bytes", type=argtypes.non_negative, default=None,
-                    metavar="BYTES", help="as serve-dns's (default 384; 0: copy every answer)")
+    _add_precopy_min(rp)
 
     im = sub.add_parser("impair", help="forward frames between two interfaces with loss, "
                         "duplication, delay and reordering",
@@ -226,8 +235,7 @@ def _replay(args) -> int:
     from stormpy.pcap import read_frames, write_frames
     from stormpy.counters import format_counters
 
-    if args.precopy_min_bytes is not None and args.mode != "precopy":
-        raise StormpyError("--precopy-min-bytes is for --mode precopy")
+    _check_precopy_min(args.precopy_min_bytes, args.mode)
     table, _ = compile_zones(load_zones(args.zones, args.origin))
     frames = read_frames(args.pcap)
     ref = _core.TableRef(table, 1)
@@ -272,8 +280,7 @@ def dns_config(args):
                          notify=args.notify, xdp_answer=args.xdp_answer,
                          xdp_answer_entries=args.xdp_answer_entries,
                          precopy_min=args.precopy_min_bytes)
-    if cfg.precopy_min is not None and cfg.mode != "precopy":
-        raise StormpyError("--precopy-min-bytes is for --mode precopy")
+    _check_precopy_min(cfg.precopy_min, cfg.mode)
     if cfg.xdp_answer is None:
         from stormpy.dns.xdp import answers_by_default
         cfg.xdp_answer = answers_by_default(cfg)
