@@ -33,7 +33,7 @@ static void table_release(struct sp_table *t)
     free(t->arena);
     free(t->responses);
     free(t->patches);
-    free(t->entries);
+    free(t->added);
     free(t->slots);
 }
 
@@ -52,7 +52,7 @@ static bool append_arena(struct sp_table_builder *b, const uint8_t *p, uint32_t 
     if (!grow((void **)&b->t.arena, &b->cap_arena, b->t.arena_len + n, 1))
         return false;
     *off = (uint32_t)b->t.arena_len;
-    if (n)
+    if (n && p)
         memcpy(b->t.arena + b->t.arena_len, p, n);
     b->t.arena_len += n;
     return true;
@@ -183,39 +183,49 @@ int64_t sp_table_add_response(struct sp_table_builder *b, const uint8_t *bytes, 
     return (int64_t)t->nresponses++;
 }
 
+/* Room for n bytes at the arena's end, after zeros up to a multiple of ENTRY_ALIGN. */
+static bool reserve_aligned(struct sp_table_builder *b, uint32_t n, uint32_t *off)
+{
+    static const uint8_t zeros[ENTRY_ALIGN];
+    uint32_t pad = (uint32_t)(-b->t.arena_len & (ENTRY_ALIGN - 1));
+    uint32_t unused;
+    return append_arena(b, zeros, pad, &unused) && append_arena(b, NULL, n, off);
+}
+
 int sp_table_add_key(struct sp_table_builder *b, uint64_t tag, const uint8_t *key,
                      uint32_t key_len, uint32_t response)
 {
     struct sp_table *t = &b->t;
     if (response >= t->nresponses || key_len > SP_KEY_MAX || t->nentries >= UINT32_MAX - 1)
         return -1;
-    if (!grow((void **)&t->entries, &b->cap_entries, t->nentries + 1, sizeof(*t->entries)))
+    if (!grow((void **)&t->added, &b->cap_added, b->nadded + 1, sizeof(*t->added)))
         return -1;
-    struct entry *e = &t->entries[t->nentries];
-    if (t->nentries && key_len == b->last_key_len &&
-        memcmp(t->arena + b->last_key_off, key, key_len) == 0)
-        e->key_off = b->last_key_off;
-    else if (!append_arena(b, key, key_len, &e->key_off))
+    bool shared = t->nentries && key_len == b->last_key_len &&
+                  memcmp(t->arena + b->last_key_off, key, key_len) == 0;
+    uint32_t at;
+    if (!reserve_aligned(b, sizeof(struct entry), &at) ||
+        (uint64_t)at / ENTRY_ALIGN + 1 > UINT32_MAX)
         return -1;
-    b->last_key_off = e->key_off;
+    struct entry e = {.tag = tag, .key_len = key_len, .response = response,
+                      .bytes_hint = t->responses[response].bytes_off};
+    if (shared)
+        e.key_off = b->last_key_off;
+    else if (!append_arena(b, key, key_len, &e.key_off))
+        return -1;
+    memcpy(t->arena + at, &e, sizeof(e));
+    b->last_key_off = e.key_off;
     b->last_key_len = key_len;
-    e->tag = tag;
-    e->key_len = key_len;
-    e->response = response;
-    e->bytes_hint = t->responses[response].bytes_off;
+    t->added[b->nadded++] = at / ENTRY_ALIGN + 1;
     t->nentries++;
     return 0;
 }
 
 int sp_table_set_program(struct sp_table_builder *b, const void *program, uint32_t len)
 {
-    static const uint8_t zeros[8];
-    uint32_t off;
-    /* 8-byte aligned in the arena, whose start is aligned in both layouts */
-    uint32_t pad = (uint32_t)(-b->t.arena_len & 7u);
-    if (b->t.program_len || !len || !append_arena(b, zeros, pad, &off) ||
-        !append_arena(b, program, len, &off))
+    uint32_t off;   /* 8-byte aligned in the arena, whose start is aligned in both layouts */
+    if (b->t.program_len || !len || !reserve_aligned(b, len, &off))
         return -1;
+    memcpy(b->t.arena + off, program, len);
     b->t.program_off = off;
     b->t.program_len = len;
     return 0;
@@ -232,27 +242,71 @@ const struct sp_response *sp_table_response(const struct sp_table *t, uint32_t i
     return index < t->nresponses ? &t->responses[index] : NULL;
 }
 
-
-void sp_table_index_entry(struct sp_table *t, uint64_t i, uint64_t h)
+/* The entry (a slot value) into the index, its key's hash h; a key given twice keeps its
+ * later answer. */
+static void index_entry(struct sp_table *t, uint32_t entry_plus1, uint64_t h)
 {
-    const struct entry *e = &t->entries[i];
-    if (e->response == REMOVED)
-        return;
+    const struct entry *e = entry_at(t, entry_plus1);
     for (uint64_t s = h & t->mask;; s = (s + 1) & t->mask) {
         struct slot *sl = &t->slots[s];
         if (!sl->entry_plus1) {
             sl->hash = (uint32_t)(h >> 32);
-            sl->entry_plus1 = (uint32_t)i + 1;
+            sl->entry_plus1 = entry_plus1;
             return;
         }
-        struct entry *old = &t->entries[sl->entry_plus1 - 1];
         if (sl->hash == (uint32_t)(h >> 32) &&
-            entry_matches(t, old, e->tag, t->arena + e->key_off, e->key_len)) {
-            old->response = e->response;
-            old->bytes_hint = e->bytes_hint;
+            entry_matches(t, entry_at(t, sl->entry_plus1), e->tag, t->arena + e->key_off,
+                          e->key_len)) {
+            sl->entry_plus1 = entry_plus1;
             return;
         }
     }
+}
+
+static inline uint64_t entry_hash(const struct sp_table *t, uint32_t entry_plus1)
+{
+    const struct entry *e = entry_at(t, entry_plus1);
+    return hash_key(e->tag, t->arena + e->key_off, e->key_len);
+}
+
+/* Indexes the n entries of list. Each insert is a cache miss in a big index: hash AHEAD
+ * entries in advance and prefetch their slots, so the misses overlap (a million-name
+ * zone: -0.2 s). */
+static void index_entries(struct sp_table *t, const uint32_t *list, uint64_t n)
+{
+    enum { AHEAD = 16 };
+    uint64_t ahead[AHEAD];
+    for (uint64_t i = 0; i < n + AHEAD; i++) {
+        if (i >= AHEAD)
+            index_entry(t, list[i - AHEAD], ahead[i % AHEAD]);
+        if (i < n) {
+            ahead[i % AHEAD] = entry_hash(t, list[i]);
+            __builtin_prefetch(&t->slots[ahead[i % AHEAD] & t->mask], 1);
+        }
+    }
+}
+
+/* A new index of nslots for t's indexed entries (an edit's that outgrew its own). */
+static bool reindex(struct sp_table *t, uint64_t nslots)
+{
+    struct slot *old = t->slots;
+    uint64_t old_n = old ? t->mask + 1 : 0, kept = 0;
+    uint32_t *list = old_n ? malloc(old_n * sizeof(*list)) : NULL;
+    t->slots = calloc(nslots, sizeof(*t->slots));
+    if (!t->slots || (old_n && !list)) {
+        free(list);
+        free(t->slots);
+        t->slots = old;
+        return false;
+    }
+    for (uint64_t s = 0; s < old_n; s++)
+        if (old[s].entry_plus1)
+            list[kept++] = old[s].entry_plus1;
+    free(old);
+    t->mask = nslots - 1;
+    index_entries(t, list, kept);
+    free(list);
+    return true;
 }
 
 struct sp_table *sp_table_builder_finish(struct sp_table_builder *b)
@@ -264,32 +318,16 @@ struct sp_table *sp_table_builder_finish(struct sp_table_builder *b)
         sp_table_builder_free(b);
         return NULL;
     }
-    uint64_t nslots = 16, from = b->indexed;
+    uint64_t nslots = 16;
     while (nslots < t->nentries * 2)   /* load factor at most 1/2 */
         nslots *= 2;
-    if (!t->slots || nslots > t->mask + 1) {   /* new, or an edit that outgrew its index */
-        free(t->slots);
-        t->slots = calloc(nslots, sizeof(*t->slots));
-        if (!t->slots) {
-            sp_table_builder_free(b);
-            return NULL;
-        }
-        t->mask = nslots - 1;
-        from = 0;
+    if ((!t->slots || nslots > t->mask + 1) && !reindex(t, nslots)) {
+        sp_table_builder_free(b);
+        return NULL;
     }
-    /* Each insert is a cache miss in a big index: hash AHEAD entries in advance and
-     * prefetch their slots, so the misses overlap (a million-name zone: -0.2 s). */
-    enum { AHEAD = 16 };
-    uint64_t ahead[AHEAD];
-    for (uint64_t i = from; i < t->nentries + AHEAD; i++) {
-        if (i >= from + AHEAD)
-            sp_table_index_entry(t, i - AHEAD, ahead[i % AHEAD]);
-        if (i < t->nentries) {
-            const struct entry *e = &t->entries[i];
-            ahead[i % AHEAD] = hash_key(e->tag, t->arena + e->key_off, e->key_len);
-            __builtin_prefetch(&t->slots[ahead[i % AHEAD] & t->mask], 1);
-        }
-    }
+    index_entries(t, t->added, b->nadded);
+    free(t->added);
+    t->added = NULL;
     struct sp_table *out = malloc(sizeof(*out));
     if (!out) {
         sp_table_builder_free(b);
@@ -322,7 +360,7 @@ probe(const struct sp_table *t, uint64_t h, uint64_t tag, const uint8_t *key, si
             return NULL;
         if (sl->hash != h32)
             continue;
-        const struct entry *e = &t->entries[sl->entry_plus1 - 1];
+        const struct entry *e = entry_at(t, sl->entry_plus1);
         if (padded ? e->tag == tag && e->key_len == key_len &&
                          sp_words_equal(t->arena + e->key_off, key, key_len)
                    : entry_matches(t, e, tag, key, key_len))
@@ -362,7 +400,6 @@ size_t sp_table_flat_size(const struct sp_table *t)
     return flat_round(sizeof(*t)) + flat_round(t->arena_len) +
            flat_round(t->nresponses * sizeof(struct sp_response)) +
            flat_round(t->npatches * sizeof(struct sp_patch)) +
-           flat_round(t->nentries * sizeof(struct entry)) +
            flat_round((t->mask + 1) * sizeof(struct slot));
 }
 
@@ -384,7 +421,7 @@ struct sp_table *sp_table_flatten(const struct sp_table *t, void *mem)
     out->arena = flat_put(&at, t->arena, t->arena_len);
     out->responses = flat_put(&at, t->responses, t->nresponses * sizeof(struct sp_response));
     out->patches = flat_put(&at, t->patches, t->npatches * sizeof(struct sp_patch));
-    out->entries = flat_put(&at, t->entries, t->nentries * sizeof(struct entry));
+    out->added = NULL;
     out->slots = flat_put(&at, t->slots, (t->mask + 1) * sizeof(struct slot));
     out->flat = true;
     return out;
@@ -408,8 +445,7 @@ struct sp_table *sp_table_flat_rebase(void *mem, size_t len)
     at += flat_round(t->nresponses * sizeof(struct sp_response));
     t->patches = (struct sp_patch *)at;
     at += flat_round(t->npatches * sizeof(struct sp_patch));
-    t->entries = (struct entry *)at;
-    at += flat_round(t->nentries * sizeof(struct entry));
+    t->added = NULL;
     t->slots = (struct slot *)at;
     return t;
 }
@@ -428,5 +464,5 @@ void sp_table_get_info(const struct sp_table *t, struct sp_table_info *info)
     info->slots = t->mask + 1;
     info->memory_bytes = t->arena_len + t->nresponses * sizeof(struct sp_response) +
                          t->npatches * sizeof(struct sp_patch) +
-                         t->nentries * sizeof(struct entry) + (t->mask + 1) * sizeof(struct slot);
+                         (t->mask + 1) * sizeof(struct slot);
 }

@@ -42,9 +42,8 @@ struct sp_table_builder *sp_table_builder_edit(const struct sp_table *t)
     n->arena = copy(t->arena, t->arena_len, 1, &b->cap_arena);
     n->responses = copy(t->responses, t->nresponses, sizeof(*t->responses), &b->cap_responses);
     n->patches = copy(t->patches, t->npatches, sizeof(*t->patches), &b->cap_patches);
-    n->entries = copy(t->entries, t->nentries, sizeof(*t->entries), &b->cap_entries);
     n->slots = copy(t->slots, t->mask + 1, sizeof(*t->slots), &slots_cap);
-    if (!n->arena || !n->responses || !n->patches || !n->entries || !n->slots) {
+    if (!n->arena || !n->responses || !n->patches || !n->slots) {
         sp_table_builder_free(b);
         return NULL;
     }
@@ -55,7 +54,6 @@ struct sp_table_builder *sp_table_builder_edit(const struct sp_table *t)
     n->arena_len = t->arena_len;
     n->program_off = t->program_off;
     n->program_len = t->program_len;
-    b->indexed = t->nentries;
     return b;
 }
 
@@ -71,15 +69,14 @@ int sp_table_remove_key(struct sp_table_builder *b, uint64_t tag, const uint8_t 
         if (!sl->entry_plus1)
             return 1;
         if (sl->hash == (uint32_t)(h >> 32) &&
-            entry_matches(t, &t->entries[sl->entry_plus1 - 1], tag, key, key_len))
+            entry_matches(t, entry_at(t, sl->entry_plus1), tag, key, key_len))
             break;
     }
-    t->entries[t->slots[s].entry_plus1 - 1].response = REMOVED;
     /* Linear probing's deletion: each later entry of the cluster moves back into the
      * hole unless its home slot lies cyclically in (hole, where it is]. */
     uint64_t hole = s;
     for (uint64_t j = (s + 1) & t->mask; t->slots[j].entry_plus1; j = (j + 1) & t->mask) {
-        const struct entry *e = &t->entries[t->slots[j].entry_plus1 - 1];
+        const struct entry *e = entry_at(t, t->slots[j].entry_plus1);
         uint64_t home = hash_key(e->tag, t->arena + e->key_off, e->key_len) & t->mask;
         bool stays = hole < j ? home > hole && home <= j : home > hole || home <= j;
         if (!stays) {

@@ -12,32 +12,38 @@
 /* Zero bytes after the arena's last key: keys are compared a whole word at a time. */
 #define ARENA_PAD 8u
 
+/* A key's entry. It lives in the arena, 8-byte aligned, after the response it was added
+ * with and before its key's bytes (a name's later keys share the first one's bytes), so
+ * that a lookup's entry, key and answer bytes are neighbouring lines, not three lines
+ * far apart. */
 struct entry {
     uint64_t tag;
     uint32_t key_off;
     uint32_t key_len;
     uint32_t response;
     /* The response's bytes_off, so that the prefetch stages fetch the answer's bytes with
-     * the key and the response, not a stage later; a hint only (in what was padding). */
+     * the key and the response, not a stage later; a hint only. */
     uint32_t bytes_hint;
 };
-_Static_assert(sizeof(struct entry) == 24, "an entry: three to a 64-byte line and a bit");
+_Static_assert(sizeof(struct entry) == 24, "an entry: 24 bytes");
+
+#define ENTRY_ALIGN 8u
 
 /* Open addressing, linear probing; a slot keeps 32 bits of the hash so most
  * probes are rejected without touching the entry. */
 struct slot {
     uint32_t hash;
-    uint32_t entry_plus1;   /* 0: empty */
+    uint32_t entry_plus1;   /* the entry's offset in the arena / ENTRY_ALIGN, plus 1; 0: empty */
 };
 
 struct sp_table {
     uint8_t *arena;
     struct sp_response *responses;
     struct sp_patch *patches;
-    struct entry *entries;
+    uint32_t *added;            /* a builder's keys not yet indexed: their slot values */
     struct slot *slots;
     uint64_t mask;
-    uint64_t nentries, nresponses, npatches, arena_len;
+    uint64_t nentries, nresponses, npatches, arena_len;   /* nentries: keys ever added */
     uint64_t program_off, program_len;   /* in the arena; len 0: none */
     bool flat;                  /* one block the caller owns (sp_table_flatten) */
 };
@@ -53,8 +59,8 @@ static inline uint64_t hash_tagged(uint64_t key_hash, uint64_t tag)
 
 struct sp_table_builder {
     struct sp_table t;
-    uint64_t cap_arena, cap_responses, cap_patches, cap_entries;
-    uint64_t indexed;          /* entries already in t.slots (an edit's copy) */
+    uint64_t cap_arena, cap_responses, cap_patches, cap_added;
+    uint64_t nadded;           /* keys in t.added */
     /* Patch lists stored once while they repeat; the first one (a protocol's usual
      * list) is looked at too, so one response with its own list between two with the
      * usual one does not store it twice. */
@@ -65,8 +71,11 @@ struct sp_table_builder {
     uint32_t last_key_off, last_key_len;
 };
 
-/* An entry an edit removed: out of the index, its bytes left in place. */
-#define REMOVED UINT32_MAX
+/* The entry a slot names. */
+static inline struct entry *entry_at(const struct sp_table *t, uint32_t entry_plus1)
+{
+    return (struct entry *)(void *)(t->arena + (size_t)(entry_plus1 - 1) * ENTRY_ALIGN);
+}
 
 static inline uint64_t hash_key(uint64_t tag, const uint8_t *k, size_t n)
 {
@@ -89,8 +98,5 @@ static inline bool entry_matches(const struct sp_table *t, const struct entry *e
     return e->tag == tag && e->key_len == key_len &&
            memcmp(t->arena + e->key_off, key, key_len) == 0;
 }
-
-/* Entry i into the index (its key's hash h); a key given twice keeps its later answer. */
-void sp_table_index_entry(struct sp_table *t, uint64_t i, uint64_t h);
 
 #endif

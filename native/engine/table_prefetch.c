@@ -4,7 +4,7 @@
 #include "table_layout.h"
 
 /* Half a typical L2 cache (512 KB to 1 MB a core on current x86 and Arm servers): the
- * slots and entries a lookup reads, the responses and keys aside. */
+ * slots and entries a lookup reads, the responses and the rest of the arena aside. */
 #define CACHED_INDEX_BYTES (256u * 1024)
 
 bool sp_table_worth_prefetching(const struct sp_table *t)
@@ -27,7 +27,7 @@ static inline const struct entry *first_entry(const struct sp_table *t, uint64_t
     const struct slot *sl = &t->slots[h & t->mask];
     if (!sl->entry_plus1 || sl->hash != (uint32_t)(h >> 32))
         return NULL;
-    return &t->entries[sl->entry_plus1 - 1];
+    return entry_at(t, sl->entry_plus1);
 }
 
 void sp_table_prefetch_entry(const struct sp_table *t, uint64_t tagged_hash)
