@@ -41,6 +41,7 @@ PY_CHECK := if ! $(PYTHON) -c 'import ensurepip, sysconfig, os, sys; \
 	  pkg-config --exists ldns 2>/dev/null || missing="$$missing libldns-dev";
 
 FUZZ_SECONDS ?= 60
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 FUZZ_SMOKE_SECONDS ?= 10
 
 .PHONY: demo test fuzz build deps-build deps-test deps-demo check-native clean
@@ -52,11 +53,13 @@ demo: deps-demo build
 	$(VENV)/bin/stormpy serve-dns zones/example.zone --listen 127.0.0.1:5353
 
 test: deps-test build
-	$(MAKE) -s -C native/tests check
+	$(MAKE) -s -j$(JOBS) -C native/tests check
+	$(MAKE) -s -j$(JOBS) -C native/fuzz all PY=$(abspath $(PY))
 	$(MAKE) -s -C native/fuzz fuzz FUZZ_SECONDS=$(FUZZ_SMOKE_SECONDS) PY=$(abspath $(PY))
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 fuzz: deps-build build
+	$(MAKE) -s -j$(JOBS) -C native/fuzz all PY=$(abspath $(PY))
 	$(MAKE) -s -C native/fuzz fuzz FUZZ_SECONDS=$(FUZZ_SECONDS) PY=$(abspath $(PY))
 
 build: $(VENV)/.built

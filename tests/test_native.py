@@ -11,7 +11,8 @@ from conftest import REPO
 def test_c_unit_tests():
     if shutil.which("make") is None or shutil.which(os.environ.get("CC", "cc")) is None:
         pytest.skip("no make or C compiler: the C unit tests cannot be built")
-    r = subprocess.run(["make", "-s", "-C", os.path.join(REPO, "native", "tests"), "check"],
+    r = subprocess.run(["make", "-s", f"-j{os.cpu_count() or 2}",
+                        "-C", os.path.join(REPO, "native", "tests"), "check"],
                        capture_output=True, text=True, timeout=600)
     print(r.stdout, r.stderr)
     assert r.returncode == 0, r.stdout + r.stderr
