@@ -20,14 +20,23 @@ uint64_t sp_table_prefetch_slot(const struct sp_table *t, uint64_t tag, uint64_t
     return h;
 }
 
-/* The entry the lookup's first slot names, when its stored hash agrees (a collision
- * or a longer probe only loses the hint). NULL for an empty slot. */
+/* The entry the lookup's probe will compare first: the first slot from its home on with
+ * the same stored hash, within PROBE_AHEAD slots (a collision only loses the hint).
+ * NULL when the probe ends on an empty slot first. */
+#define PROBE_AHEAD 4
+
 static inline const struct entry *first_entry(const struct sp_table *t, uint64_t h)
 {
-    const struct slot *sl = &t->slots[h & t->mask];
-    if (!sl->entry_plus1 || sl->hash != (uint32_t)(h >> 32))
-        return NULL;
-    return entry_at(t, sl->entry_plus1);
+    uint32_t h32 = (uint32_t)(h >> 32);
+    uint64_t s = h & t->mask;
+    for (unsigned i = 0; i < PROBE_AHEAD; i++, s = (s + 1) & t->mask) {
+        const struct slot *sl = &t->slots[s];
+        if (!sl->entry_plus1)
+            return NULL;
+        if (sl->hash == h32)
+            return entry_at(t, sl->entry_plus1);
+    }
+    return NULL;
 }
 
 void sp_table_prefetch_entry(const struct sp_table *t, uint64_t tagged_hash)
