@@ -42,6 +42,8 @@ PY_CHECK := if ! $(PYTHON) -c 'import ensurepip, sysconfig, os, sys; \
 
 FUZZ_SECONDS ?= 60
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+# builds in parallel unless the caller's own -j (and jobserver) already does
+PARALLEL = $(if $(filter -j%,$(MAKEFLAGS)),,-j$(JOBS))
 FUZZ_SMOKE_SECONDS ?= 10
 
 .PHONY: demo test fuzz build deps-build deps-test deps-demo check-native clean
@@ -53,13 +55,13 @@ demo: deps-demo build
 	$(VENV)/bin/stormpy serve-dns zones/example.zone --listen 127.0.0.1:5353
 
 test: deps-test build
-	$(MAKE) -s -j$(JOBS) -C native/tests check
-	$(MAKE) -s -j$(JOBS) -C native/fuzz all PY=$(abspath $(PY))
+	$(MAKE) -s $(PARALLEL) -C native/tests check
+	$(MAKE) -s $(PARALLEL) -C native/fuzz all PY=$(abspath $(PY))
 	$(MAKE) -s -C native/fuzz fuzz FUZZ_SECONDS=$(FUZZ_SMOKE_SECONDS) PY=$(abspath $(PY))
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 fuzz: deps-build build
-	$(MAKE) -s -j$(JOBS) -C native/fuzz all PY=$(abspath $(PY))
+	$(MAKE) -s $(PARALLEL) -C native/fuzz all PY=$(abspath $(PY))
 	$(MAKE) -s -C native/fuzz fuzz FUZZ_SECONDS=$(FUZZ_SECONDS) PY=$(abspath $(PY))
 
 build: $(VENV)/.built

@@ -202,16 +202,16 @@ int sp_table_add_key(struct sp_table_builder *b, uint64_t tag, const uint8_t *ke
         return -1;
     bool shared = t->nentries && key_len == b->last_key_len &&
                   memcmp(t->arena + b->last_key_off, key, key_len) == 0;
+    uint64_t arena_len = t->arena_len;   /* put back on failure: no unwritten bytes kept */
     uint32_t at;
-    if (!reserve_aligned(b, sizeof(struct entry), &at) ||
-        (uint64_t)at / ENTRY_ALIGN + 1 > UINT32_MAX)
-        return -1;
     struct entry e = {.tag = tag, .key_len = key_len, .response = response,
-                      .bytes_hint = t->responses[response].bytes_off};
-    if (shared)
-        e.key_off = b->last_key_off;
-    else if (!append_arena(b, key, key_len, &e.key_off))
+                      .bytes_hint = t->responses[response].bytes_off,
+                      .key_off = b->last_key_off};
+    if (!reserve_aligned(b, sizeof(struct entry), &at) ||
+        (!shared && !append_arena(b, key, key_len, &e.key_off))) {
+        t->arena_len = arena_len;
         return -1;
+    }
     memcpy(t->arena + at, &e, sizeof(e));
     b->last_key_off = e.key_off;
     b->last_key_len = key_len;
@@ -286,7 +286,8 @@ static void index_entries(struct sp_table *t, const uint32_t *list, uint64_t n)
     }
 }
 
-/* A new index of nslots for t's indexed entries (an edit's that outgrew its own). */
+/* A new index of nslots holding the entries t's index holds (none for a new table; an
+ * edit's when it outgrew its index). */
 static bool reindex(struct sp_table *t, uint64_t nslots)
 {
     struct slot *old = t->slots;

@@ -12,10 +12,11 @@
 /* Zero bytes after the arena's last key: keys are compared a whole word at a time. */
 #define ARENA_PAD 8u
 
-/* A key's entry. It lives in the arena, 8-byte aligned, after the response it was added
- * with and before its key's bytes (a name's later keys share the first one's bytes), so
- * that a lookup's entry, key and answer bytes are neighbouring lines, not three lines
- * far apart. */
+/* A key's entry. It lives in the arena, 8-byte aligned, where sp_table_add_key() was
+ * called: after the bytes of the response added last (a zone's compiler adds each
+ * answer, then its keys) and before its key's bytes (a name's later keys share the
+ * first one's bytes), so that a lookup's entry, key and answer bytes are neighbouring
+ * lines, not three lines far apart. */
 struct entry {
     uint64_t tag;
     uint32_t key_off;
@@ -25,9 +26,9 @@ struct entry {
      * the key and the response, not a stage later; a hint only. */
     uint32_t bytes_hint;
 };
-_Static_assert(sizeof(struct entry) == 24, "an entry: 24 bytes");
-
 #define ENTRY_ALIGN 8u
+_Static_assert(sizeof(struct entry) == 24 && _Alignof(struct entry) <= ENTRY_ALIGN,
+               "an entry: 24 bytes, at any multiple of ENTRY_ALIGN");
 
 /* Open addressing, linear probing; a slot keeps 32 bits of the hash so most
  * probes are rejected without touching the entry. */

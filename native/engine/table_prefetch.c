@@ -4,7 +4,8 @@
 #include "table_layout.h"
 
 /* Half a typical L2 cache (512 KB to 1 MB a core on current x86 and Arm servers): the
- * slots and entries a lookup reads, the responses and the rest of the arena aside. */
+ * slots and entries a lookup reads (the entries counted at their own size, though they
+ * lie among the keys and answers in the arena), the responses aside. */
 #define CACHED_INDEX_BYTES (256u * 1024)
 
 bool sp_table_worth_prefetching(const struct sp_table *t)
@@ -21,20 +22,23 @@ uint64_t sp_table_prefetch_slot(const struct sp_table *t, uint64_t tag, uint64_t
 }
 
 /* The entry the lookup's probe will compare first: the first slot from its home on with
- * the same stored hash, within PROBE_AHEAD slots (a collision only loses the hint).
- * NULL when the probe ends on an empty slot first. */
+ * the same stored hash, within PROBE_AHEAD slots and the home slot's cache line (the one
+ * stage 1 fetched; a collision only loses the hint). NULL when the probe ends on an
+ * empty slot first. */
 #define PROBE_AHEAD 4
+#define LINE 64u
 
 static inline const struct entry *first_entry(const struct sp_table *t, uint64_t h)
 {
     uint32_t h32 = (uint32_t)(h >> 32);
-    uint64_t s = h & t->mask;
-    for (unsigned i = 0; i < PROBE_AHEAD; i++, s = (s + 1) & t->mask) {
-        const struct slot *sl = &t->slots[s];
+    const struct slot *sl = &t->slots[h & t->mask], *end = t->slots + t->mask + 1;
+    for (unsigned i = 0; i < PROBE_AHEAD; i++) {
         if (!sl->entry_plus1)
             return NULL;
         if (sl->hash == h32)
             return entry_at(t, sl->entry_plus1);
+        if (++sl == end || (uintptr_t)sl % LINE == 0)
+            return NULL;
     }
     return NULL;
 }

@@ -256,8 +256,6 @@ static void test_ref_pins(void)
         sp_table_free(t[i]);
 }
 
-/* An edit: random removals and additions, a grown index, a rewritten response, all
- * checked against what each key should find; the table edited stays as it was. */
 /* An edit of a table large enough that its arrays are copied into huge pages. */
 static void test_edit_large(void)
 {
@@ -295,6 +293,8 @@ static void test_edit_large(void)
     sp_table_free(t);
 }
 
+/* An edit: random removals and additions, a grown index, a rewritten response, all
+ * checked against what each key should find; the table edited stays as it was. */
 static void test_edit(void)
 {
     enum { KEYS = 3000, ROUNDS = 4 };
@@ -358,6 +358,83 @@ static void test_edit(void)
     sp_table_free(t);
 }
 
+static int64_t add_numbered(struct sp_table_builder *b, const char *name, uint32_t user)
+{
+    uint8_t resp[16] = {0};
+    memcpy(resp + 12, &user, 4);
+    int64_t r = sp_table_add_response(b, resp, sizeof(resp), DNS_LIKE, 4, user);
+    CHECK(r >= 0);
+    CHECK_EQ(sp_table_add_key(b, 7, (const uint8_t *)name, (uint32_t)strlen(name), (uint32_t)r), 0);
+    return r;
+}
+
+static int64_t found_user(const struct sp_table *t, const char *name)
+{
+    const struct sp_response *r = sp_table_find(t, 7, (const uint8_t *)name, strlen(name));
+    return r ? (int64_t)r->user : -1;
+}
+
+/* A key added again by an edit answers with its new response, whether the edit keeps
+ * its index or grows it (every key re-indexed from the old slots); a key removed stays
+ * out through the growth; the edited table survives a flat copy and a rebase. */
+static void test_edit_readds_and_flattens(void)
+{
+    enum { KEYS = 100 };
+    char name[16];
+    struct sp_table_builder *b = sp_table_builder_new();
+    for (uint32_t i = 0; i < KEYS; i++) {
+        snprintf(name, sizeof(name), "k%u", i);
+        add_numbered(b, name, i);
+    }
+    struct sp_table *base = sp_table_builder_finish(b);
+    struct sp_table_info info;
+    sp_table_get_info(base, &info);
+    uint64_t slots = info.slots;
+
+    b = sp_table_builder_edit(base);                 /* the same index */
+    add_numbered(b, "k3", 1003);
+    struct sp_table *same = sp_table_builder_finish(b);
+    sp_table_get_info(same, &info);
+    CHECK_EQ(info.slots, slots);
+    CHECK_EQ(found_user(same, "k3"), 1003);
+    CHECK_EQ(found_user(same, "k4"), 4);
+    CHECK_EQ(found_user(base, "k3"), 3);
+
+    b = sp_table_builder_edit(same);                 /* a grown index */
+    CHECK_EQ(sp_table_remove_key(b, 7, (const uint8_t *)"k7", 2), 0);
+    add_numbered(b, "k5", 1005);
+    for (uint32_t i = KEYS; i < 3 * KEYS; i++) {
+        snprintf(name, sizeof(name), "k%u", i);
+        add_numbered(b, name, i);
+    }
+    struct sp_table *grown = sp_table_builder_finish(b);
+    sp_table_get_info(grown, &info);
+    CHECK(info.slots > slots);
+
+    size_t size = sp_table_flat_size(grown);
+    void *mem = aligned_alloc(64, size), *copy = aligned_alloc(64, size);
+    sp_table_flatten(grown, mem);
+    memcpy(copy, mem, size);
+    memset(mem, 0xa5, size);
+    struct sp_table *moved = sp_table_flat_rebase(copy, size);
+    CHECK(moved != NULL);
+    const struct sp_table *tables[] = {grown, moved};
+    for (int k = 0; k < 2 && moved; k++) {
+        int right = 0;
+        for (uint32_t i = 0; i < 3 * KEYS; i++) {
+            snprintf(name, sizeof(name), "k%u", i);
+            int64_t want = i == 7 ? -1 : i == 3 ? 1003 : i == 5 ? 1005 : (int64_t)i;
+            right += found_user(tables[k], name) == want;
+        }
+        CHECK_EQ(right, 3 * KEYS);
+    }
+    free(mem);
+    free(copy);
+    sp_table_free(grown);
+    sp_table_free(same);
+    sp_table_free(base);
+}
+
 int main(void)
 {
     test_lookup();
@@ -369,5 +446,6 @@ int main(void)
     test_ref_swap();
     test_ref_pins();
     test_edit();
+    test_edit_readds_and_flattens();
     return check_report("test_table");
 }

@@ -138,7 +138,7 @@ int sp_table_set_program(struct sp_table_builder *b, const void *program, uint32
 /* A builder holding a copy of t, index and all, so that a small change (a secondary's
  * IXFR) costs a copy of the table and the change, not a rebuild: remove keys, add
  * responses and keys, rewrite bytes of responses, then finish() indexes only what
- * was added. t is left as it was (workers may be reading it). A removed key's bytes
+ * was added (every key, when the index must grow). t is left as it was (workers may be reading it). A removed key's bytes
  * and a response no key uses any more stay in the copy until a table is built
  * afresh. NULL when out of memory. */
 struct sp_table_builder *sp_table_builder_edit(const struct sp_table *t);
@@ -214,8 +214,8 @@ const struct sp_response *sp_table_find_hashed(const struct sp_table *t, uint64_
 
 /* Prefetches for lookups a batch makes together (DPDK's way: the whole batch waits for
  * memory at once, not one miss after another). A lookup of a large table misses the
- * cache three times in a chain: the slot, the entry it names, and then the entry's
- * key and response. Each stage below reads only what the stage before fetched, so
+ * cache three times in a chain: the slot, the entry it names (its key's bytes usually
+ * beside it), and then the response and its bytes. Each stage below reads only what the stage before fetched, so
  * running stage 1 over the batch, then stage 2, then stage 3, overlaps every frame's
  * misses. sp_table_prefetch_slot() returns the tagged hash the later stages take.
  * Prefetches are hints: none changes what sp_table_find_hashed() finds. */
