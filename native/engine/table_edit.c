@@ -76,8 +76,7 @@ int sp_table_remove_key(struct sp_table_builder *b, uint64_t tag, const uint8_t 
      * hole unless its home slot lies cyclically in (hole, where it is]. */
     uint64_t hole = s;
     for (uint64_t j = (s + 1) & t->mask; t->slots[j].entry_plus1; j = (j + 1) & t->mask) {
-        const struct entry *e = entry_at(t, t->slots[j].entry_plus1);
-        uint64_t home = hash_key(e->tag, t->arena + e->key_off, e->key_len) & t->mask;
+        uint64_t home = entry_hash(t, entry_at(t, t->slots[j].entry_plus1)) & t->mask;
         bool stays = hole < j ? home > hole && home <= j : home > hole || home <= j;
         if (!stays) {
             t->slots[hole] = t->slots[j];

@@ -93,6 +93,12 @@ static inline uint64_t hash_key(uint64_t tag, const uint8_t *k, size_t n)
     return hash_tagged(h, tag);
 }
 
+/* The whole hash of e's key, as the index placed it. */
+static inline uint64_t entry_hash(const struct sp_table *t, const struct entry *e)
+{
+    return hash_key(e->tag, t->arena + e->key_off, e->key_len);
+}
+
 static inline bool entry_matches(const struct sp_table *t, const struct entry *e, uint64_t tag,
                                  const uint8_t *key, size_t key_len)
 {
