@@ -277,10 +277,10 @@ static inline struct sp_request request(const uint8_t *msg, size_t len,
  * answer's (one's-complement subtraction adds the complement), the question's, and the
  * tail's, byte-swapped behind a question of odd length. */
 static inline uint32_t table_sum(const struct sp_table *t, const struct sp_response *r,
-                                 const uint8_t *msg, size_t len, const struct sp_dns_query *q,
-                                 const uint8_t *out)
+                                 bool shaped, const uint8_t *msg, size_t len,
+                                 const struct sp_dns_query *q, const uint8_t *out)
 {
-    if (!dns_shaped(r)) {
+    if (!shaped) {
         struct sp_request req = request(msg, len, q);
         return r->insert_field == SP_DNS_FIELD_QUESTION
             ? sp_response_sum_with(t, r, &req, q->question_sum) : sp_response_sum(t, r, &req);
@@ -300,11 +300,11 @@ static inline uint32_t table_sum(const struct sp_table *t, const struct sp_respo
  * fixed-size copies and no patch loop. 0 when it does not fit or r is another shape
  * (sp_response_render_prefix() then). */
 static inline size_t render_dns(const struct sp_table *t, const struct sp_response *r,
-                                const uint8_t *msg, const struct sp_dns_query *q, uint8_t *out,
-                                size_t cap)
+                                bool shaped, const uint8_t *msg, const struct sp_dns_query *q,
+                                uint8_t *out, size_t cap)
 {
     size_t qlen = q->question_len, tail = r->len - SP_DNS_HEADER_LEN;
-    if (!dns_shaped(r) || r->len + qlen > cap)
+    if (!shaped || r->len + qlen > cap)
         return 0;
     const uint8_t *b = sp_response_bytes(t, r);
     uint64_t w;
@@ -314,10 +314,11 @@ static inline size_t render_dns(const struct sp_table *t, const struct sp_respon
     memcpy(&w4, b + 8, 4);
     memcpy(out + 8, &w4, 4);
     sp_echo_head(r, msg, out);
-    if (tail >= 8) {   /* the question in whole words: the tail overwrites what passes it */
-        for (size_t i = 0; i < qlen; i += 8) {
-            memcpy(&w, q->question + i, 8);
-            memcpy(out + SP_DNS_HEADER_LEN + i, &w, 8);
+    if (tail >= 16) {   /* the question in 16-byte pieces: the tail overwrites what passes it */
+        for (size_t i = 0; i < qlen; i += 16) {
+            uint8_t piece[16];
+            memcpy(piece, q->question + i, 16);
+            memcpy(out + SP_DNS_HEADER_LEN + i, piece, 16);
         }
     } else {
         sp_copy_short(out + SP_DNS_HEADER_LEN, q->question, qlen);
@@ -337,7 +338,7 @@ size_t sp_dns_copy_len(const struct sp_response *r, const struct sp_dns_query *q
 uint32_t sp_dns_copy_sum(const struct sp_table *t, const struct sp_response *r,
                          const struct sp_dns_query *q, const uint8_t *out)
 {
-    return table_sum(t, r, NULL, 0, q, out);
+    return table_sum(t, r, dns_shaped(r), NULL, 0, q, out);
 }
 
 uint32_t sp_dns_copy_rewrite(const struct sp_table *t, const struct sp_response *r,
@@ -345,7 +346,7 @@ uint32_t sp_dns_copy_rewrite(const struct sp_table *t, const struct sp_response 
 {
     sp_echo_head(r, msg, out);
     sp_copy_short(out + SP_DNS_HEADER_LEN, q->question, q->question_len);
-    return table_sum(t, r, NULL, 0, q, out);
+    return table_sum(t, r, dns_shaped(r), NULL, 0, q, out);
 }
 
 /* An answer completed per name asked: a DNAME's (dname.c) or one with an NSEC3 proof
@@ -402,7 +403,9 @@ answer_from_table(const struct sp_table *t, const struct sp_dns_config *cfg, con
         }
     }
 
-    size_t n = stored == r->len ? render_dns(t, r, msg, q, out, limit - opt) : 0;
+    /* read once: the writes to out below may alias r for the compiler */
+    bool shaped = dns_shaped(r);
+    size_t n = stored == r->len ? render_dns(t, r, shaped, msg, q, out, limit - opt) : 0;
     if (!n && (r->user & SP_DNS_USER_DNAME))     /* and SP_DNS_USER_NSEC3 */
         return answer_spliced(t, cfg, msg, out, limit, q, r, c, sum);
     if (!n) {
@@ -423,14 +426,15 @@ answer_from_table(const struct sp_table *t, const struct sp_dns_config *cfg, con
         sp_put16(out + 10, (uint16_t)(arcount + 1));
         write_opt(out + n, q, cfg, 0);
         if (sum && arcount != 0xffff) {   /* ARCOUNT one more (an even offset), the OPT at n */
-            *sum = sp_csum_reduce(table_sum(t, r, msg, len, q, out) + 1 + opt_sum(q, cfg, n));
+            *sum = sp_csum_reduce(table_sum(t, r, shaped, msg, len, q, out) + 1 +
+                                  opt_sum(q, cfg, n));
         } else {
             summed(out, n + opt, sum);
         }
         return count_answer(c, r, n + opt);
     }
     if (sum)
-        *sum = table_sum(t, r, msg, len, q, out);
+        *sum = table_sum(t, r, shaped, msg, len, q, out);
     return count_answer(c, r, n);
 }
 

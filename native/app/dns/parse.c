@@ -208,10 +208,23 @@ enum sp_dns_verdict sp_dns_parse(const uint8_t *msg, size_t len, struct sp_dns_q
     if (len < SP_DNS_HEADER_LEN || (msg[2] & SP_DNS_QR))
         return SP_DNS_DROP;
     q->opcode = (msg[2] >> 3) & 0x0f;
-    uint16_t qdcount = sp_get16(msg + 4);
-    uint16_t ancount = sp_get16(msg + 6);
-    uint16_t nscount = sp_get16(msg + 8);
-    uint16_t arcount = sp_get16(msg + 10);
+    uint16_t qdcount, ancount, nscount, arcount;
+    /* The usual counts (one question, an OPT or nothing after it) in one comparison. */
+    static const uint8_t usual[8] = {0, 1, 0, 0, 0, 0, 0, 0}, ignored[8] = {0, 0, 0, 0, 0, 0, 0, 1};
+    uint64_t counts, usual_counts, ignored_bits;
+    memcpy(&counts, msg + 4, 8);
+    memcpy(&usual_counts, usual, 8);
+    memcpy(&ignored_bits, ignored, 8);
+    if (__builtin_expect((counts & ~ignored_bits) == usual_counts, 1)) {
+        qdcount = 1;
+        ancount = nscount = 0;
+        arcount = msg[11];
+    } else {
+        qdcount = sp_get16(msg + 4);
+        ancount = sp_get16(msg + 6);
+        nscount = sp_get16(msg + 8);
+        arcount = sp_get16(msg + 10);
+    }
 
     if (qdcount > 1)
         return SP_DNS_DROP;        /* as Knot DNS: no answer to a question we cannot echo */
@@ -245,6 +258,11 @@ enum sp_dns_verdict sp_dns_parse(const uint8_t *msg, size_t len, struct sp_dns_q
         : parse_records(msg, len, pos, (unsigned)ancount + nscount, arcount, q);
     if (v != SP_DNS_LOOKUP)
         return v;
+    /* The usual query in one test: a QUERY in class IN, EDNS version 0 if any, a type
+     * below IXFR that is not 0. (A version is only kept with a valid OPT.) */
+    if (__builtin_expect((q->opcode | q->edns_version) == 0 && q->qclass == SP_DNS_CLASS_IN &&
+                         (uint16_t)(q->qtype - 1) < SP_DNS_TYPE_IXFR - 1, 1))
+        return SP_DNS_LOOKUP;
     if (q->edns && q->edns_version != 0)
         return SP_DNS_BADVERS;
     if (q->opcode == SP_DNS_OPCODE_NOTIFY || q->opcode == OPCODE_UPDATE)

@@ -154,10 +154,10 @@ struct sp_dns_query {
     uint16_t question_len;   /* name_len + 4 */
     uint32_t question_sum;   /* partial checksum of the question, as at an even offset */
     uint64_t name_hash;      /* the table's hash of name_lower (sp_key_hash_*) */
-    /* Both padded to whole 8-byte words past the longest name and question: they are
-     * written, hashed and compared a word at a time. */
+    /* Padded past the longest name and question: the name is written, hashed and
+     * compared 8 bytes at a time, the question copied out 16 at a time. */
     uint8_t name_lower[SP_DNS_NAME_MAX + 1 + 8];
-    uint8_t question[SP_DNS_NAME_MAX + 1 + 8];    /* name, type, class */
+    uint8_t question[SP_DNS_NAME_MAX + 1 + 16];    /* name, type, class */
 };
 
 struct sp_dns_config {
