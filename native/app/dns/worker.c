@@ -6,13 +6,9 @@
 #include "stormpy/app/dns/answer.h"
 #include "stormpy/engine/clock.h"
 
-/* memcpy mode, and datagrams from a socket: every reply rendered into a TX buffer.
- * Inlined with datagrams a constant, so that neither loop tests it per frame. */
-static inline __attribute__((always_inline)) void
-answer_to_tx(struct sp_dns_worker *d, const struct sp_table *t, struct sp_batch *b,
-             bool datagrams)
+/* Datagrams from a socket: every reply rendered into a TX buffer. */
+static void answer_datagrams(struct sp_dns_worker *d, const struct sp_table *t, struct sp_batch *b)
 {
-    const struct sp_frame_config *cfg = b->cfg;
     struct sp_frame_counters *c = b->counters;
     const struct sp_frame *rx = b->rx;
     struct sp_frame *tx = b->tx;
@@ -20,16 +16,28 @@ answer_to_tx(struct sp_dns_worker *d, const struct sp_table *t, struct sp_batch 
     for (unsigned i = 0; i < n; i++) {
         if (sp_batch_full(b, i, used))
             break;
-        size_t len = datagrams
-            ? sp_dns_datagram_answer(t, d, &rx[i], tx[used].data, tx[used].cap, c)
-            : sp_dns_frame_answer(t, d, cfg, &rx[i], tx[used].data,
-                                  tx[used].cap, c);
+        size_t len = sp_dns_datagram_answer(t, d, &rx[i], tx[used].data, tx[used].cap, c);
         if (len) {
             tx[used].len = (uint32_t)len;
-            if (datagrams)
-                tx[used].id = rx[i].id;      /* the reply goes to this request's peer */
+            tx[used].id = rx[i].id;      /* the reply goes to this request's peer */
             used++;
         }
+    }
+    b->sent = b->used = used;
+}
+
+/* memcpy mode on whole frames, one by one: every reply rendered into a TX buffer, no
+ * more frames at a time than TX buffers are left. */
+static void answer_frames(struct sp_dns_worker *d, const struct sp_table *t, struct sp_batch *b)
+{
+    unsigned used = 0, n = b->n;
+    for (unsigned i = 0; i < n;) {
+        if (sp_batch_full(b, i, used))
+            break;
+        unsigned g = n - i, room = b->reserved - used;
+        g = g < room ? g : room;
+        used += sp_dns_frames_answer(t, d, b->cfg, &b->rx[i], g, &b->tx[used], b->counters);
+        i += g;
     }
     b->sent = b->used = used;
 }
@@ -107,12 +115,12 @@ void sp_dns_worker_batch(struct sp_dns_worker *d, const struct sp_table *t, stru
         b->out = b->spare;
         answer_precopy(d, t, b);
     } else if (b->datagrams) {
-        answer_to_tx(d, t, b, true);
+        answer_datagrams(d, t, b);
     } else if (!b->cfg->own_stack && sp_table_worth_prefetching(t)) {
         answer_groups(d, t, b);
     } else {
         /* a table in the cache, or the own stack, which replies while frames are parsed */
-        answer_to_tx(d, t, b, false);
+        answer_frames(d, t, b);
     }
 }
 

@@ -29,6 +29,12 @@ size_t sp_dns_frame_answer(const struct sp_table *t, struct sp_dns_worker *d,
                            const struct sp_frame_config *cfg, const struct sp_frame *rx,
                            uint8_t *tx, size_t cap, struct sp_frame_counters *c);
 
+/* sp_dns_frame_answer() for rx[0, n), one after another in one loop: the replies go to
+ * tx[0, returned), in the frames' order, each needing at most its tx[].cap. */
+unsigned sp_dns_frames_answer(const struct sp_table *t, struct sp_dns_worker *d,
+                              const struct sp_frame_config *cfg, const struct sp_frame *rx,
+                              unsigned n, struct sp_frame *tx, struct sp_frame_counters *c);
+
 /* Frames sp_dns_frame_answer_group() answers together: enough lookups waiting for
  * memory at once to cover a cache miss, few enough that their queries stay in L1. */
 #define SP_DNS_GROUP 16
