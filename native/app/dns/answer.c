@@ -3,14 +3,14 @@
 
 #include "stormpy/app/dns/handoff.h"
 
-/* sp_dns_frame_reply() for the query q (the worker's, or one of a group's). */
+/* sp_dns_frame_reply() for the query q (the worker's, or one of a group's), with
+ * room for dns_cap bytes of DNS message after the headers (sp_frame_payload_cap()). */
 static inline size_t frame_reply(const struct sp_table *t, struct sp_dns_worker *d,
                                  struct sp_dns_query *q, const struct sp_frame_config *cfg,
                                  const uint8_t *rx, const struct sp_frame_query *fq,
                                  enum sp_dns_verdict verdict, const struct sp_response *r,
-                                 uint8_t *tx, size_t cap)
+                                 uint8_t *tx, size_t dns_cap)
 {
-    size_t dns_cap = sp_frame_payload_cap(cfg, fq, cap);
     if (!dns_cap)
         return 0;
     if (!r && d->cfg.handoff_fd && sp_dns_handoff_wanted(verdict, q) &&
@@ -33,7 +33,7 @@ size_t sp_dns_frame_reply(const struct sp_table *t, struct sp_dns_worker *d,
                           enum sp_dns_verdict verdict, const struct sp_response *r,
                           uint8_t *tx, size_t cap)
 {
-    return frame_reply(t, d, q, cfg, rx, fq, verdict, r, tx, cap);
+    return frame_reply(t, d, q, cfg, rx, fq, verdict, r, tx, sp_frame_payload_cap(cfg, fq, cap));
 }
 
 bool sp_dns_rate_limit(struct sp_dns_worker *d, uint8_t family, const uint8_t *src,
@@ -68,7 +68,8 @@ frame_answer(const struct sp_table *t, struct sp_dns_worker *d, const struct sp_
     const uint8_t *rx = frame->data;
     if (sp_frame_parse(cfg, frame, tx, cap, &fq, &stack, c) != SP_FRAME_QUERY)
         return stack;
-    if (!sp_frame_payload_cap(cfg, &fq, cap))
+    size_t dns_cap = sp_frame_payload_cap(cfg, &fq, cap);
+    if (!dns_cap)
         return 0;
     struct sp_dns_query *q = &d->query;
     const uint8_t *msg = rx + fq.l2 + fq.u.payload_off;
@@ -76,7 +77,7 @@ frame_answer(const struct sp_table *t, struct sp_dns_worker *d, const struct sp_
     const struct sp_response *r = v == SP_DNS_LOOKUP ? sp_dns_lookup(t, q) : NULL;
     if (d->rrl && !sp_dns_rate_limit(d, fq.u.family, fq.u.src, &v, r))
         return 0;
-    return sp_dns_frame_reply(t, d, q, cfg, rx, &fq, v, r, tx, cap);
+    return frame_reply(t, d, q, cfg, rx, &fq, v, r, tx, dns_cap);
 }
 
 /* One function with everything it calls inlined: the calls' register saves and
@@ -181,7 +182,7 @@ answer_group(const struct sp_table *t, struct sp_dns_worker *d, const struct sp_
             continue;
         }
         size_t len = frame_reply(t, d, &q[j], cfg, rx[j].data, &fq[j], verdict[j], r[j],
-                                 tx[used].data, tx[used].cap);
+                                 tx[used].data, sp_frame_payload_cap(cfg, &fq[j], tx[used].cap));
         if (len)
             tx[used++].len = (uint32_t)len;
     }
