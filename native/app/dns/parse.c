@@ -21,6 +21,16 @@ static inline uint64_t lower8(uint64_t v)
     return v | (upper >> 2);
 }
 
+/* lower8() of 16 bytes at once, in the vector registers every target of GCC and clang
+ * has (SSE2, NEON): about half the instructions of two lower8() calls. */
+typedef uint8_t bytes16 __attribute__((vector_size(16)));
+
+static inline bytes16 lower16(bytes16 v)
+{
+    bytes16 upper = (bytes16)(v - 'A' < 26);     /* all ones in each byte 'A'..'Z' */
+    return v | (upper & 0x20);
+}
+
 /* Reads the question name at pos into q, decompressing. Each pointer must point
  * before the previous one's target, so a pointer chain always ends. Returns the
  * offset just past the name in the message, or 0 when malformed. */
@@ -116,6 +126,18 @@ static inline void take_question(const uint8_t *p, const uint8_t *end, struct sp
 {
     size_t name_len = q->name_len, i = 0;
     uint64_t h = sp_key_hash_start(name_len), acc = 0, v, lower;
+    for (; i + 16 <= name_len; i += 16) {        /* the name's 16-byte pieces */
+        bytes16 raw, low;
+        memcpy(&raw, p + i, 16);
+        memcpy(q->question + i, &raw, 16);
+        low = lower16(raw);
+        memcpy(q->name_lower + i, &low, 16);
+        uint64_t halves[2], lows[2];
+        memcpy(halves, &raw, 16);
+        memcpy(lows, &low, 16);
+        acc = sp_csum_acc_word(sp_csum_acc_word(acc, halves[0]), halves[1]);
+        h = sp_key_hash_word(sp_key_hash_word(h, lows[0]), lows[1]);
+    }
     for (; i + 8 <= name_len; i += 8) {          /* the name's whole words */
         memcpy(&v, p + i, 8);
         memcpy(q->question + i, &v, 8);
