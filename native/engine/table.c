@@ -376,10 +376,16 @@ const struct sp_response *sp_table_find_hashed(const struct sp_table *t, uint64_
     return probe(t, hash_tagged(key_hash, tag), tag, key, key_len, true);
 }
 
+/* The hint is the entry of the first slot from the home slot on whose stored hash is
+ * the key's: when it is the key, the probe would have returned it too. */
 const struct sp_response *sp_table_find_tagged(const struct sp_table *t, uint64_t tag,
                                                uint64_t tagged_hash, const uint8_t *key,
-                                               size_t key_len)
+                                               size_t key_len, const struct sp_table_hint *hint)
 {
+    const struct entry *e = (const struct entry *)hint;
+    if (e && e->tag == tag && e->key_len == key_len &&
+        sp_words_equal(t->arena + e->key_off, key, key_len))
+        return &t->responses[e->response];
     return probe(t, tagged_hash, tag, key, key_len, true);
 }
 

@@ -43,16 +43,17 @@ static inline const struct entry *first_entry(const struct sp_table *t, uint64_t
     return NULL;
 }
 
-void sp_table_prefetch_entry(const struct sp_table *t, uint64_t tagged_hash)
+const struct sp_table_hint *sp_table_prefetch_entry(const struct sp_table *t, uint64_t tagged_hash)
 {
     const struct entry *e = first_entry(t, tagged_hash);
     if (e)
         __builtin_prefetch(e);
+    return (const struct sp_table_hint *)e;
 }
 
-void sp_table_prefetch_key(const struct sp_table *t, uint64_t tagged_hash)
+void sp_table_prefetch_key(const struct sp_table *t, const struct sp_table_hint *hint)
 {
-    const struct entry *e = first_entry(t, tagged_hash);
+    const struct entry *e = (const struct entry *)hint;
     if (e) {
         __builtin_prefetch(t->arena + e->key_off);
         __builtin_prefetch(&t->responses[e->response]);

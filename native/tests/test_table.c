@@ -435,6 +435,42 @@ static void test_edit_readds_and_flattens(void)
     sp_table_free(base);
 }
 
+/* The prefetch stages' hint changes nothing a lookup finds: with its own hint, another
+ * key's, or none, every key (and every absent one) finds what sp_table_find_hashed()
+ * finds. And it is used: with a wrong tagged hash, the hint alone finds most keys. */
+static void test_staged_lookups(void)
+{
+    enum { KEYS = 2000 };
+    char name[32];
+    struct sp_table_builder *b = sp_table_builder_new();
+    for (uint32_t i = 0; i < KEYS; i++) {
+        snprintf(name, sizeof(name), "key-number-%u", i);
+        add_numbered(b, name, i);
+    }
+    struct sp_table *t = sp_table_builder_finish(b);
+    int same = 0, by_hint = 0;
+    const struct sp_table_hint *before = NULL;
+    for (uint32_t i = 0; i < 2 * KEYS; i++) {
+        uint8_t key[40] = {0};            /* read in whole words */
+        size_t len = (size_t)snprintf((char *)key, sizeof(key), "key-number-%u", i);
+        uint64_t hash = sp_key_hash_padded(key, len);
+        uint64_t tagged = sp_table_prefetch_slot(t, 7, hash);
+        const struct sp_table_hint *hint = sp_table_prefetch_entry(t, tagged);
+        sp_table_prefetch_key(t, hint);
+        const struct sp_response *want = sp_table_find_hashed(t, 7, hash, key, len);
+        CHECK((want != NULL) == (i < KEYS));
+        same += sp_table_find_tagged(t, 7, tagged, key, len, hint) == want &&
+                sp_table_find_tagged(t, 7, tagged, key, len, NULL) == want &&
+                sp_table_find_tagged(t, 7, tagged, key, len, before) == want &&
+                sp_table_find_tagged(t, 8, tagged, key, len, hint) == NULL;
+        by_hint += want && sp_table_find_tagged(t, 7, ~tagged, key, len, hint) == want;
+        before = hint;
+    }
+    CHECK_EQ(same, 2 * KEYS);
+    CHECK(by_hint > KEYS * 8 / 10);
+    sp_table_free(t);
+}
+
 int main(void)
 {
     test_lookup();
@@ -447,5 +483,6 @@ int main(void)
     test_ref_pins();
     test_edit();
     test_edit_readds_and_flattens();
+    test_staged_lookups();
     return check_report("test_table");
 }

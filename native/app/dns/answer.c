@@ -120,6 +120,7 @@ answer_group(const struct sp_table *t, struct sp_dns_worker *d, const struct sp_
     enum sp_dns_verdict verdict[SP_DNS_GROUP];
     const struct sp_response *r[SP_DNS_GROUP];
     uint64_t hash[SP_DNS_GROUP];   /* the first lookup's tagged hash, for each of look[] */
+    const struct sp_table_hint *hint[SP_DNS_GROUP];   /* and what stage 2 found for it */
     uint8_t look[SP_DNS_GROUP];    /* the frames to look up */
     unsigned nlook = 0;
     if (n > SP_DNS_GROUP)
@@ -140,29 +141,28 @@ answer_group(const struct sp_table *t, struct sp_dns_worker *d, const struct sp_
         }
     }
     for (unsigned k = 0; k < nlook; k++)
-        sp_table_prefetch_entry(t, hash[k]);
+        hint[k] = sp_table_prefetch_entry(t, hash[k]);
     for (unsigned k = 0; k < nlook; k++)
-        sp_table_prefetch_key(t, hash[k]);
+        sp_table_prefetch_key(t, hint[k]);
     unsigned nmissed = 0;
     for (unsigned k = 0; k < nlook; k++) {   /* the first keys, their answers' bytes fetched */
         unsigned j = look[k];
-        r[j] = sp_dns_lookup_first(t, &q[j], hash[k]);
+        r[j] = sp_dns_lookup_first(t, &q[j], hash[k], hint[k]);
         if (r[j])
             sp_response_prefetch(t, r[j]);
         else
             look[nmissed++] = (uint8_t)j;  /* NODATA, NXDOMAIN, wildcards: a second round */
     }
     uint64_t rest[SP_DNS_GROUP][2];
+    const struct sp_table_hint *rest_hint[SP_DNS_GROUP][2];
     for (unsigned k = 0; k < nmissed; k++)
         sp_dns_prefetch_rest(t, &q[look[k]], rest[k]);
     for (unsigned k = 0; k < nmissed; k++)
         for (unsigned i = 0; i < 2; i++)
-            if (rest[k][i])
-                sp_table_prefetch_entry(t, rest[k][i]);
+            rest_hint[k][i] = rest[k][i] ? sp_table_prefetch_entry(t, rest[k][i]) : NULL;
     for (unsigned k = 0; k < nmissed; k++)
         for (unsigned i = 0; i < 2; i++)
-            if (rest[k][i])
-                sp_table_prefetch_key(t, rest[k][i]);
+            sp_table_prefetch_key(t, rest_hint[k][i]);
     for (unsigned k = 0; k < nmissed; k++) {
         unsigned j = look[k];
         r[j] = sp_dns_lookup_rest(t, &q[j]);

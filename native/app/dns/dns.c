@@ -84,10 +84,11 @@ const struct sp_response *sp_dns_lookup(const struct sp_table *t, const struct s
 }
 
 const struct sp_response *sp_dns_lookup_first(const struct sp_table *t,
-                                              const struct sp_dns_query *q, uint64_t first_hash)
+                                              const struct sp_dns_query *q, uint64_t first_hash,
+                                              const struct sp_table_hint *hint)
 {
-    const struct sp_response *r =
-        sp_table_find_tagged(t, sp_dns_first_tag(q), first_hash, q->name_lower, q->name_len);
+    const struct sp_response *r = sp_table_find_tagged(t, sp_dns_first_tag(q), first_hash,
+                                                       q->name_lower, q->name_len, hint);
     return r ? signed_form(r, q) : NULL;
 }
 

@@ -223,12 +223,17 @@ const struct sp_response *sp_table_find_hashed(const struct sp_table *t, uint64_
  * pay for themselves; below that they cost only their instructions. */
 bool sp_table_worth_prefetching(const struct sp_table *t);
 uint64_t sp_table_prefetch_slot(const struct sp_table *t, uint64_t tag, uint64_t key_hash);
-void sp_table_prefetch_entry(const struct sp_table *t, uint64_t tagged_hash);
-void sp_table_prefetch_key(const struct sp_table *t, uint64_t tagged_hash);
-/* sp_table_find_hashed() with the hash sp_table_prefetch_slot() returned for tag. */
+/* Stage 2 returns what stage 3 and the lookup take: the entry the lookup's probe will
+ * compare first, or NULL (a hint: stage 3 fetches its key, the lookup compares it first
+ * and probes only when it is not the key). */
+struct sp_table_hint;
+const struct sp_table_hint *sp_table_prefetch_entry(const struct sp_table *t, uint64_t tagged_hash);
+void sp_table_prefetch_key(const struct sp_table *t, const struct sp_table_hint *hint);
+/* sp_table_find_hashed() with the hash sp_table_prefetch_slot() returned for tag, and
+ * the hint stage 2 returned for it. */
 const struct sp_response *sp_table_find_tagged(const struct sp_table *t, uint64_t tag,
                                                uint64_t tagged_hash, const uint8_t *key,
-                                               size_t key_len);
+                                               size_t key_len, const struct sp_table_hint *hint);
 /* ... and a found response's stored bytes, before rendering it. */
 void sp_response_prefetch(const struct sp_table *t, const struct sp_response *r);
 

@@ -201,12 +201,14 @@ const struct sp_response *sp_dns_lookup(const struct sp_table *t, const struct s
 
 /* sp_dns_lookup() in two halves, for a group answered in stages: the first key, its
  * tagged hash known (what sp_table_prefetch_slot() returned for sp_dns_first_tag(q)
- * and q->name_hash; NULL when it misses), and the probes a
+ * and q->name_hash) with the hint sp_table_prefetch_entry() gave for it (NULL when it
+ * misses), and the probes a
  * miss makes next, whose first two (the name's OTHER key, the parent's BELOW_OTHER)
  * are fetched in stages as the first key's were (sp_dns_prefetch_rest() gives their
  * tagged hashes, 0 for none) before sp_dns_lookup_rest() takes them. */
 const struct sp_response *sp_dns_lookup_first(const struct sp_table *t,
-                                              const struct sp_dns_query *q, uint64_t first_hash);
+                                              const struct sp_dns_query *q, uint64_t first_hash,
+                                              const struct sp_table_hint *hint);
 void sp_dns_prefetch_rest(const struct sp_table *t, const struct sp_dns_query *q,
                           uint64_t hashes[2]);
 const struct sp_response *sp_dns_lookup_rest(const struct sp_table *t,
