@@ -93,7 +93,7 @@ cdef extern from "stormpy/app/dns/dns.h" nogil:
         uint8_t name_len
         uint16_t question_len
         uint8_t name_lower[264]
-        uint8_t question[264]
+        uint8_t question[272]
     struct sp_dns_config:
         uint16_t max_udp
         int handoff_fd

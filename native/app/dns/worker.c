@@ -76,23 +76,18 @@ static void answer_precopy(struct sp_dns_worker *d, const struct sp_table *t, st
     for (unsigned i = 0; i < n;) {
         if (sp_batch_full(b, i, sent))
             break;
+        unsigned g = n - i, room = b->reserved - sent, used = 0;
+        g = g < room ? g : room;
         if (groups) {
-            unsigned g = n - i, room = b->reserved - sent, used = 0;
-            g = g < room ? g : room;
             g = g < SP_DNS_GROUP ? g : SP_DNS_GROUP;
             sent += sp_precopy_answer_group(p, t, d, b->cfg, &rx[i], g, &tx[taken], &out[sent],
                                             &used, b->counters);
-            taken += used;
-            i += g;
-            continue;
+        } else {
+            sent += sp_precopy_frames_answer(p, t, d, b->cfg, &rx[i], g, &tx[taken], &out[sent],
+                                             &used, b->counters);
         }
-        size_t len = sp_precopy_answer(p, t, d, b->cfg, &rx[i], &tx[taken],
-                                       &out[sent], b->counters);
-        i++;
-        if (!len)
-            continue;
-        taken += out[sent].pool < 0;
-        sent++;
+        taken += used;
+        i += g;
     }
     b->sent = sent;
     b->used = taken;

@@ -217,8 +217,10 @@ const struct sp_response *sp_table_find_hashed(const struct sp_table *t, uint64_
  * cache three times in a chain: the slot, the entry it names (its key's bytes usually
  * beside it), and then the response and its bytes. Each stage below reads only what the stage before fetched, so
  * running stage 1 over the batch, then stage 2, then stage 3, overlaps every frame's
- * misses. sp_table_prefetch_slot() returns the tagged hash the later stages take.
- * Prefetches are hints: none changes what sp_table_find_hashed() finds. */
+ * misses. sp_table_prefetch_slot() returns the tagged hash stage 2 and the lookup take;
+ * stage 2 returns the hint stage 3 and the lookup take. Prefetches and hints change the
+ * way to an answer, never the answer: sp_table_find_tagged() finds what
+ * sp_table_find_hashed() finds. */
 /* Whether t's index outgrows a core's own caches, so that lookups miss and the stages
  * pay for themselves; below that they cost only their instructions. */
 bool sp_table_worth_prefetching(const struct sp_table *t);

@@ -65,7 +65,7 @@ static inline __attribute__((always_inline)) void sp_copy_short(uint8_t *dst, co
 {
     if (n > 128) {
         memcpy(dst, src, n);
-    } else if (n >= 16) {     /* in 16-byte pieces, which every target's vector registers hold */
+    } else if (n >= 16) {     /* in 16-byte pieces: one vector register's load on x86-64 and Arm */
         uint8_t piece[16];
         for (size_t i = 0; i + 16 < n; i += 16) {
             memcpy(piece, src + i, 16);

@@ -154,8 +154,8 @@ struct sp_dns_query {
     uint16_t question_len;   /* name_len + 4 */
     uint32_t question_sum;   /* partial checksum of the question, as at an even offset */
     uint64_t name_hash;      /* the table's hash of name_lower (sp_key_hash_*) */
-    /* Padded past the longest name and question: the name is written, hashed and
-     * compared 8 bytes at a time, the question copied out 16 at a time. */
+    /* Padded past the longest name and question: the name is written and hashed 16 or
+     * 8 bytes at a time and compared 8 at a time, the question copied out 16 at a time. */
     uint8_t name_lower[SP_DNS_NAME_MAX + 1 + 8];
     uint8_t question[SP_DNS_NAME_MAX + 1 + 16];    /* name, type, class */
 };
@@ -199,11 +199,10 @@ static inline uint64_t sp_dns_first_tag(const struct sp_dns_query *q)
 /* The table response chosen for a parsed query (NULL: REFUSED). */
 const struct sp_response *sp_dns_lookup(const struct sp_table *t, const struct sp_dns_query *q);
 
-/* sp_dns_lookup() in two halves, for a group answered in stages: the first key, its
- * tagged hash known (what sp_table_prefetch_slot() returned for sp_dns_first_tag(q)
- * and q->name_hash) with the hint sp_table_prefetch_entry() gave for it (NULL when it
- * misses), and the probes a
- * miss makes next, whose first two (the name's OTHER key, the parent's BELOW_OTHER)
+/* sp_dns_lookup() in two halves, for a group answered in stages: the first key (NULL
+ * when it misses), its tagged hash known (what sp_table_prefetch_slot() returned for
+ * sp_dns_first_tag(q) and q->name_hash) with the hint sp_table_prefetch_entry() gave
+ * for it; and the probes a miss makes next, whose first two (the name's OTHER key, the parent's BELOW_OTHER)
  * are fetched in stages as the first key's were (sp_dns_prefetch_rest() gives their
  * tagged hashes, 0 for none) before sp_dns_lookup_rest() takes them. */
 const struct sp_response *sp_dns_lookup_first(const struct sp_table *t,

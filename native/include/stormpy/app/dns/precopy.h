@@ -98,6 +98,14 @@ size_t sp_precopy_answer(struct sp_precopy *p, const struct sp_table *t, struct 
                          const struct sp_frame *tx, struct sp_frame *out,
                          struct sp_frame_counters *c);
 
+/* sp_precopy_answer() for rx[0, n), one after another in one loop: the replies listed
+ * in out[0, returned), those rendered into TX buffers using tx[0, *taken). */
+unsigned sp_precopy_frames_answer(struct sp_precopy *p, const struct sp_table *t,
+                                  struct sp_dns_worker *d, const struct sp_frame_config *cfg,
+                                  const struct sp_frame *rx, unsigned n, const struct sp_frame *tx,
+                                  struct sp_frame *out, unsigned *taken,
+                                  struct sp_frame_counters *c);
+
 /* sp_precopy_answer() after the parse, lookup and rate limiting, for the query q in
  * frame rx (fq): the reply from the pool, or rendered into *tx. For answers in groups
  * (answer.h's sp_precopy_answer_group). */
