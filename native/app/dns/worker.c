@@ -26,9 +26,12 @@ static void answer_datagrams(struct sp_dns_worker *d, const struct sp_table *t, 
     b->sent = b->used = used;
 }
 
-/* memcpy mode on whole frames, one by one: every reply rendered into a TX buffer, no
- * more frames at a time than TX buffers are left. */
-static void answer_frames(struct sp_dns_worker *d, const struct sp_table *t, struct sp_batch *b)
+/* memcpy mode on whole frames: every reply rendered into a TX buffer, no more frames at
+ * a time than TX buffers are left (one reply at most per frame). With a table larger
+ * than the cache, in groups answered in stages, so that their lookups wait for memory
+ * together (answer.h); else one by one. */
+static void answer_frames(struct sp_dns_worker *d, const struct sp_table *t, struct sp_batch *b,
+                          bool groups)
 {
     unsigned used = 0, n = b->n;
     for (unsigned i = 0; i < n;) {
@@ -36,25 +39,13 @@ static void answer_frames(struct sp_dns_worker *d, const struct sp_table *t, str
             break;
         unsigned g = n - i, room = b->reserved - used;
         g = g < room ? g : room;
-        used += sp_dns_frames_answer(t, d, b->cfg, &b->rx[i], g, &b->tx[used], b->counters);
-        i += g;
-    }
-    b->sent = b->used = used;
-}
-
-/* memcpy mode on whole frames, with a table larger than the cache: groups of frames
- * answered in stages, so that their lookups wait for memory together (answer.h). Each group gets no more frames than TX
- * buffers are left, one reply at most per frame. */
-static void answer_groups(struct sp_dns_worker *d, const struct sp_table *t, struct sp_batch *b)
-{
-    unsigned used = 0, n = b->n;
-    for (unsigned i = 0; i < n;) {
-        if (sp_batch_full(b, i, used))
-            break;
-        unsigned g = n - i, room = b->reserved - used;
-        g = g < room ? g : room;
-        g = g < SP_DNS_GROUP ? g : SP_DNS_GROUP;
-        used += sp_dns_frame_answer_group(t, d, b->cfg, &b->rx[i], g, &b->tx[used], b->counters);
+        if (groups) {
+            g = g < SP_DNS_GROUP ? g : SP_DNS_GROUP;
+            used += sp_dns_frame_answer_group(t, d, b->cfg, &b->rx[i], g, &b->tx[used],
+                                              b->counters);
+        } else {
+            used += sp_dns_frames_answer(t, d, b->cfg, &b->rx[i], g, &b->tx[used], b->counters);
+        }
         i += g;
     }
     b->sent = b->used = used;
@@ -111,11 +102,10 @@ void sp_dns_worker_batch(struct sp_dns_worker *d, const struct sp_table *t, stru
         answer_precopy(d, t, b);
     } else if (b->datagrams) {
         answer_datagrams(d, t, b);
-    } else if (!b->cfg->own_stack && sp_table_worth_prefetching(t)) {
-        answer_groups(d, t, b);
     } else {
-        /* a table in the cache, or the own stack, which replies while frames are parsed */
-        answer_frames(d, t, b);
+        /* one by one for a table in the cache, or the own stack, which replies while
+         * frames are parsed */
+        answer_frames(d, t, b, !b->cfg->own_stack && sp_table_worth_prefetching(t));
     }
 }
 
