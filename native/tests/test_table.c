@@ -368,6 +368,17 @@ static int64_t add_numbered(struct sp_table_builder *b, const char *name, uint32
     return r;
 }
 
+/* Keys "<prefix><i>" for i in [from, to), each answering with user i. */
+static void add_numbered_range(struct sp_table_builder *b, const char *prefix, uint32_t from,
+                               uint32_t to)
+{
+    char name[32];
+    for (uint32_t i = from; i < to; i++) {
+        snprintf(name, sizeof(name), "%s%u", prefix, i);
+        add_numbered(b, name, i);
+    }
+}
+
 static int64_t found_user(const struct sp_table *t, const char *name)
 {
     const struct sp_response *r = sp_table_find(t, 7, (const uint8_t *)name, strlen(name));
@@ -382,10 +393,7 @@ static void test_edit_readds_and_flattens(void)
     enum { KEYS = 100 };
     char name[16];
     struct sp_table_builder *b = sp_table_builder_new();
-    for (uint32_t i = 0; i < KEYS; i++) {
-        snprintf(name, sizeof(name), "k%u", i);
-        add_numbered(b, name, i);
-    }
+    add_numbered_range(b, "k", 0, KEYS);
     struct sp_table *base = sp_table_builder_finish(b);
     struct sp_table_info info;
     sp_table_get_info(base, &info);
@@ -403,10 +411,7 @@ static void test_edit_readds_and_flattens(void)
     b = sp_table_builder_edit(same);                 /* a grown index */
     CHECK_EQ(sp_table_remove_key(b, 7, (const uint8_t *)"k7", 2), 0);
     add_numbered(b, "k5", 1005);
-    for (uint32_t i = KEYS; i < 3 * KEYS; i++) {
-        snprintf(name, sizeof(name), "k%u", i);
-        add_numbered(b, name, i);
-    }
+    add_numbered_range(b, "k", KEYS, 3 * KEYS);
     struct sp_table *grown = sp_table_builder_finish(b);
     sp_table_get_info(grown, &info);
     CHECK(info.slots > slots);
@@ -441,12 +446,8 @@ static void test_edit_readds_and_flattens(void)
 static void test_staged_lookups(void)
 {
     enum { KEYS = 2000 };
-    char name[32];
     struct sp_table_builder *b = sp_table_builder_new();
-    for (uint32_t i = 0; i < KEYS; i++) {
-        snprintf(name, sizeof(name), "key-number-%u", i);
-        add_numbered(b, name, i);
-    }
+    add_numbered_range(b, "key-number-", 0, KEYS);
     struct sp_table *t = sp_table_builder_finish(b);
     int same = 0, by_hint = 0;
     const struct sp_table_hint *before = NULL;
