@@ -15,8 +15,9 @@ from setuptools import Extension, setup
 
 NOT_CORE = ("native/tests/", "native/fuzz/", "native/bpf/")   # built by their own Makefiles
 XDP = ["native/io/xdp_program.c", "native/io/xdp_socket.c", "native/io/xdp_answer.c"]
-ZONE_READERS = (["native/zone/read.c", "native/zone/axfr.c"],    # with ldns
-                ["native/zone/read_none.c"])                       # without
+ZONE_READERS = (["native/zone/read.c", "native/zone/read_check.c",    # with ldns
+                 "native/zone/axfr.c"],
+                ["native/zone/read_none.c"])                            # without
 OPTIONAL = {"native/io/netmap.c", *XDP, *ZONE_READERS[0], *ZONE_READERS[1]}
 native = sorted(f for f in glob.glob("native/**/*.c", recursive=True)
                 if not f.startswith(NOT_CORE) and f not in OPTIONAL)

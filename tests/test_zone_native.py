@@ -489,3 +489,64 @@ WHY_DECLINED = {"tampered": "TSIG does not verify", "reordered": "TSIG does not 
                 "serials differ": "the closing SOA's serial is not the opening one's",
                 "unsigned in between": "message 2 has no TSIG",
                 "stale": "message 1: TSIG error or time out of its fudge"}
+
+
+HEAD = "$ORIGIN e.test.\n$TTL 300\n@ SOA ns admin 1 3600 600 86400 120\n@ NS ns\nns A 192.0.2.1\n"
+SHA256 = "0c72ac70b745ac19998811b131d662c9ac69dbdbe7cb23e5b514b56664c5d3d6"
+
+
+@pytest.mark.parametrize("record", [
+    "m MX 65536 ns", "m MX -10 ns", "_s._tcp SRV 0 65536 80 ns", "_s._tcp SRV 0 0 70000 ns",
+    'c CAA 256 issue "x"', "w 1x A 192.0.2.1", "w 4294967296 A 192.0.2.1",
+    f"t TLSA 256 1 1 {SHA256}", "t TLSA 3 1 1 abc", f"t TLSA 3 1 2 {SHA256}",
+    f"d DS 65536 13 2 {SHA256}", f"d DS 1 13 1 {SHA256}", f"s SSHFP 256 2 {SHA256}",
+    f"s SSHFP 1 1 {SHA256}", 'n NAPTR 65536 10 "S" "SIP" "" .',
+    "s SVCB 1 t port=1 port=2", "s SVCB 0 t alpn=h2", "s SVCB 1 t mandatory=port alpn=h2",
+    "s SVCB 1 t mandatory=alpn,alpn alpn=h2", "s SVCB 1 t no-default-alpn",
+    "l LOC 91 0 0 N 0 0 0 E 0m",
+])
+def test_the_c_reader_refuses_what_dnspython_refuses(record, tmp_path, monkeypatch):
+    """ldns keeps the low bits of a number too wide for its field, reads '1x' as a TTL
+    and pads odd hex: the C reader hands such a file to dnspython, which names the
+    line, instead of serving the value wrapped."""
+    from stormpy.errors import ZoneError
+    monkeypatch.setenv("STORMPY_ZONE_LOADER", "c")
+    z = tmp_path / "bad.zone"
+    z.write_text(HEAD + record + "\n")
+    with pytest.raises(ZoneError, match=r"bad\.zone:6"):
+        load_zone(str(z))
+
+
+@pytest.mark.parametrize("record", [
+    "m MX 65535 ns", "_s._tcp SRV 0 0 65535 ns", 'c CAA 128 issue "x"', "w 1h30m A 192.0.2.1",
+    "w 4294967295 A 192.0.2.1", f"t TLSA 3 1 1 {SHA256[:32]} {SHA256[32:]}",
+    f"d DS 65535 13 2 {SHA256}", f"s SSHFP 4 2 {SHA256}", "s SVCB 0 t",
+    "s SVCB 1 t mandatory=alpn,port alpn=h2,h3 port=8443 ipv4hint=192.0.2.1",
+])
+def test_the_c_reader_keeps_the_edge_values_dnspython_reads(record, tmp_path, monkeypatch):
+    monkeypatch.setenv("STORMPY_ZONE_LOADER", "c")
+    z = tmp_path / "edge.zone"
+    z.write_text(HEAD + record + "\n")
+    read = load_zone(str(z))
+    assert isinstance(read, native.NativeZone)
+    monkeypatch.setenv("STORMPY_ZONE_LOADER", "python")
+    reference = load_zone(str(z))
+    owner = dns.name.from_text(record.split()[0], dns.name.from_text("e.test."))
+    rdtype = dns.rdatatype.from_text(record.split()[2] if record.split()[1][0].isdigit()
+                                     else record.split()[1])
+    assert read.zone.get_rdataset(owner, rdtype) == reference.zone.get_rdataset(owner, rdtype)
+
+
+def test_a_record_without_ttl_takes_the_same_ttl_from_either_reader(tmp_path, monkeypatch):
+    """No $TTL: '192.0.2.1' is rdata, not a TTL. The C reader used to read the record
+    with ldns's default TTL (3600) where dnspython takes the last one stated."""
+    z = tmp_path / "nottl.zone"
+    z.write_text("$ORIGIN n.test.\n@ 7200 IN SOA ns admin 1 3600 600 86400 120\n"
+                 "@ 7200 NS ns\nns A 192.0.2.1\nmx MX 10 ns\n")
+    ttls = []
+    for loader in ("c", "python"):
+        monkeypatch.setenv("STORMPY_ZONE_LOADER", loader)
+        read = load_zone(str(z))
+        ttls.append([read.zone.get_rdataset(n, t).ttl
+                     for n, t in (("ns", "A"), ("mx", "MX"))])
+    assert ttls[0] == ttls[1]

@@ -15,6 +15,8 @@
 
 #include <ldns/ldns.h>
 
+#include "read_check.h"
+
 bool sp_zone_reader_available(void)
 {
     return true;
@@ -110,8 +112,16 @@ static int next_record(struct reader *r, unsigned *line)
     return (depth != 0 || quoted) ? 2 : 1;
 }
 
-/* Whether a record states its TTL: one of the two fields after the owner (RFC 1035's
- * [TTL] [class] or [class] [TTL]) starts with a digit; a type never does. */
+static bool is_class(const char *p, size_t n)
+{
+    return (n == 2 && (!strncasecmp(p, "IN", 2) || !strncasecmp(p, "CH", 2)
+                       || !strncasecmp(p, "HS", 2)))
+           || (n > 5 && !strncasecmp(p, "CLASS", 5));
+}
+
+/* Whether a record states its TTL (RFC 1035's [TTL] [class] or [class] [TTL] after
+ * the owner): the first field starts with a digit, or the first is a class and the
+ * second does. A type never starts with a digit; its rdata may ("ns A 192.0.2.1"). */
 static bool states_ttl(const char *text)
 {
     const char *p = text;
@@ -123,17 +133,13 @@ static bool states_ttl(const char *text)
             p++;
         if (isdigit((unsigned char)*p))
             return true;
+        const char *start = p;
         while (*p && !isspace((unsigned char)*p))
             p++;
+        if (!is_class(start, (size_t)(p - start)))
+            return false;
     }
     return false;
-}
-
-static bool is_class(const char *p, size_t n)
-{
-    return (n == 2 && (!strncasecmp(p, "IN", 2) || !strncasecmp(p, "CH", 2)
-                       || !strncasecmp(p, "HS", 2)))
-           || (n > 5 && !strncasecmp(p, "CLASS", 5));
 }
 
 /* "[owner] class TTL type" as ldns reads it, "[owner] TTL class type" (RFC 1035 allows
@@ -179,10 +185,8 @@ static int directive(struct reader *r, unsigned line)
     while (end > arg && isspace((unsigned char)end[-1]))
         *--end = 0;
     if (strcasecmp(word, "$TTL") == 0) {
-        const char *stop = NULL;
-        r->default_ttl = ldns_str2period(arg, &stop);
-        if (*arg == 0 || stop == NULL || *stop != 0)
-            return decline(r, line, "a $TTL ldns does not read", arg);
+        if (!sp_zone_ttl_valid(arg, strlen(arg), &r->default_ttl))
+            return decline(r, line, "a $TTL dnspython does not read", arg);
         r->have_ttl = true;
         return SP_ZONE_OK;
     }
@@ -217,10 +221,14 @@ static int record(struct reader *r, unsigned line)
     int rc = SP_ZONE_OK;
     ldns_rdf *owner = ldns_rr_owner(rr);
     ldns_buffer_clear(r->rdata);
+    const char *refused = NULL;
     if (ldns_rr_get_class(rr) != LDNS_RR_CLASS_IN)
         rc = decline(r, line, "a class other than IN", NULL);
     else if (ldns_rr_rdata2buffer_wire(r->rdata, rr) != LDNS_STATUS_OK)
         rc = decline(r, line, "rdata ldns cannot write", NULL);
+    else if ((refused = sp_zone_record_refused(r->record, rr, ldns_buffer_begin(r->rdata),
+                                                ldns_buffer_position(r->rdata))) != NULL)
+        rc = decline(r, line, "for dnspython to judge", refused);
     else
         rc = sp_zone_add_record(r->z, ldns_rdf_data(owner), ldns_rdf_size(owner),
                                 (uint16_t)ldns_rr_get_type(rr), ldns_rr_ttl(rr),
