@@ -40,6 +40,14 @@ cdef class NativeZone:
         if rc != SP_ZONE_OK:
             raise ZoneDeclined(self.z.why.decode(errors="replace"))
 
+    @property
+    def outside(self):
+        """(records outside the origin left out, the first one's owner as a wire name)."""
+        if not self.z.outside:
+            return 0, None
+        cdef const sp_zone_name *n = &self.z.names[self.z.first_outside]
+        return self.z.outside, self.z.arena[n.off:n.off + n.len]
+
     def add_records(self, records, bytes origin not None):
         """The zone from records already parsed (a transfer's): (owner wire, type, TTL,
         rdata wire) each, then grouped under origin (a name wire) as read() does."""

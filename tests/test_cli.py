@@ -9,6 +9,7 @@ import sys
 import pytest
 
 from conftest import EXAMPLE_ZONE, REPO
+from stormpy import _core
 from support.process import free_port
 
 
@@ -101,6 +102,44 @@ def test_include_missing(tmp_path):
     z = tmp_path / "inc.zone"
     z.write_text("$ORIGIN example.com.\n@ 60 SOA ns h 1 2 3 4 5\n@ NS ns\n$INCLUDE gone.inc\n")
     assert_one_line_error(stormpy("check-zone", str(z)), "gone.inc")
+
+
+ZONE_HEAD = "$ORIGIN e.test.\n$TTL 300\n@ SOA ns admin 1 3600 600 86400 120\n@ NS ns\n"
+
+
+@pytest.mark.parametrize("content, fragments", [
+    (b"", ["no records"]),
+    (b"; a truncated deploy\n", ["no records"]),
+    (b"$ORIGIN e.test.\n$TTL 300\n", ["no records"]),
+    (ZONE_HEAD.encode() + b"$GENERATE 1-2 h$ A 192.0.2.$\n"
+     b"l LOC 52 22 23.000 N 4 53 32.000 E 99999999m\n", ["bad.zone:6:", "out of range"]),
+    (ZONE_HEAD.encode() + b'ns A 192.0.2.1\nt TXT "caf\xe9"\n', ["bad.zone:6:", "not UTF-8"]),
+    (ZONE_HEAD.encode() + b"$INCLUDE bad.zone\n", ["$INCLUDE bad.zone", "includes a file it is in"]),
+])
+def test_zone_files_that_used_to_end_in_a_traceback(content, fragments, tmp_path):
+    """Empty files (a truncated deploy), values dnspython parses but cannot store, a
+    byte that is not UTF-8, a file that includes itself: one line each, no traceback,
+    no wait until the descriptors run out."""
+    z = tmp_path / "bad.zone"
+    z.write_bytes(content)
+    assert_one_line_error(stormpy("check-zone", str(z), timeout=30), *fragments)
+
+
+def test_a_fifo_is_not_read_as_a_zone(tmp_path):
+    fifo = tmp_path / "zone.fifo"
+    os.mkfifo(fifo)
+    assert_one_line_error(stormpy("check-zone", str(fifo), timeout=30), "not a regular file")
+
+
+@pytest.mark.skipif(not _core.ZONE_READER,
+                    reason="built without ldns: dnspython leaves them out silently")
+def test_records_outside_the_zone_are_left_out_with_a_warning(tmp_path):
+    z = tmp_path / "out.zone"
+    z.write_text(ZONE_HEAD + "ns A 192.0.2.1\nwww.elsewhere.test. A 192.0.2.9\n")
+    result = stormpy("check-zone", str(z))
+    assert result.returncode == 0, result.stderr
+    assert "1 record(s) outside the zone e.test. left out" in result.stderr
+    assert "www.elsewhere.test." in result.stderr and "3 records" in result.stdout
 
 
 def test_bad_arguments():

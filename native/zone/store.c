@@ -297,8 +297,11 @@ static int group(struct sp_zone *z)
         if (!sp_zone_type_in_c(r->type))
             return decline(z, "a SIG or NXT record", r->name);
         if (!sp_zone_is_subdomain(sp_zone_name_wire(z, r->name), z->names[r->name].len,
-                                  sp_zone_name_wire(z, z->origin), z->names[z->origin].len))
-            return decline(z, "a name outside the origin", r->name);
+                                  sp_zone_name_wire(z, z->origin), z->names[z->origin].len)) {
+            if (z->outside++ == 0)
+                z->first_outside = r->name;
+            continue;
+        }
         struct sp_zone_rrset *last = z->nrrsets ? &z->rrsets[z->nrrsets - 1] : NULL;
         if (same_rrset(z, last, r)) {
             const struct sp_zone_rdata *prev = &z->rdatas[z->nrdatas - 1];

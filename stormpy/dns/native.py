@@ -116,6 +116,10 @@ def load(path: str, origin: str | None) -> NativeZone | None:
         log.debug("%s: read by dnspython, not ldns: %s", path, e)
         return None
     log.debug("%s: read by ldns (%d records)", path, zone.record_count)
+    outside, first = reader.outside
+    if outside:
+        log.warning("%s: %d record(s) outside the zone %s left out, the first owned by %s",
+                    path, outside, zone.origin, dns.name.from_wire(first, 0)[0])
     return zone
 
 

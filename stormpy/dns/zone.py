@@ -4,6 +4,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import struct
 import threading
 import traceback
 from dataclasses import dataclass
@@ -52,8 +53,49 @@ def _in_directory_of(path: str):
 
 def _read(path: str, origin: dns.name.Name | None, check: bool = True) -> dns.zone.Zone:
     with _in_directory_of(path) as abspath, open(abspath, encoding="utf-8") as f:
-        return dns.zone.from_file(f, origin=origin, relativize=False, allow_include=True,
-                                  check_origin=check, filename=path)
+        try:
+            return dns.zone.from_file(f, origin=origin, relativize=False, allow_include=True,
+                                      check_origin=check, filename=path)
+        except AssertionError:       # dnspython's check of a zone that has no origin
+            raise ZoneError(f"{path}: no records: a zone file needs at least the SOA and NS "
+                            f"records at its origin") from None
+
+
+def _include_loop(path: str) -> str | None:
+    """The first $INCLUDE that leads back to a file including it, as text for the
+    message; dnspython would follow it until it runs out of file descriptors."""
+    top = os.path.dirname(os.path.abspath(path))
+
+    def visit(file: str, chain: tuple) -> str | None:
+        try:
+            with open(file, "rb") as f:
+                text = f.read()
+        except OSError:
+            return None                  # the reader says what is wrong with it
+        for m in _INCLUDE.finditer(text):
+            name = os.fsdecode(m.group(1))
+            target = os.path.realpath(os.path.join(top, name))
+            if target in chain:
+                return f"$INCLUDE {name} in {os.path.basename(file)} includes a file it is in"
+            if len(chain) < 16 and (why := visit(target, chain + (target,))):
+                return why
+        return None
+
+    start = os.path.realpath(path)
+    return visit(start, (start,))
+
+
+_INCLUDE = re.compile(rb"^\$INCLUDE[ \t]+([^\s;]+)", re.IGNORECASE | re.MULTILINE)
+
+
+def _first_non_utf8_line(path: str) -> int:
+    with open(path, "rb") as f:
+        for number, line in enumerate(f, 1):
+            try:
+                line.decode("utf-8")
+            except UnicodeDecodeError:
+                return number
+    return 0
 
 
 def _soa_owner(path: str) -> dns.name.Name | None:
@@ -83,6 +125,8 @@ def load_zone(path: str, origin: str | None = None, native: bool = True) -> Zone
         raise ZoneError(f"{path}: is a directory, not a zone file")
     if not os.access(path, os.R_OK):
         raise ZoneError(f"{path}: permission denied")
+    if not os.path.isfile(path):
+        raise ZoneError(f"{path}: not a regular file")
     if native:
         from stormpy.dns import native as c_path
         loaded = c_path.load(path, origin)
@@ -92,6 +136,8 @@ def load_zone(path: str, origin: str | None = None, native: bool = True) -> Zone
         name = dns.name.from_text(origin) if origin else None
     except dns.exception.DNSException as e:
         raise ZoneError(f"--origin {origin!r}: {e}") from None
+    if (loop := _include_loop(path)) is not None:
+        raise ZoneError(f"{path}: {loop}")
     try:
         try:
             z = _read(path, name)
@@ -117,12 +163,17 @@ def load_zone(path: str, origin: str | None = None, native: bool = True) -> Zone
         raise ZoneError(_syntax_message(path, name, e)) from None
     except dns.zonefile.CNAMEAndOtherData as e:
         raise ZoneError(_cname_message(path, e)) from None
+    except UnicodeDecodeError as e:
+        line = _first_non_utf8_line(path)
+        raise ZoneError(f"{path}:{line}: bytes that are not UTF-8 text ({e.reason})" if line
+                        else f"{path}: not a text file ({e.reason})") from None
+    except (struct.error, OverflowError) as e:   # a value dnspython parses but cannot store
+        raise ZoneError(_reader_message(path, e, lambda owner: f"a value out of range in a "
+                                        f"record at {owner or 'a name'} ({e})")) from None
     except ValueError as e:                 # dnspython: "add() has non-origin SOA"
         raise ZoneError(_soa_message(path, e)) from None
     except dns.exception.DNSException as e:
         raise ZoneError(f"{path}: {e}") from None
-    except UnicodeDecodeError as e:
-        raise ZoneError(f"{path}: not a text file ({e.reason})") from None
     except OSError as e:
         if e.filename and os.path.abspath(str(e.filename)) != os.path.abspath(path):
             raise ZoneError(f"{path}: $INCLUDE {e.filename}: {e.strerror}") from None

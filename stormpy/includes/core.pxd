@@ -694,6 +694,7 @@ cdef extern from "stormpy/zone/zone.h" nogil:
         SP_ZONE_DECLINED
         SP_ZONE_NOMEM
     struct sp_zone_name:
+        uint32_t off
         uint8_t len
         uint32_t first_rrset
         uint16_t nrrsets
@@ -709,8 +710,10 @@ cdef extern from "stormpy/zone/zone.h" nogil:
         sp_zone_name *names
         sp_zone_rrset *rrsets
         sp_zone_rdata *rdatas
+        uint8_t *arena
         uint8_t *rdata_arena
         char why[512]
+        uint32_t outside, first_outside
     struct sp_zone_compile_stats:
         uint64_t keys, responses
     sp_zone *sp_zone_new()

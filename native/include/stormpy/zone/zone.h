@@ -134,6 +134,9 @@ struct sp_zone {
     struct sp_zone_soa_place *soa_places;
     uint32_t nsoa_places, soa_places_cap;
     char why[512];              /* SP_ZONE_DECLINED: the reason, for the debug log */
+    /* Records outside the origin, left out as dnspython and Knot DNS leave them (the
+     * loader warns), and the owner of the first. */
+    uint32_t outside, first_outside;
 };
 
 struct sp_zone *sp_zone_new(void);
