@@ -10,8 +10,9 @@ import pytest
 
 from support.http import HttpServerProcess, exchange
 
-# Python's mimetypes (the choice) against nginx's mime.types, where they part:
-# RFC 9239 made text/javascript the type of JavaScript; nginx 1.22 still says otherwise.
+# stormpy's own table (stormpy/http/content_types.py) against nginx's mime.types, where
+# they part: RFC 9239 made text/javascript the type of JavaScript; nginx 1.22 still says
+# otherwise.
 CONTENT_TYPES = {("text/javascript", "application/javascript")}
 HEADERS = ("content-length", "etag", "last-modified", "content-range",
            "accept-ranges")

@@ -12,7 +12,6 @@ characters, anything that is not a file or a directory.
 from __future__ import annotations
 
 import logging
-import mimetypes
 import os
 import stat
 import struct
@@ -23,6 +22,7 @@ from email.utils import formatdate
 
 from stormpy import _core
 from stormpy.errors import StormpyError
+from stormpy.http.content_types import ContentTypes
 
 log = logging.getLogger("stormpy")
 
@@ -131,11 +131,6 @@ def _bad_name(rel: str) -> str | None:
     return None
 
 
-def _content_type(name: str) -> bytes:
-    kind, _ = mimetypes.guess_type(name, strict=False)
-    return (kind or "application/octet-stream").encode()
-
-
 def compile_site(root: str, now: float | None = None):
     """The site under root as a table, and its statistics."""
     if not os.path.isdir(root):
@@ -144,6 +139,7 @@ def compile_site(root: str, now: float | None = None):
     real_root = os.path.realpath(root)
     b = _Builder(time.time() if now is None else now)
     stats = SiteStats()
+    content_type = ContentTypes()
     keys: dict[bytes, int] = {}
     errors = [b.page(status, error_page(status),
                      [("Allow", b"GET, HEAD")] if status == 405 else ()) for status in ERRORS]
@@ -192,7 +188,7 @@ def compile_site(root: str, now: float | None = None):
             except OSError as e:
                 refuse(sub, f"cannot read it ({e.strerror})")
                 continue
-            entry = b.file(data, int(st.st_mtime), _content_type(name))
+            entry = b.file(data, int(st.st_mtime), content_type(name))
             keys[b"/" + os.fsencode(sub)] = entry
             stats.files += 1
             stats.bytes += len(data)
@@ -201,7 +197,9 @@ def compile_site(root: str, now: float | None = None):
         stats.directories += 1
         keys[b"/" + os.fsencode(rel)] = index if index is not None else errors[ERRORS.index(403)]
         if rel:
-            location = ("/" + urllib.parse.quote(rel)).encode()
+            # the name's own bytes, as the key has them: a name that is not UTF-8
+            # (os.listdir's surrogates) is quoted byte for byte too
+            location = b"/" + urllib.parse.quote(os.fsencode(rel)).encode()
             keys[b"/" + os.fsencode(rel[:-1])] = b.page(301, error_page(301),
                                                          [("Location", location)])
 

@@ -309,6 +309,10 @@ static void reply_file(const struct sp_table *t, const struct sp_http_site *site
         return;
     }
     const struct sp_http_range *r = &req->range;
+    if (e->size == 0 && r->suffix && r->last != 0) {
+        add_entry(out, t, e, head_only, 0);   /* RFC 9110 14.1.1: satisfiable, no byte to name */
+        return;
+    }
     uint64_t first = r->first, last = r->last;
     if (r->suffix) {
         first = r->last >= e->size ? 0 : e->size - r->last;
