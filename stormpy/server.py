@@ -337,6 +337,9 @@ class Server(ABC):
             built = time.monotonic()
             if self._prefaulted is not None:
                 await self._prefaulted
+            # tables an earlier reload had to keep (a slow download pinned one) go now
+            # if nothing reads them any more: else a full region never empties again
+            await loop.run_in_executor(None, self.ref.reclaim, 0)
             await loop.run_in_executor(None, self.ref.publish, table)   # a copy: off the loop
             published = time.monotonic()
         except (StormpyError, MemoryError) as e:

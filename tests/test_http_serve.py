@@ -213,6 +213,46 @@ def test_reload_serves_new_files_and_a_failed_reload_keeps_the_old(tmp_path):
         assert "reload failed" in s.output() and "no such directory" in s.output()
 
 
+def _reloaded(s, count: int) -> None:
+    for _ in range(200):
+        if s.output().count("reloaded") >= count:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"reload {count} not done: {s.output()[-500:]}")
+
+
+def test_downloads_held_across_many_reloads_never_hold_up_new_requests(tmp_path):
+    """A worker keeps each table its unfinished replies point into. Five slow
+    downloads, each from its own site version, once left it no room to pin the
+    current table: new requests hung until the request timeout and got a 408 or
+    nothing. Then a reload must also free the old tables once the downloads end."""
+    root = tmp_path / "site"
+    root.mkdir()
+    (root / "a.txt").write_text("v0")
+    big = os.urandom(16 << 20)     # far more than the socket buffers hold
+    (root / "big.bin").write_bytes(big)
+    slow = []
+    with HttpServerProcess(root, ["--request-timeout", "3", "--send-timeout", "60"]) as s:
+        for version in range(1, 6):
+            c = socket.create_connection(s.addr, timeout=10)
+            c.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            c.sendall(b"GET /big.bin HTTP/1.1\r\nHost: t\r\n\r\n")
+            assert c.recv(64).startswith(b"HTTP/1.1 200")
+            slow.append(c)
+            (root / "a.txt").write_text(f"v{version}")
+            s.proc.send_signal(signal.SIGHUP)
+            _reloaded(s, version)
+        started = time.monotonic()
+        assert get(s.addr, "/a.txt").body == b"v5"
+        assert time.monotonic() - started < 1.5
+        for c in slow:
+            c.close()
+        (root / "a.txt").write_text("v6")
+        s.proc.send_signal(signal.SIGHUP)
+        _reloaded(s, 6)
+        assert get(s.addr, "/a.txt").body == b"v6"
+
+
 def run_cli(*args, timeout=20):
     env = dict(os.environ, PYTHONPATH=REPO_ROOT)
     return subprocess.run([sys.executable, "-m", "stormpy", *args], capture_output=True,

@@ -47,22 +47,29 @@ bool sp_table_ref_wait(struct sp_table_ref *ref, int timeout_ms)
     }
 }
 
-bool sp_table_pin(struct sp_table_pins *p, uint64_t gen)
+/* With every record taken, the use is counted under the newest generation pinned:
+ * older than gen, it keeps gen's table (and every table after it) from being freed
+ * as long as gen's own record would have. */
+uint64_t sp_table_pin(struct sp_table_pins *p, uint64_t gen)
 {
-    int free_pin = -1;
+    int free_pin = -1, newest = 0;
     for (int i = 0; i < SP_TABLE_PINS; i++) {
         if (p->pin[i].count && p->pin[i].generation == gen) {
             p->pin[i].count++;
-            return true;
+            return gen;
         }
         if (!p->pin[i].count && free_pin < 0)
             free_pin = i;
+        if (p->pin[i].generation > p->pin[newest].generation)
+            newest = i;
     }
-    if (free_pin < 0)
-        return false;
+    if (free_pin < 0) {
+        p->pin[newest].count++;
+        return p->pin[newest].generation;
+    }
     p->pin[free_pin].generation = gen;
     p->pin[free_pin].count = 1;
-    return true;
+    return gen;
 }
 
 void sp_table_unpin(struct sp_table_pins *p, uint64_t gen)

@@ -231,14 +231,14 @@ static void test_ref_pins(void)
     sp_table_ref_init(&ref, t[0]);
     sp_table_ref_set_workers(&ref, 1);
     CHECK(sp_table_ref_enter_pinned(&ref, 0, &pins, &old) == t[0]);
-    CHECK(sp_table_pin(&pins, old));                    /* an answer still points into t[0] */
+    CHECK(sp_table_pin(&pins, old) == old);             /* an answer still points into t[0] */
     sp_table_ref_leave_pinned(&ref, 0, &pins);
     CHECK(sp_table_ref_swap(&ref, t[1]) == t[0]);
     CHECK(!sp_table_ref_wait(&ref, 5));                 /* idle, yet still holding t[0] */
     CHECK(sp_table_ref_enter_pinned(&ref, 0, &pins, &gen) == t[1]);
     CHECK(gen > old);
     CHECK(!sp_table_ref_wait(&ref, 5));                 /* entering the new one is not enough */
-    CHECK(sp_table_pin(&pins, gen));
+    CHECK(sp_table_pin(&pins, gen) == gen);
     sp_table_ref_leave_pinned(&ref, 0, &pins);
     CHECK(sp_table_ref_swap(&ref, t[2]) == t[1]);
     sp_table_unpin(&pins, old);                         /* t[0]'s answer is out; t[1]'s is not */
@@ -248,10 +248,26 @@ static void test_ref_pins(void)
     sp_table_unpin(&pins, old + 1);
     sp_table_ref_leave_pinned(&ref, 0, &pins);
     CHECK(sp_table_ref_wait(&ref, 5));                  /* nothing pinned: all may go */
-    for (int i = 0; i < SP_TABLE_PINS; i++)
-        CHECK(sp_table_pin(&pins, 100 + (uint64_t)i));
-    CHECK(!sp_table_pin(&pins, 200));                   /* no room for a fifth generation */
-    CHECK(sp_table_pin(&pins, 101));                    /* a pinned one takes more */
+    /* A fifth generation with four pinned (slow downloads across reloads): counted
+     * under the newest of them, never refused, and its table kept while it is. */
+    uint64_t g[SP_TABLE_PINS + 1];
+    for (int i = 0; i <= SP_TABLE_PINS; i++) {
+        sp_table_ref_swap(&ref, t[i % 3]);
+        sp_table_ref_enter_pinned(&ref, 0, &pins, &g[i]);
+        CHECK(sp_table_pin(&pins, g[i]) == g[i < SP_TABLE_PINS ? i : SP_TABLE_PINS - 1]);
+        sp_table_ref_leave_pinned(&ref, 0, &pins);
+    }
+    CHECK(sp_table_pin(&pins, g[1]) == g[1]);           /* a pinned one takes more */
+    sp_table_unpin(&pins, g[1]);
+    for (int i = 0; i < SP_TABLE_PINS; i++)             /* all but the fifth answer sent */
+        sp_table_unpin(&pins, g[i]);
+    sp_table_ref_swap(&ref, t[0]);
+    sp_table_ref_enter_pinned(&ref, 0, &pins, &gen);
+    sp_table_ref_leave_pinned(&ref, 0, &pins);
+    CHECK(!sp_table_ref_wait(&ref, 5));                 /* the fifth keeps its table */
+    sp_table_unpin(&pins, g[SP_TABLE_PINS - 1]);
+    sp_table_ref_leave_pinned(&ref, 0, &pins);
+    CHECK(sp_table_ref_wait(&ref, 5));
     for (int i = 0; i < 3; i++)
         sp_table_free(t[i]);
 }

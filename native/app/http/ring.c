@@ -30,11 +30,7 @@ static void take_request(struct sp_http_ring *r, struct tcb *c, const struct sp_
     size_t used = sp_http_parse_request(c->in, c->in_len, &r->req);
     if (used == 0 && c->in_len < IN_CAP)
         return;
-    if (!sp_table_pin(pins, gen)) {
-        ring_ready(r, c);                /* SP_TABLE_PINS reloads all held: next round */
-        return;
-    }
-    c->gen = gen;
+    c->gen = sp_table_pin(pins, gen);
     c->has_reply = true;
     c->reply_seq = c->snd_max;
     if (used == 0) {
@@ -311,8 +307,8 @@ static bool run_connection(struct sp_http_ring *r, struct tcb *c, const struct s
     }
     uint64_t ms = 1000000;
     if (!c->has_reply && !c->fin_queued && c->in_len && c->request_since_ns && site &&
-        now - c->request_since_ns > r->cfg.request_timeout_ms * ms && sp_table_pin(pins, gen)) {
-        c->gen = gen;                    /* a request began and never ended: 408 */
+        now - c->request_since_ns > r->cfg.request_timeout_ms * ms) {
+        c->gen = sp_table_pin(pins, gen);   /* a request began and never ended: 408 */
         c->has_reply = true;
         c->reply_seq = c->snd_max;
         sp_http_answer_error(t, site, 408, false, &r->date, &c->reply);

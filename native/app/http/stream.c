@@ -109,10 +109,8 @@ static bool can_queue(struct sp_http_stream *s, struct conn *c)
 {
     if (c->nout)
         return c->table == s->t && c->nout < PIPELINE;
-    if (!sp_table_pin(&s->pins, s->gen))  /* SP_TABLE_PINS reloads all held: wait for one */
-        return false;
     c->table = s->t;
-    c->gen = s->gen;
+    c->gen = sp_table_pin(&s->pins, s->gen);
     return true;
 }
 
@@ -322,6 +320,12 @@ static void expire(struct sp_http_stream *s)
             struct conn *c = (struct conn *)due;
             if (l != T_LINGER && l != T_IDLE)
                 s->c->timeouts++;
+            if (l == T_READING && s->site && c->in_len &&
+                sp_http_parse_request(c->in, c->in_len, &s->req)) {
+                timer_remove(s, c);              /* whole, and held back: answer it now */
+                serve(s, c);
+                continue;
+            }
             if (l == T_READING && c->in_len && s->site && can_queue(s, c)) {
                 queue_reply(s, c, NULL, 408);    /* a request began and never ended */
                 c->closing = true;

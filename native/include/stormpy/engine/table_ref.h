@@ -63,9 +63,12 @@ struct sp_table_pins {
     } pin[SP_TABLE_PINS];
 };
 
-/* One more use of generation gen; false when SP_TABLE_PINS generations are pinned
- * already (the caller must not keep pointers into the table then). */
-bool sp_table_pin(struct sp_table_pins *p, uint64_t gen);
+/* One more use of generation gen, which is never older than a generation pinned
+ * already (a worker's generations never go down). Returns the generation it is
+ * counted under, to unpin it with: gen, or with SP_TABLE_PINS generations pinned
+ * already, the newest of them (so a pin never fails, and a worker never waits for one
+ * while answers from older tables are still being sent). */
+uint64_t sp_table_pin(struct sp_table_pins *p, uint64_t gen);
 void sp_table_unpin(struct sp_table_pins *p, uint64_t gen);
 
 /* sp_table_ref_enter() for a worker with pins; *gen is the generation to pin what
