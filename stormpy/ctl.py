@@ -59,7 +59,7 @@ def run(args) -> int:
     else:
         {"status": _print_status, "reload": _print_reload, "zone-status": _print_zones,
          "stats": _print_stats, "stop": _print_stop}[name](answer)
-    return 0
+    return 1 if answer.get("errors") else 0     # a zone not reloaded fails a deploy script
 
 
 def _print_status(s: dict) -> None:
@@ -74,6 +74,8 @@ def _print_status(s: dict) -> None:
 
 def _print_reload(r: dict) -> None:
     print(f"reloaded {r['serving']} in {r['seconds']:.2f} s")
+    for e in r.get("errors", ()):
+        print(f"  not reloaded: {e}")
 
 
 def _print_zones(r: dict) -> None:

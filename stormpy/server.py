@@ -31,6 +31,8 @@ from stormpy.reloads import ReloadQueue
 from stormpy.sockets import open_sinks, open_tcp_listeners, open_udp_sockets
 from stormpy.supervisor import WorkerPool
 from stormpy.table_region import shared_table_ref
+
+_reload_asked: list[bool] = []      # SIGHUPs before serve() took the signal over
 from stormpy.tap import create_region, give_region, region_status, remove_region
 
 log = logging.getLogger("stormpy")
@@ -59,6 +61,7 @@ class Server(ABC):
         self.guard = None           # AF_PACKET and a stream: the kernel's TCP kept off the port
         self.tap = None             # rings only: the region `stormpy tap` reads (stormpy.tap)
         self.reloads = self.reload_failures = 0
+        self.reload_errors: list[str] = []     # zones a reload left at their previous version
         self.reload_seconds = 0.0       # the last successful reload's, for --metrics
         self._reloads = ReloadQueue(self._reload)
         self._prefaulted = None     # the future of ref.prefault(), run after each swap
@@ -355,6 +358,10 @@ class Server(ABC):
         self.stats = stats
         self.reload_published()
         self.reloads += 1
+        errors, self.reload_errors = self.reload_errors, []
+        self.reload_failures += bool(errors)
+        for e in errors:
+            log.error("reload: %s", e)
         self.reload_seconds = time.monotonic() - started
         what = f"zone(s) {', '.join(sorted(zones))} of " if zones else ""
         log.info("reloaded %s%s, %d keys in %.2f s (table %.2f s, placed for the workers "
@@ -365,7 +372,8 @@ class Server(ABC):
             log.warning("a worker did not leave the old table within 5 s; it is kept until a "
                         "later reload can free it")
         self._prefaulted = loop.run_in_executor(None, self.ref.prefault)
-        return {"serving": self.describe(), "seconds": round(self.reload_seconds, 3)}
+        return {"serving": self.describe(), "seconds": round(self.reload_seconds, 3),
+                **({"errors": errors} if errors else {})}
 
     # -- control socket (stormpy ctl) -------------------------------------------
     def snapshot(self) -> dict:
@@ -402,6 +410,13 @@ class Server(ABC):
             f" ({protocols}), {self.workers_per_address} worker process(es){tcp} per address"
 
     # -- main loop -------------------------------------------------------------
+    @staticmethod
+    def defer_reloads() -> None:
+        """Until serve() takes SIGHUP over, one is remembered, not fatal (its default
+        action): a `systemctl reload` just after a start would end a server still
+        loading its zones."""
+        signal.signal(signal.SIGHUP, lambda *_: _reload_asked.append(True))
+
     def request_stop(self):
         self._stop.set()
 
@@ -421,6 +436,9 @@ class Server(ABC):
             loop.add_signal_handler(signal.SIGTERM, stop.set)
             loop.add_signal_handler(signal.SIGINT, stop.set)
             loop.add_signal_handler(signal.SIGHUP, lambda: asyncio.ensure_future(self.reload()))
+            if _reload_asked:
+                log.info("a reload was asked for while starting: the files are read again")
+                asyncio.ensure_future(self.reload())
             self.start_workers()
             started = True
             # pages for the next table, off the loop; a reload waits for them first

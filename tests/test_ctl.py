@@ -145,6 +145,30 @@ def test_a_zone_reload_reads_only_that_zone_and_a_bad_one_keeps_serving(example_
         assert (s["reloads"], s["reload_failures"]) == (1, 1)
 
 
+def test_a_reload_of_every_zone_serves_the_good_ones_and_keeps_a_bad_ones_old_version(
+        example_zone_copy, tmp_path):
+    """As Knot DNS and NSD reload zone by zone: one broken file does not hold back the
+    others' changes, and ctl says which zone stayed as it was (exit 1, for scripts)."""
+    control = str(tmp_path / "ctl.sock")
+    net = tmp_path / "net.zone"
+    shutil.copy(NET_ZONE, net)
+    zones = [("example.com.", str(example_zone_copy)), ("example.net.", str(net))]
+    with StormpyServer(zones, ["--control", control]) as srv:
+        rewrite(example_zone_copy, "www     IN A    192.0.2.80", "www     IN A    192.0.2.83")
+        with open(net, "a") as f:
+            f.write("broken IN A 999.1.1.1\n")
+        r = ctl(control, "reload")
+        assert r.returncode == 1 and r.stdout.startswith("reloaded 2 zone(s)"), r.stdout
+        assert "not reloaded:" in r.stdout and f"{net}:" in r.stdout
+        assert "previous version still serves" in r.stdout
+        assert www_address(srv.addr) == "192.0.2.83"
+        status = {z["zone"]: z for z in ctl_json(control, "zone-status")["zones"]}
+        assert status["example.net."]["last_error"] and not status["example.com."]["last_error"]
+        s = ctl_json(control, "status")
+        assert (s["reloads"], s["reload_failures"]) == (1, 1)
+        assert "Traceback" not in srv.output()
+
+
 class Fifo:
     """A named pipe a zone $INCLUDEs: whoever reads the zone waits until the test
     writes it, so the test knows a reload is under way and holds it there."""
@@ -209,6 +233,32 @@ def test_a_reload_asked_for_during_a_reload_runs_after_it(example_zone_copy, tmp
         s = ctl_json(control, "status")
         assert (s["reloads"], s["reload_failures"], s["reloading"]) == (2, 0, False)
         assert "ignored" not in srv.output()
+
+
+def test_a_sighup_while_the_zones_load_at_start_reloads_once_serving(example_zone_copy,
+                                                                       tmp_path):
+    """SIGHUP's default action ends a process: a `systemctl reload` just after a start
+    took the server down while it read its zones. It is remembered instead."""
+    fifo = Fifo(tmp_path / "slow.fifo")
+    slow = tmp_path / "slow.zone"
+    slow.write_text("$ORIGIN slow.test.\n$TTL 300\n@ IN SOA ns hostmaster 1 3600 600 86400 300\n"
+                    "@ IN NS ns\nns IN A 192.0.2.53\n$INCLUDE slow.fifo\n")
+    srv = StormpyServer([("example.com.", str(example_zone_copy)), ("slow.test.", str(slow))],
+                        ["--control", str(tmp_path / "ctl.sock")])
+    def start():
+        held = fifo.reader_waiting()                 # the start is reading the zones
+        rewrite(example_zone_copy, "www     IN A    192.0.2.80", "www     IN A    192.0.2.84")
+        srv.proc.send_signal(signal.SIGHUP)
+        time.sleep(0.3)
+        Fifo.release(held)
+    starting = threading.Thread(target=start)
+    starting.start()
+    with srv:
+        starting.join(timeout=20)
+        Fifo.release(fifo.reader_waiting())          # the reload asked for while starting
+        assert wait_for(lambda: www_address(srv.addr) == "192.0.2.84"), srv.output()
+        assert srv.proc.poll() is None
+        assert "a reload was asked for while starting" in srv.output()
 
 
 def test_a_zone_reload_does_not_wait_for_another_zone(example_zone_copy, tmp_path):

@@ -118,22 +118,28 @@ class DnsServer(Server):
 
     def reload_table(self, zones: frozenset[str] | None):
         """Off the event loop: the files asked for read again, the others' parsed zones
-        kept; every zone compiled. A zone that fails keeps its error for zone-status."""
-        fresh, errors = [], []
+        kept; every zone compiled. A zone that fails keeps its error for zone-status and
+        its previous version serves on, as the other zones' new ones go out (as Knot DNS
+        and NSD reload zone by zone); the reload fails when every zone asked fails."""
+        fresh, errors, asked = [], [], 0
         for f in self.files:
             try:
                 if f.secondary is not None:
                     fresh.append(f.secondary.serving())     # None: SERVFAIL
                 elif zones is None or f.name in zones:
+                    asked += 1
                     fresh.append(load_zone(f.path, f.origin))
                 else:
                     fresh.append(f.zone)
             except ZoneError as e:
                 f.last_error = str(e)
                 errors.append(str(e))
-        if errors:
+                fresh.append(f.zone)
+        if errors and (len(errors) == asked or any(z is None and f.secondary is None
+                                                   for f, z in zip(self.files, fresh))):
             more = f" (and {len(errors) - 1} more zone(s))" if len(errors) > 1 else ""
             raise ZoneError(errors[0] + more)
+        self.reload_errors = [f"{e}: its previous version still serves" for e in errors]
         served = [z for z in fresh if z is not None]
         failing = [f.secondary.origin for f, z in zip(self.files, fresh) if z is None]
         lineage, self._lineage = self._lineage, None      # set again once published

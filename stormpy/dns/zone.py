@@ -67,6 +67,8 @@ def _include_loop(path: str) -> str | None:
     top = os.path.dirname(os.path.abspath(path))
 
     def visit(file: str, chain: tuple) -> str | None:
+        if not os.path.isfile(file):
+            return None                  # a pipe is read once, by the reader
         try:
             with open(file, "rb") as f:
                 text = f.read()
