@@ -361,6 +361,9 @@ def main(argv=None) -> int:
     if args.command is None:
         parser.print_help()
         return 2
+    if args.command in ("serve-dns", "serve-http", "serve"):
+        from stormpy.server import Server
+        Server.defer_reloads()
     try:
         return {"serve-dns": _serve_dns, "serve-http": _serve_http, "impair": _impair,
                 "tap": _tap, "gen": _gen, "lab": _lab,
