@@ -101,11 +101,20 @@ async def _claim(path: str, required: bool) -> bool:
     raise StormpyError(f"--control {path}: another server is using it")
 
 
+MAX_SOCKET_PATH = 107      # sockaddr_un's sun_path, less its terminating NUL
+
+
 async def open_control(path: str | None, required: bool, commands: dict[str, Command],
                        group: int | None = None):
     """A Unix server at path running commands[cmd](args) for each connection's request;
     None without a path, or when the path is taken and not required (with a warning).
     A command raises StormpyError for a one-line refusal."""
+    if path and len(os.fsencode(path)) > MAX_SOCKET_PATH:
+        why = f"longer than the {MAX_SOCKET_PATH} bytes a Unix socket's path may have"
+        if not required:
+            log.warning("no control socket at %s (%s)", path, why)
+            return None
+        raise StormpyError(f"--control {path}: {why}; choose a shorter one")
     if not path or not await _claim(path, required):
         return None
 

@@ -142,6 +142,13 @@ def test_records_outside_the_zone_are_left_out_with_a_warning(tmp_path):
     assert "www.elsewhere.test." in result.stderr and "3 records" in result.stdout
 
 
+def test_a_control_path_too_long_for_a_unix_socket_is_one_line(tmp_path):
+    path = str(tmp_path / ("c" * 120)) + ".sock"
+    result = stormpy("serve-dns", EXAMPLE_ZONE, "--listen", f"127.0.0.1:{free_port()}",
+                     "--control", path)
+    assert_one_line_error(result, "--control", "longer than the 107 bytes")
+
+
 def test_bad_arguments():
     assert_one_line_error(stormpy("serve-dns", EXAMPLE_ZONE, "--listen", "localhost:x"), "--listen")
     r = stormpy("serve-dns", EXAMPLE_ZONE, "--workers", "0")
