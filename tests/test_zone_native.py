@@ -550,3 +550,19 @@ def test_a_record_without_ttl_takes_the_same_ttl_from_either_reader(tmp_path, mo
         ttls.append([read.zone.get_rdataset(n, t).ttl
                      for n, t in (("ns", "A"), ("mx", "MX"))])
     assert ttls[0] == ttls[1]
+
+
+def test_a_big_file_left_to_dnspython_says_why_at_info(tmp_path, monkeypatch, caplog):
+    """A million-name zone with one $GENERATE loads many times slower: at that size the
+    operator is told why; a small file's reason stays at debug level."""
+    import logging
+    monkeypatch.setenv("STORMPY_ZONE_LOADER", "c")
+    z = tmp_path / "gen.zone"
+    z.write_text(HEAD + "$GENERATE 1-3 h$ A 192.0.2.$\n")
+    with caplog.at_level(logging.INFO, logger="stormpy"):
+        assert native.load(str(z), None) is None
+        assert not caplog.records
+        monkeypatch.setattr(native, "SLOW_BYTES", 1)
+        assert native.load(str(z), None) is None
+    assert "read by dnspython, not ldns" in caplog.text and "$GENERATE" in caplog.text
+    assert "slower" in caplog.text

@@ -113,7 +113,8 @@ def load(path: str, origin: str | None) -> NativeZone | None:
             reader.read(path, origin)
         zone = NativeZone(path, origin, reader)
     except _core.ZoneDeclined as e:
-        log.debug("%s: read by dnspython, not ldns: %s", path, e)
+        _python_path(os.path.getsize(path) >= SLOW_BYTES, "%s: read by dnspython, not ldns: %s",
+                     path, e)
         return None
     log.debug("%s: read by ldns (%d records)", path, zone.record_count)
     outside, first = reader.outside
@@ -207,6 +208,19 @@ def recompile(builder, served, zone_slots, stats, whole_bytes, floor=LEFTOVERS_F
         compiled_in="C, edited")
 
 
+# Past these the Python path takes tens of seconds where C takes one or two, and an
+# operator wants to know why (below them the reason stays at debug level).
+SLOW_BYTES, SLOW_RECORDS = 4 << 20, 100_000
+
+
+def _python_path(slow: bool, message: str, *args) -> None:
+    if slow:
+        log.info(message + " (slower: at this size the C path takes a small part of the time)",
+                 *args)
+    else:
+        log.debug(message, *args)
+
+
 def _nested(zones) -> bool:
     origins = [z.origin for z in zones]
     return any(a != b and a.is_subdomain(b) for a in origins for b in origins) \
@@ -221,7 +235,8 @@ def compile_zones(zones, chaos_version, chaos_identity, zone_slots, extend=None)
                                       _user_word)
     if not all(isinstance(z, NativeZone) for z in zones) or _nested(zones):
         why = "nested or repeated zones" if _nested(zones) else "a zone read by dnspython"
-        log.debug("compiling in Python: %s", why)
+        _python_path(sum(z.record_count for z in zones) >= SLOW_RECORDS,
+                     "compiling in Python: %s", why)
         return None
     builder = _core.TableBuilder()
     zone_responses, keys = {}, 0
