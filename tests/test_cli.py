@@ -125,6 +125,12 @@ def test_zone_files_that_used_to_end_in_a_traceback(content, fragments, tmp_path
     assert_one_line_error(stormpy("check-zone", str(z), timeout=30), *fragments)
 
 
+def test_a_value_that_does_not_parse_is_shown_with_its_line(tmp_path):
+    z = tmp_path / "ip.zone"
+    z.write_text(ZONE_HEAD + "ns1 IN A 300.1.1.1 ; a typo\n")
+    assert_one_line_error(stormpy("check-zone", str(z)), "ip.zone:5:", "ns1 IN A 300.1.1.1")
+
+
 def test_a_fifo_is_not_read_as_a_zone(tmp_path):
     fifo = tmp_path / "zone.fifo"
     os.mkfifo(fifo)

@@ -231,7 +231,22 @@ def _syntax_message(path: str, origin: dns.name.Name | None, e: dns.exception.Sy
     where, line = m.group("file"), int(m.group("line"))
     if line > 1 and _prefix_fails(path, _source(path, where), line - 1, origin):
         line -= 1
-    return _at(path, where, line, m.group("msg"))
+    msg = m.group("msg")
+    if msg.startswith("Text input is malformed"):     # dnspython's word for a bad value
+        msg = f"a value that does not parse in: {_line_text(_source(path, where), line)}"
+    return _at(path, where, line, msg)
+
+
+def _line_text(source: str, line: int) -> str:
+    try:
+        with open(source, encoding="utf-8", errors="replace") as f:
+            for number, text in enumerate(f, 1):
+                if number == line:
+                    text = " ".join(text.split(";", 1)[0].split())
+                    return text if len(text) <= 100 else text[:97] + "..."
+    except OSError:
+        pass
+    return "this line"
 
 
 def _reader_message(path: str, e: Exception, problem) -> str:
