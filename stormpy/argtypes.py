@@ -3,6 +3,7 @@ fails with a message argparse prints as one line."""
 from __future__ import annotations
 
 import argparse
+import os
 
 
 def positive(text: str) -> int:
@@ -81,6 +82,12 @@ def cpu_list(text: str) -> list[int]:
             cpus += range(int(lo), int(hi or lo) + 1)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r}: expected CPU numbers like 0,2 or 0-3") from None
+    usable = os.sched_getaffinity(0)
+    missing = sorted(set(cpus) - usable)
+    if missing:     # else each worker pinned there fails with a bare EINVAL
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: CPU {missing[0]} is not one this server may run on here "
+            f"(usable: {','.join(map(str, sorted(usable)))})")
     return cpus
 
 

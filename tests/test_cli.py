@@ -131,6 +131,13 @@ def test_a_value_that_does_not_parse_is_shown_with_its_line(tmp_path):
     assert_one_line_error(stormpy("check-zone", str(z)), "ip.zone:5:", "ns1 IN A 300.1.1.1")
 
 
+def test_a_cpu_this_machine_does_not_have_is_refused_before_the_workers_start():
+    absent = max(os.sched_getaffinity(0)) + 1
+    result = stormpy("serve-dns", EXAMPLE_ZONE, "--cpus", f"0-{absent}")
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert f"CPU {absent} is not one this server may run on here" in result.stderr
+
+
 def test_a_fifo_is_not_read_as_a_zone(tmp_path):
     fifo = tmp_path / "zone.fifo"
     os.mkfifo(fifo)
