@@ -169,6 +169,22 @@ def test_a_reload_of_every_zone_serves_the_good_ones_and_keeps_a_bad_ones_old_ve
         assert "Traceback" not in srv.output()
 
 
+def test_a_reload_logs_each_serial_and_the_mistakes_secondaries_never_see_past(
+        example_zone_copy, tmp_path):
+    control = str(tmp_path / "ctl.sock")
+    with StormpyServer([("example.com.", str(example_zone_copy))], ["--control", control]) as srv:
+        rewrite(example_zone_copy, "2026112101", "2026112105")
+        assert ctl(control, "reload").returncode == 0
+        assert "zone example.com.: serial 2026112101 -> 2026112105" in srv.output()
+        rewrite(example_zone_copy, "2026112105", "2026112102")
+        assert ctl(control, "reload").returncode == 0
+        assert "serial 2026112105 -> 2026112102 goes backwards (RFC 1982)" in srv.output()
+        with open(example_zone_copy, "a") as f:
+            f.write("added IN A 192.0.2.77\n")
+        assert ctl(control, "reload").returncode == 0
+        assert "with the same serial 2026112102: secondaries will not transfer" in srv.output()
+
+
 class Fifo:
     """A named pipe a zone $INCLUDEs: whoever reads the zone waits until the test
     writes it, so the test knows a reload is under way and holds it there."""

@@ -21,13 +21,28 @@ from stormpy.dns.compiler import assign_zone_slots, compile_zones
 from stormpy.dns.handoff import Handoff, TransferService
 from stormpy.dns.secondary import Secondary, servfail_for
 from stormpy.dns.journal import Journal, published
-from stormpy.dns.transfer import TransferPolicy, parse_address, parse_tsig, send_notify
+from stormpy.dns.transfer import TransferPolicy, newer, parse_address, parse_tsig, send_notify
 from stormpy.dns.zone import Zone, import_rdata_classes, load_zone, with_origins
 from stormpy.errors import BackendError, StormpyError, ZoneError
 from stormpy.server import Server
 
 log = logging.getLogger("stormpy")
 TAP_CHECK_SECONDS = 0.25
+
+
+def _say_serial(zone: Zone, old_serial: int, old_records: int) -> None:
+    """A reloaded file's serial, and the two mistakes secondaries never see past: a
+    serial gone backwards (RFC 1982), a change without a new serial."""
+    origin = zone.origin.to_text()
+    if zone.serial != old_serial and not newer(zone.serial, old_serial):
+        log.warning("zone %s: serial %d -> %d goes backwards (RFC 1982): secondaries keep "
+                    "their copy", origin, old_serial, zone.serial)
+    elif zone.serial != old_serial:
+        log.info("zone %s: serial %d -> %d", origin, old_serial, zone.serial)
+    elif zone.record_count != old_records:
+        log.warning("zone %s: %d records where there were %d, with the same serial %d: "
+                    "secondaries will not transfer the change", origin, zone.record_count,
+                    old_records, zone.serial)
 
 
 @dataclass
@@ -238,6 +253,8 @@ class DnsServer(Server):
             elif z is not f.zone:
                 if f.serial and z.serial != f.serial:
                     self._notify(z.origin, z.serial)
+                if f.zone is not None and f.secondary is None:
+                    _say_serial(z, f.serial, f.records)
                 f.zone, f.loaded_at, f.last_error = z, now, None
                 f.serial, f.records = z.serial, z.record_count
 
