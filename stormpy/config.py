@@ -94,7 +94,8 @@ def add_serving_arguments(s: argparse.ArgumentParser, default_port: int) -> None
     """The options every server takes (serve-dns, and custom responders' serve())."""
     s.add_argument("--listen", action="append", default=[], metavar="ADDR:PORT",
                    help="address to serve on, repeatable; [::1]:5353 for IPv6, 0.0.0.0:53 or [::]:53 for "
-                   "every address (default 127.0.0.1:5353 for serve-dns)")
+                   "every address; a bare address serves on --port (default 127.0.0.1:5353 for "
+                   "serve-dns)")
     s.add_argument("--workers", type=argtypes.positive, default=0, metavar="N",
                    help="UDP workers per address (default: one per CPU)")
     s.add_argument("--batch", type=argtypes.positive, default=32, metavar="N",
@@ -117,7 +118,8 @@ def add_serving_arguments(s: argparse.ArgumentParser, default_port: int) -> None
                        help="render every reply into a TX buffer (memcpy), or send repeated "
                             "answers from ready-made copies in the backend's memory (precopy)")
     rings.add_argument("--port", type=argtypes.port, default=default_port, metavar="N",
-                       help=f"UDP port served with --iface (default {default_port})")
+                       help=f"UDP port served with --iface, and on a --listen address given "
+                            f"without one (default {default_port})")
     rings.add_argument("--queues", type=argtypes.positive, default=0, metavar="N",
                        help="workers on the interface (default: its RX queue count)")
     rings.add_argument("--cpus", type=argtypes.cpu_list, default=[], metavar="LIST",
@@ -175,7 +177,9 @@ def serving_config(args, default_listen: tuple[str, int], config=ServerConfig, *
         raise StormpyError("--tx-limit is for --backend xdp (it counts on the completion ring)")
     if args.iface and args.listen:
         raise StormpyError("--listen is for the socket backend; with --iface use --port")
-    return config(listen=[parse_listen(x, default_listen[1]) for x in args.listen] or
+    # a bare address: the protocol's port (as Knot DNS and nginx read one), not the
+    # default address's, which is unprivileged for a first try
+    return config(listen=[parse_listen(x, args.port) for x in args.listen] or
                      [default_listen], workers=args.workers, batch=args.batch,
                      stats_interval={0: 0.0, 1: 10.0}.get(args.verbose, 1.0),
                      iface=args.iface, backend=backend, queues=args.queues, port=args.port,

@@ -233,6 +233,21 @@ def test_the_example_config_checks_out(tmp_path):
     assert "\nExecStart=/usr/local/bin/stormpy serve -c /etc/stormpy/stormpy.yaml\n" in unit
 
 
+def test_a_listen_address_without_a_port_takes_the_protocols_port(tmp_path):
+    """As Knot DNS and nginx read `listen: ADDR`: 53 and 80, not the unprivileged port
+    of the default address."""
+    shutil.copy(EXAMPLE_ZONE, tmp_path / "example.zone")
+    path = write(tmp_path / "dns.yaml", {"zone": ["example.zone"],
+                                         "server": {"listen": ["127.0.0.1", "[::1]"]}})
+    r = stormpy("check-config", path)
+    assert r.returncode == 0 and "on 127.0.0.1:53, [::1]:53," in r.stdout, r.stdout + r.stderr
+    (tmp_path / "site").mkdir()
+    path = write(tmp_path / "http.yaml", {"http": {"site": "site"},
+                                          "server": {"listen": ["127.0.0.1"]}})
+    r = stormpy("check-config", path)
+    assert r.returncode == 0 and "on 127.0.0.1:80," in r.stdout, r.stdout + r.stderr
+
+
 class ConfigDnsServer(ServerProcess):
     """`python -m stormpy serve -c FILE [flags]`, ready once it answers UDP."""
     name = "stormpy-config"
