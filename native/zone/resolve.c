@@ -239,8 +239,9 @@ int sp_zone_resolve(const struct sp_zone *z, uint32_t name, uint32_t below, uint
             a->an[a->nan++] = rref(z, set, &c);
             break;
         }
-        set = qtype == TYPE_NSEC ? SP_ZONE_NONE     /* Knot answers NSEC at the alias itself */
-                                 : sp_zone_find_rrset(z, node, TYPE_CNAME);
+        /* Knot DNS and BIND answer NSEC and RRSIG at the alias itself */
+        set = qtype == TYPE_NSEC || qtype == TYPE_RRSIG ? SP_ZONE_NONE
+                                                        : sp_zone_find_rrset(z, node, TYPE_CNAME);
         if (set == SP_ZONE_NONE) {
             negative(z, a, 0, &c, node);
             return 0;

@@ -167,7 +167,8 @@ class ZoneIndex:
             elif qtype in node:
                 answer.append(_renamed(node[qtype], name))
                 break
-            if CNAME in node and qtype != NSEC:     # Knot answers NSEC at the alias itself
+            # Knot DNS and BIND answer NSEC and RRSIG at the alias itself, no chain followed
+            if CNAME in node and qtype not in (NSEC, RRSIG):
                 if len(seen) == MAX_CHAIN:       # the chain stops here, as in Knot DNS
                     break
                 answer.append(_renamed(node[CNAME], name))

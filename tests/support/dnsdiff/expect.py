@@ -203,6 +203,8 @@ def behaviours() -> List[Tuple[str, str, object, object, Dict]]:
     b("cname_a", "alias." + Z, expect=POS(3), tcp=True)
     b("cname_aaaa", "alias." + Z, "AAAA", expect=POS(2))
     b("cname_qtype_cname", "alias." + Z, "CNAME", expect=POS(1))
+    b("cname_qtype_rrsig", "alias." + Z, "RRSIG", expect=NODATA)     # no chain followed
+    b("cname_dangling_rrsig", "dangling." + Z, "RRSIG", expect=NODATA)
     b("cname_target_nodata", "alias." + Z, "TXT", expect=E(an=1, ns=1))
     b("cname_chain_3", "chain1." + Z, expect=POS(5))
     b("cname_out_of_zone", "ext." + Z, expect=POS(1))
