@@ -172,6 +172,11 @@ def test_connection_handling_by_version(site):
     (b"GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400),
     (b"GET / HTTP/1.1\r\nHost : t\r\n\r\n", 400),
     (b"GET / HTTP/3.0\r\nHost: t\r\n\r\n", 505),
+    (b"GET / HTTP/1.1\r\nHost: a b\r\n\r\n", 400),            # RFC 9112 3.2: invalid Host
+    (b"GET / HTTP/1.1\r\nHost: ../../etc\r\n\r\n", 400),
+    (b"GET / HTTP/1.1\r\nHost: t:80x\r\n\r\n", 400),
+    (b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03", 400),    # TLS: no wait for a line end
+    (b"GET http://u:p@example.com/a.txt HTTP/1.1\r\nHost: example.com\r\n\r\n", 400),
     (b"GET / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: gzip\r\n\r\n", 501),
     (b"GET /" + b"a" * 9000 + b" HTTP/1.1\r\nHost: t\r\n\r\n", 414),
     (b"GET / HTTP/1.1\r\nHost: t\r\n" + b"X-Big: " + b"b" * 17000 + b"\r\n\r\n", 431),
@@ -182,6 +187,14 @@ def test_errors(site, request_bytes, status):
     assert int(a.headers["content-length"]) == len(a.body) > 0
     assert close == (status not in (405,))
     assert used <= len(request_bytes)
+
+
+@pytest.mark.parametrize("host", [b"", b"example.com", b"example.com:8080", b"127.0.0.1:80",
+                                  b"[2001:db8::1]:8080", b"[::1]", b"xn--bcher-kva.example",
+                                  b"a_b.example:"])
+def test_every_form_of_a_valid_host_is_served(site, host):
+    used, a, _ = ask(site, b"GET /a.txt HTTP/1.1\r\nHost: " + host + b"\r\n\r\n")
+    assert a.status == 200
 
 
 def test_incomplete_requests_wait(site):

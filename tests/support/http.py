@@ -90,7 +90,8 @@ def exchange(addr, request: bytes, count: int = 1, heads_only: Sequence[bool] = 
 def get(addr, path: str, headers: Optional[dict] = None, method: str = "GET",
         version: str = "HTTP/1.1") -> Answer:
     """One request on its own connection."""
-    lines = [f"{method} {path} {version}", f"Host: {addr[0]}"]
+    host = f"[{addr[0]}]" if ":" in addr[0] else addr[0]     # as clients write an IPv6 one
+    lines = [f"{method} {path} {version}", f"Host: {host}"]
     lines += [f"{k}: {v}" for k, v in (headers or {}).items()]
     request = ("\r\n".join(lines) + "\r\n\r\n").encode("utf-8")
     answers, _ = exchange(addr, request, heads_only=[method == "HEAD"])

@@ -49,7 +49,8 @@ static uint16_t take_path(const uint8_t *s, size_t len, struct sp_http_request *
     if (len >= 7 && (equals_nocase(s, 7, "http://") || (len >= 8 && equals_nocase(s, 8, "https://")))) {
         size_t at = s[4] == ':' ? 7 : 8;       /* absolute-form: the authority is not ours */
         while (at < len && s[at] != '/' && s[at] != '?')
-            at++;
+            if (s[at++] == '@')
+                return 400;                    /* RFC 9110 4.2.4: userinfo is an error */
         s += at;
         len -= at;
         if (len == 0 || s[0] != '/')
@@ -181,6 +182,35 @@ static void take_connection(const uint8_t *s, size_t len, bool *close, bool *kee
     }
 }
 
+/* RFC 9110 7.2, RFC 3986 3.2.2: Host is uri-host [":" port], or empty (a target
+ * without authority); an IP literal's inside is left to its brackets. */
+static bool host_valid(const uint8_t *v, size_t len)
+{
+    size_t i = 0;
+    if (len && v[0] == '[') {
+        const uint8_t *close = memchr(v, ']', len);
+        if (!close)
+            return false;
+        for (const uint8_t *c = v + 1; c < close; c++)
+            if (hex_value(*c) < 0 && *c != ':' && *c != '.' && (*c | 0x20) != 'v')
+                return false;
+        i = (size_t)(close - v) + 1;
+    } else {
+        for (; i < len && v[i] != ':'; i++)
+            if (!((v[i] >= '0' && v[i] <= '9') || ((v[i] | 0x20) >= 'a' && (v[i] | 0x20) <= 'z') ||
+                  strchr("-._~%!$&'()*+,;=", v[i]) != NULL) || v[i] == 0)
+                return false;
+    }
+    if (i == len)
+        return true;
+    if (v[i] != ':')
+        return false;
+    for (i++; i < len; i++)
+        if (v[i] < '0' || v[i] > '9')
+            return false;
+    return true;
+}
+
 struct fields {
     int hosts;
     bool close, keep, has_length, has_te;
@@ -205,6 +235,8 @@ static uint16_t take_field(const uint8_t *s, size_t len, struct sp_http_request 
     if (memchr(v, 0, vlen) || memchr(v, '\r', vlen))
         return 400;                      /* RFC 9112 2.2: a bare CR is an error */
     if (equals_nocase(s, nlen, "host")) {
+        if (!host_valid(v, vlen))
+            return 400;                        /* RFC 9112 3.2: a MUST */
         f->hosts++;
     } else if (equals_nocase(s, nlen, "connection")) {
         take_connection(v, vlen, &f->close, &f->keep);
@@ -318,6 +350,8 @@ size_t sp_http_parse_request(const uint8_t *buf, size_t len, struct sp_http_requ
         return bad(req, 400, len);       /* more than a stray line end: not a client */
     if (p == end)
         return 0;
+    if (!is_tchar(*p))
+        return bad(req, 400, len);       /* no method starts so: a TLS hello, say; no wait */
     const uint8_t *eol = line_end(p, end);
     if (!eol)
         return (size_t)(end - p) > SP_HTTP_LINE_MAX ? bad(req, 414, len) : 0;
