@@ -27,6 +27,17 @@ def _unreadable(loaded: configfile.Loaded) -> list[str]:
     return errors
 
 
+def _unstartable(loaded: configfile.Loaded, cfg) -> list[str]:
+    """What serve would refuse before it loads a zone: the user to run as."""
+    if cfg.user:
+        from stormpy import privileges
+        try:
+            privileges.lookup(cfg.user)
+        except StormpyError:
+            return [f"{loaded.path}: user {cfg.user}: no such user on this machine"]
+    return []
+
+
 def _unservable(loaded: configfile.Loaded, cfg) -> list[str]:
     """What serving would refuse in the zones or the site, each loaded and compiled as
     at start: one line each (a zone's with its file:line)."""
@@ -58,7 +69,7 @@ def check(args) -> int:
     except configfile.ConfigError as e:
         print("\n".join(e.lines), file=sys.stderr)
         return 1
-    errors = _unreadable(loaded) or _unservable(loaded, cfg)
+    errors = _unreadable(loaded) or _unstartable(loaded, cfg) or _unservable(loaded, cfg)
     if errors:
         print("\n".join(errors), file=sys.stderr)
         return 1

@@ -177,9 +177,13 @@ def serving_config(args, default_listen: tuple[str, int], config=ServerConfig, *
         raise StormpyError("--tx-limit is for --backend xdp (it counts on the completion ring)")
     if args.iface and args.listen:
         raise StormpyError("--listen is for the socket backend; with --iface use --port")
+    listen = [parse_listen(x, args.port) for x in args.listen]
+    twice = next((a for i, a in enumerate(listen) if a in listen[:i]), None)
+    if twice:       # else the second bind reads as another server holding the port
+        raise StormpyError(f"--listen {twice[0]}:{twice[1]} is given twice")
     # a bare address: the protocol's port (as Knot DNS and nginx read one), not the
     # default address's, which is unprivileged for a first try
-    return config(listen=[parse_listen(x, args.port) for x in args.listen] or
+    return config(listen=listen or
                      [default_listen], workers=args.workers, batch=args.batch,
                      stats_interval={0: 0.0, 1: 10.0}.get(args.verbose, 1.0),
                      iface=args.iface, backend=backend, queues=args.queues, port=args.port,

@@ -3,6 +3,7 @@ flag does, flags given with `serve -c` win, every mistake is one `file:line: key
 and `stormpy serve -c` serves a zone (dnspython) and a site (urllib) from a file."""
 import argparse
 import os
+import pwd
 import shutil
 import signal
 import subprocess
@@ -222,7 +223,12 @@ def test_an_unusable_file_is_one_line_never_a_traceback(text, tmp_path):
 
 
 def test_the_example_config_checks_out(tmp_path):
-    shutil.copy(os.path.join(REPO, "examples", "stormpy.yaml"), tmp_path)
+    # its user exists where it is deployed (the unit files say: useradd); here, the test's own
+    with open(os.path.join(REPO, "examples", "stormpy.yaml")) as f:
+        text = f.read()
+    assert "  user: stormpy " in text
+    me = pwd.getpwuid(os.getuid()).pw_name
+    (tmp_path / "stormpy.yaml").write_text(text.replace("  user: stormpy ", f"  user: {me} "))
     shutil.copy(EXAMPLE_ZONE, tmp_path / "example.zone")
     r = stormpy("check-config", str(tmp_path / "stormpy.yaml"))
     assert r.returncode == 0 and r.stderr == "", r.stderr
@@ -246,6 +252,19 @@ def test_a_listen_address_without_a_port_takes_the_protocols_port(tmp_path):
                                           "server": {"listen": ["127.0.0.1"]}})
     r = stormpy("check-config", path)
     assert r.returncode == 0 and "on 127.0.0.1:80," in r.stdout, r.stdout + r.stderr
+
+
+@pytest.mark.parametrize("server, words", [
+    ({"user": "no-such-user-here"}, "user no-such-user-here: no such user on this machine"),
+    ({"listen": ["127.0.0.1:5300", "127.0.0.1:5300"]}, "127.0.0.1:5300 is given twice"),
+])
+def test_check_config_refuses_what_serve_would_refuse_at_start(server, words, tmp_path):
+    """check-config said ok, then serve failed: an unknown user, an address twice (whose
+    second bind read as another server holding the port)."""
+    shutil.copy(EXAMPLE_ZONE, tmp_path / "example.zone")
+    path = write(tmp_path / "s.yaml", {"zone": ["example.zone"], "server": server})
+    r = stormpy("check-config", path)
+    assert r.returncode == 1 and words in r.stderr and "Traceback" not in r.stderr, r.stderr
 
 
 class ConfigDnsServer(ServerProcess):
