@@ -43,10 +43,18 @@ cdef class NativeZone:
     @property
     def outside(self):
         """(records outside the origin left out, the first one's owner as a wire name)."""
-        if not self.z.outside:
+        return self._counted(self.z.outside, self.z.first_outside)
+
+    @property
+    def ttl_mismatch(self):
+        """(records whose TTL differs from their RRset's, the first one's owner)."""
+        return self._counted(self.z.ttl_mismatch, self.z.first_ttl_mismatch)
+
+    def _counted(self, uint32_t count, uint32_t name):
+        if not count:
             return 0, None
-        cdef const sp_zone_name *n = &self.z.names[self.z.first_outside]
-        return self.z.outside, self.z.arena[n.off:n.off + n.len]
+        cdef const sp_zone_name *n = &self.z.names[name]
+        return count, self.z.arena[n.off:n.off + n.len]
 
     def add_records(self, records, bytes origin not None):
         """The zone from records already parsed (a transfer's): (owner wire, type, TTL,

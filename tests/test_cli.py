@@ -155,6 +155,16 @@ def test_records_outside_the_zone_are_left_out_with_a_warning(tmp_path):
     assert "www.elsewhere.test." in result.stderr and "3 records" in result.stdout
 
 
+@pytest.mark.skipif(not _core.ZONE_READER, reason="built without ldns: dnspython is silent")
+def test_an_rrset_whose_ttls_differ_is_served_with_the_lowest_and_a_warning(tmp_path):
+    z = tmp_path / "ttl.zone"
+    z.write_text(ZONE_HEAD + "m 100 A 192.0.2.2\nm 200 A 192.0.2.3\nn 60 A 192.0.2.4\n")
+    result = stormpy("check-zone", str(z))
+    assert result.returncode == 0, result.stderr
+    assert "1 record(s) with a TTL other than their RRset's, the first at m.e.test." \
+        in result.stderr
+
+
 def test_a_control_path_too_long_for_a_unix_socket_is_one_line(tmp_path):
     path = str(tmp_path / ("c" * 120)) + ".sock"
     result = stormpy("serve-dns", EXAMPLE_ZONE, "--listen", f"127.0.0.1:{free_port()}",

@@ -304,6 +304,8 @@ static int group(struct sp_zone *z)
         }
         struct sp_zone_rrset *last = z->nrrsets ? &z->rrsets[z->nrrsets - 1] : NULL;
         if (same_rrset(z, last, r)) {
+            if (r->ttl != last->ttl && r->type != TYPE_RRSIG && z->ttl_mismatch++ == 0)
+                z->first_ttl_mismatch = r->name;
             const struct sp_zone_rdata *prev = &z->rdatas[z->nrdatas - 1];
             if (prev->len == r->rdlen && !memcmp(z->rdata_arena + prev->off,
                                                  z->rdata_arena + r->rdata, r->rdlen)) {

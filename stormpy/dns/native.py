@@ -121,6 +121,11 @@ def load(path: str, origin: str | None) -> NativeZone | None:
     if outside:
         log.warning("%s: %d record(s) outside the zone %s left out, the first owned by %s",
                     path, outside, zone.origin, dns.name.from_wire(first, 0)[0])
+    mismatch, first = reader.ttl_mismatch
+    if mismatch:
+        log.warning("%s: %d record(s) with a TTL other than their RRset's, the first at %s: "
+                    "the lowest is served (RFC 2181 5.2)", path, mismatch,
+                    dns.name.from_wire(first, 0)[0])
     return zone
 
 

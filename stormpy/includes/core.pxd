@@ -713,7 +713,7 @@ cdef extern from "stormpy/zone/zone.h" nogil:
         uint8_t *arena
         uint8_t *rdata_arena
         char why[512]
-        uint32_t outside, first_outside
+        uint32_t outside, first_outside, ttl_mismatch, first_ttl_mismatch
     struct sp_zone_compile_stats:
         uint64_t keys, responses
     sp_zone *sp_zone_new()

@@ -137,6 +137,9 @@ struct sp_zone {
     /* Records outside the origin, left out as dnspython and Knot DNS leave them (the
      * loader warns), and the owner of the first. */
     uint32_t outside, first_outside;
+    /* Records whose TTL is not their RRset's (RFC 2181 5.2): the lowest is kept, as
+     * dnspython keeps it, and the loader warns (RRSIGs aside). */
+    uint32_t ttl_mismatch, first_ttl_mismatch;
 };
 
 struct sp_zone *sp_zone_new(void);
