@@ -48,6 +48,10 @@ class ServerConfig:
     rrl_ipv6_prefix: int = 56
     rrl_allow: list[str] = field(default_factory=list)   # prefixes never limited
     metrics: tuple[str, int] | None = None   # Prometheus exposition (stormpy.metrics)
+    # `stormpy serve -c FILE`: the file and its bytes' digest at start, so that a reload
+    # can say the file changed (a reload reads the zones or the site, not the file)
+    config_file: str | None = None
+    config_digest: str = ""
     tap_buffer: int = 4              # MiB per ring worker for `stormpy tap` (0: no tap)
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import hashlib
 import os
 import sys
 from dataclasses import dataclass, field
@@ -396,6 +397,15 @@ def _in_file_terms(loaded: Loaded, message: str) -> str:
     return loaded.error(lead.dest, " ".join(keys.get(word, word) for word in rest.split(" ")))
 
 
+def file_digest(path: str) -> str:
+    """The file's bytes' digest, "" where it cannot be read."""
+    try:
+        with open(path, "rb") as f:
+            return hashlib.sha256(f.read()).hexdigest()
+    except OSError:
+        return ""
+
+
 def serve(args) -> int:
     """`stormpy serve -c FILE [FLAGS]`: the file's application, flags over its keys."""
     try:
@@ -405,6 +415,7 @@ def serve(args) -> int:
     except ConfigError as e:
         print("\n".join(f"stormpy: error: {line}" for line in e.lines), file=sys.stderr)
         return 1
+    cfg.config_file, cfg.config_digest = loaded.path, file_digest(loaded.path)
     if loaded.app == "serve-dns":
         from stormpy.dns.server import serve_dns
         serve_dns(cfg)

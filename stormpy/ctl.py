@@ -76,6 +76,8 @@ def _print_reload(r: dict) -> None:
     print(f"reloaded {r['serving']} in {r['seconds']:.2f} s")
     for e in r.get("errors", ()):
         print(f"  not reloaded: {e}")
+    for note in r.get("notes", ()):
+        print(f"  note: {note}")
 
 
 def _print_zones(r: dict) -> None:

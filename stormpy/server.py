@@ -362,6 +362,7 @@ class Server(ABC):
         self.reload_failures += bool(errors)
         for e in errors:
             log.error("reload: %s", e)
+        notes = self._config_changed()
         self.reload_seconds = time.monotonic() - started
         what = f"zone(s) {', '.join(sorted(zones))} of " if zones else ""
         log.info("reloaded %s%s, %d keys in %.2f s (table %.2f s, placed for the workers "
@@ -373,7 +374,20 @@ class Server(ABC):
                         "later reload can free it")
         self._prefaulted = loop.run_in_executor(None, self.ref.prefault)
         return {"serving": self.describe(), "seconds": round(self.reload_seconds, 3),
-                **({"errors": errors} if errors else {})}
+                **({"errors": errors} if errors else {}), **({"notes": notes} if notes else {})}
+
+    def _config_changed(self) -> list[str]:
+        """Knot DNS's reload reads its configuration too; this one does not (zones or a
+        listen address added take a restart): when the file changed, say so."""
+        if not self.cfg.config_file:
+            return []
+        from stormpy.configfile import file_digest
+        if file_digest(self.cfg.config_file) == self.cfg.config_digest:
+            return []
+        note = (f"{self.cfg.config_file} changed since the start: a reload reads the zone "
+                f"files or the site again, not the configuration; restart to apply it")
+        log.warning("%s", note)
+        return [note]
 
     # -- control socket (stormpy ctl) -------------------------------------------
     def snapshot(self) -> dict:

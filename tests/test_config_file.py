@@ -296,6 +296,16 @@ def test_serve_c_answers_a_zone_and_reloads_it_on_sighup(example_zone_copy, tmp_
         rewrite(example_zone_copy, "192.0.2.80", "192.0.2.81")
         srv.proc.send_signal(signal.SIGHUP)
         assert wait_for(lambda: www_address(srv.addr) == "192.0.2.81"), srv.output()
+        assert "changed since the start" not in srv.output()
+        # a zone added to the file is not read by a reload (Knot's is): say so
+        with open(tmp_path / "stormpy.yaml", "a") as f:
+            f.write("# another zone, once it is written\n")
+        rewrite(example_zone_copy, "192.0.2.81", "192.0.2.82")
+        srv.proc.send_signal(signal.SIGHUP)
+        assert wait_for(lambda: www_address(srv.addr) == "192.0.2.82"), srv.output()
+        assert wait_for(lambda: "stormpy.yaml changed since the start: a reload reads the "
+                                "zone files or the site again, not the configuration"
+                                in srv.output())
 
 
 class ConfigHttpServer(HttpServerProcess):
