@@ -82,13 +82,36 @@ def cpu_list(text: str) -> list[int]:
             cpus += range(int(lo), int(hi or lo) + 1)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r}: expected CPU numbers like 0,2 or 0-3") from None
-    usable = os.sched_getaffinity(0)
-    missing = sorted(set(cpus) - usable)
+    missing = _cpus_refused(set(cpus))
     if missing:     # else each worker pinned there fails with a bare EINVAL
         raise argparse.ArgumentTypeError(
             f"{text!r}: CPU {missing[0]} is not one this server may run on here "
-            f"(usable: {','.join(map(str, sorted(usable)))})")
+            f"(online: {_read_text('/sys/devices/system/cpu/online') or 'unknown'})")
     return cpus
+
+
+def _cpus_refused(cpus: set[int]) -> list[int]:
+    """The CPUs a worker could not be pinned to, tried as a worker will be: the current
+    mask may be narrower than what pinning allows (a parent under taskset), so it is
+    no guide. The mask is put back."""
+    mask, refused = os.sched_getaffinity(0), []
+    try:
+        for cpu in sorted(cpus):
+            try:
+                os.sched_setaffinity(0, {cpu})
+            except (OSError, ValueError, OverflowError):
+                refused.append(cpu)
+    finally:
+        os.sched_setaffinity(0, mask)
+    return refused
+
+
+def _read_text(path: str) -> str:
+    try:
+        with open(path) as f:
+            return f.read().strip()
+    except OSError:
+        return ""
 
 
 def flush_us(text: str) -> int:

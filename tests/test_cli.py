@@ -138,6 +138,18 @@ def test_a_cpu_this_machine_does_not_have_is_refused_before_the_workers_start():
     assert f"CPU {absent} is not one this server may run on here" in result.stderr
 
 
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="one CPU: no narrower mask")
+def test_a_server_started_under_a_narrower_mask_may_still_pin_its_workers_wider():
+    """A lab starts serve-dns from a process pinned to CPU 0; its workers pin themselves
+    to CPU 1 all the same, so --cpus 0,1 is no mistake there."""
+    cpus = sorted(os.sched_getaffinity(0))[:2]
+    r = subprocess.run([sys.executable, "-c", "from stormpy import argtypes; "
+                        f"print(argtypes.cpu_list('{cpus[0]},{cpus[1]}'))"], cwd=REPO,
+                       capture_output=True, text=True, timeout=30,
+                       preexec_fn=lambda: os.sched_setaffinity(0, {cpus[0]}))
+    assert r.returncode == 0 and r.stdout.strip() == str(cpus), r.stderr
+
+
 def test_a_fifo_is_not_read_as_a_zone(tmp_path):
     fifo = tmp_path / "zone.fifo"
     os.mkfifo(fifo)
