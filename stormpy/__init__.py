@@ -6,7 +6,18 @@ batches; serve() runs it with serve-dns's options.
 """
 __version__ = "0.1.0"
 
-from stormpy._core import Packet
-from stormpy.responder import Responder, Template, serve
+import os as _os
+import signal as _signal
+import sys as _sys
+
+# A server started from the command line holds SIGHUP off from its first moment: the
+# imports take a third of a second, and the default action would end a server that a
+# `systemctl reload` reaches that early (the server takes the signal over, server.py).
+if _os.path.basename(_sys.argv[0]) in ("stormpy", "-m") and \
+        _sys.argv[1:2] in (["serve-dns"], ["serve-http"], ["serve"]):
+    _signal.signal(_signal.SIGHUP, _signal.SIG_IGN)
+
+from stormpy._core import Packet  # noqa: E402
+from stormpy.responder import Responder, Template, serve  # noqa: E402
 
 __all__ = ["Packet", "Responder", "Template", "serve", "__version__"]
