@@ -214,7 +214,7 @@ static size_t key_types(const struct sp_zone *z, uint32_t node, uint16_t *types)
     for (uint32_t i = 0; i < n->nrrsets; i++)
         types[count++] = z->rrsets[n->first_rrset + i].type;
     types[count++] = TYPE_ANY;
-    if (z->signed_zone)
+    if (z->signed_zone || cname)     /* an alias answers RRSIG itself, no chain (resolve.c) */
         types[count++] = TYPE_RRSIG;
     for (uint32_t i = 0; cname && i < z->ntypes; i++)
         types[count++] = z->types[i];
@@ -390,6 +390,9 @@ static int remove_keys(struct sp_zone *z, struct sp_table_builder *b, uint32_t n
         sp_table_remove_key(b, sp_dns_tag(untyped[k], CLASS_IN, 0), key, len);
         sp_table_remove_key(b, sp_dns_tag(typed[k], CLASS_IN, TYPE_ANY), key, len);
         sp_table_remove_key(b, sp_dns_tag(typed[k], CLASS_IN, TYPE_DS), key, len);
+        /* an alias's own (key_types()), in a zone without RRSIGs or NSECs too */
+        sp_table_remove_key(b, sp_dns_tag(typed[k], CLASS_IN, TYPE_RRSIG), key, len);
+        sp_table_remove_key(b, sp_dns_tag(typed[k], CLASS_IN, TYPE_NSEC), key, len);
         for (uint32_t t = 0; t < z->ntypes; t++)
             sp_table_remove_key(b, sp_dns_tag(typed[k], CLASS_IN, z->types[t]), key, len);
     }

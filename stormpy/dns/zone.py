@@ -187,6 +187,11 @@ def load_zone(path: str, origin: str | None = None, native: bool = True) -> Zone
         if rdataset.rdclass != dns.rdataclass.IN:
             raise ZoneError(f"{path}: {name_} has class {dns.rdataclass.to_text(rdataset.rdclass)}; "
                             f"only IN zones are served")
+    if native:      # read by dnspython ($GENERATE, a LOC...), compiled in C all the same
+        from stormpy.dns import native as c_path
+        held = c_path.from_records(path, z)
+        if held is not None:
+            return held
     return Zone(path=path, origin=z.origin, zone=z)
 
 
