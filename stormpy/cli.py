@@ -362,8 +362,8 @@ def main(argv=None) -> int:
         parser.print_help()
         return 2
     if args.command in ("serve-dns", "serve-http", "serve"):
-        from stormpy.server import Server
-        Server.defer_reloads()
+        from stormpy.reloads import defer_sighup
+        defer_sighup()
     try:
         return {"serve-dns": _serve_dns, "serve-http": _serve_http, "impair": _impair,
                 "tap": _tap, "gen": _gen, "lab": _lab,

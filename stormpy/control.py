@@ -19,6 +19,7 @@ import os
 import socket
 import stat
 import struct
+import time
 from typing import Awaitable, Callable
 
 from stormpy.errors import StormpyError
@@ -145,6 +146,19 @@ async def open_control(path: str | None, required: bool, commands: dict[str, Com
         raise StormpyError(f"--control {path}: {e.strerror}") from None
 
 
+def server_status(server) -> dict:
+    """What `stormpy ctl status` shows: the process, its workers, what it serves."""
+    from stormpy import privileges
+    return {"pid": os.getpid(), "uptime": round(time.monotonic() - server.started_at, 1),
+            "app": type(server).__name__.removesuffix("Server").lower() or "server",
+            "serving": server.describe(), "backend": server.cfg.backend,
+            "listening": server.listening(), "user": privileges.user_name(os.geteuid()),
+            "workers": server.pool.count, "workers_alive": server.pool.alive(),
+            "restarts": sum(server.pool.restarts), "reloads": server.reloads,
+            "reload_failures": server.reload_failures, "reloading": server._reloads.running,
+            "reload_queued": server._reloads.queued}
+
+
 def server_commands(server) -> dict[str, Command]:
     """`stormpy ctl`'s commands on server (a stormpy.server.Server): each takes the
     request's args and answers a dict."""
@@ -164,7 +178,7 @@ def server_commands(server) -> dict[str, Command]:
         return {"pid": os.getpid()}
 
     async def status(args):
-        return server.status()
+        return server_status(server)
 
     async def stats(args):
         return server.snapshot()

@@ -5,7 +5,37 @@ share the next one, which re-reads what any of them asked for."""
 from __future__ import annotations
 
 import asyncio
+import logging
+import signal
 from typing import Awaitable, Callable
+
+log = logging.getLogger("stormpy")
+_asked_while_starting: list[bool] = []      # SIGHUPs before serve() took the signal over
+
+
+def defer_sighup() -> None:
+    """Until a server takes SIGHUP over, one is remembered, not fatal (its default
+    action): a `systemctl reload` just after a start would end a server still loading
+    its zones."""
+    signal.signal(signal.SIGHUP, lambda *_: _asked_while_starting.append(True))
+
+
+def asked_while_starting() -> bool:
+    return bool(_asked_while_starting)
+
+
+def config_changed(cfg) -> list[str]:
+    """Knot DNS's reload reads its configuration too; this one does not (zones or a
+    listen address added take a restart): when the file changed, say so."""
+    if not cfg.config_file:
+        return []
+    from stormpy.configfile import file_digest
+    if file_digest(cfg.config_file) == cfg.config_digest:
+        return []
+    note = (f"{cfg.config_file} changed since the start: a reload reads the zone files or "
+            f"the site again, not the configuration; restart to apply it")
+    log.warning("%s", note)
+    return [note]
 
 # run(names) reloads the named zones (None: everything) and returns its result
 Run = Callable[["frozenset[str] | None"], Awaitable[dict]]

@@ -27,12 +27,10 @@ from stormpy.errors import StormpyError
 from stormpy.interfaces import interface_identity, rx_queue_count
 from stormpy.counters import format_counters, summed, with_driver
 from stormpy.metrics import open_metrics
-from stormpy.reloads import ReloadQueue
+from stormpy.reloads import ReloadQueue, asked_while_starting, config_changed
 from stormpy.sockets import open_sinks, open_tcp_listeners, open_udp_sockets
 from stormpy.supervisor import WorkerPool
 from stormpy.table_region import shared_table_ref
-
-_reload_asked: list[bool] = []      # SIGHUPs before serve() took the signal over
 from stormpy.tap import create_region, give_region, region_status, remove_region
 
 log = logging.getLogger("stormpy")
@@ -345,16 +343,12 @@ class Server(ABC):
             await loop.run_in_executor(None, self.ref.reclaim, 0)
             await loop.run_in_executor(None, self.ref.publish, table)   # a copy: off the loop
             published = time.monotonic()
-        except (StormpyError, MemoryError) as e:
+        except Exception as e:      # past StormpyError and MemoryError, a bug: still serving
             self.reload_failures += 1
-            log.error("reload failed, still serving what was loaded before: %s", e)
-            return {"error": f"reload failed, still serving what was loaded before: {e}"}
-        except Exception as e:      # a bug, not bad input: still keep serving
-            self.reload_failures += 1
-            log.error("reload failed (internal error %s: %s), still serving what was loaded before",
-                      type(e).__name__, e)
-            return {"error": f"reload failed (internal error {type(e).__name__}: {e}), "
-                             f"still serving the previous data"}
+            why = str(e) if isinstance(e, (StormpyError, MemoryError)) else \
+                f"internal error {type(e).__name__}: {e}"
+            log.error("reload failed, still serving what was loaded before: %s", why)
+            return {"error": f"reload failed, still serving what was loaded before: {why}"}
         self.stats = stats
         self.reload_published()
         self.reloads += 1
@@ -362,7 +356,7 @@ class Server(ABC):
         self.reload_failures += bool(errors)
         for e in errors:
             log.error("reload: %s", e)
-        notes = self._config_changed()
+        notes = config_changed(self.cfg)
         self.reload_seconds = time.monotonic() - started
         what = f"zone(s) {', '.join(sorted(zones))} of " if zones else ""
         log.info("reloaded %s%s, %d keys in %.2f s (table %.2f s, placed for the workers "
@@ -375,19 +369,6 @@ class Server(ABC):
         self._prefaulted = loop.run_in_executor(None, self.ref.prefault)
         return {"serving": self.describe(), "seconds": round(self.reload_seconds, 3),
                 **({"errors": errors} if errors else {}), **({"notes": notes} if notes else {})}
-
-    def _config_changed(self) -> list[str]:
-        """Knot DNS's reload reads its configuration too; this one does not (zones or a
-        listen address added take a restart): when the file changed, say so."""
-        if not self.cfg.config_file:
-            return []
-        from stormpy.configfile import file_digest
-        if file_digest(self.cfg.config_file) == self.cfg.config_digest:
-            return []
-        note = (f"{self.cfg.config_file} changed since the start: a reload reads the zone "
-                f"files or the site again, not the configuration; restart to apply it")
-        log.warning("%s", note)
-        return [note]
 
     # -- control socket (stormpy ctl) -------------------------------------------
     def snapshot(self) -> dict:
@@ -404,17 +385,6 @@ class Server(ABC):
                 "tap": region_status(self.tap, self.cfg),
                 **(self.xdp.counters() if self.xdp is not None else {})}
 
-    def status(self) -> dict:
-        """What `stormpy ctl status` shows: the process, its workers, what it serves."""
-        return {"pid": os.getpid(), "uptime": round(time.monotonic() - self.started_at, 1),
-                "app": type(self).__name__.removesuffix("Server").lower() or "server",
-                "serving": self.describe(), "backend": self.cfg.backend,
-                "listening": self.listening(), "user": privileges.user_name(os.geteuid()),
-                "workers": self.pool.count, "workers_alive": self.pool.alive(),
-                "restarts": sum(self.pool.restarts), "reloads": self.reloads,
-                "reload_failures": self.reload_failures, "reloading": self._reloads.running,
-                "reload_queued": self._reloads.queued}
-
     def listening(self) -> str:
         if getattr(self, "listen_text", None):
             return self.listen_text
@@ -424,13 +394,6 @@ class Server(ABC):
             f" ({protocols}), {self.workers_per_address} worker process(es){tcp} per address"
 
     # -- main loop -------------------------------------------------------------
-    @staticmethod
-    def defer_reloads() -> None:
-        """Until serve() takes SIGHUP over, one is remembered, not fatal (its default
-        action): a `systemctl reload` just after a start would end a server still
-        loading its zones."""
-        signal.signal(signal.SIGHUP, lambda *_: _reload_asked.append(True))
-
     def request_stop(self):
         self._stop.set()
 
@@ -450,7 +413,7 @@ class Server(ABC):
             loop.add_signal_handler(signal.SIGTERM, stop.set)
             loop.add_signal_handler(signal.SIGINT, stop.set)
             loop.add_signal_handler(signal.SIGHUP, lambda: asyncio.ensure_future(self.reload()))
-            if _reload_asked:
+            if asked_while_starting():
                 log.info("a reload was asked for while starting: the files are read again")
                 asyncio.ensure_future(self.reload())
             self.start_workers()

@@ -298,8 +298,7 @@ static int group(struct sp_zone *z)
             return decline(z, "a SIG or NXT record", r->name);
         if (!sp_zone_is_subdomain(sp_zone_name_wire(z, r->name), z->names[r->name].len,
                                   sp_zone_name_wire(z, z->origin), z->names[z->origin].len)) {
-            if (z->outside++ == 0)
-                z->first_outside = r->name;
+            z->first_outside = z->outside++ ? z->first_outside : r->name;
             continue;
         }
         struct sp_zone_rrset *last = z->nrrsets ? &z->rrsets[z->nrrsets - 1] : NULL;
