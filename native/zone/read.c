@@ -112,13 +112,6 @@ static int next_record(struct reader *r, unsigned *line)
     return (depth != 0 || quoted) ? 2 : 1;
 }
 
-static bool is_class(const char *p, size_t n)
-{
-    return (n == 2 && (!strncasecmp(p, "IN", 2) || !strncasecmp(p, "CH", 2)
-                       || !strncasecmp(p, "HS", 2)))
-           || (n > 5 && !strncasecmp(p, "CLASS", 5));
-}
-
 /* Whether a record states its TTL (RFC 1035's [TTL] [class] or [class] [TTL] after
  * the owner): the first field starts with a digit, or the first is a class and the
  * second does. A type never starts with a digit; its rdata may ("ns A 192.0.2.1"). */
@@ -136,7 +129,7 @@ static bool states_ttl(const char *text)
         const char *start = p;
         while (*p && !isspace((unsigned char)*p))
             p++;
-        if (!is_class(start, (size_t)(p - start)))
+        if (!sp_zone_is_class(start, (size_t)(p - start)))
             return false;
     }
     return false;
@@ -160,7 +153,7 @@ static void ttl_first(char *text)
             p++;
         len[i] = (size_t)(p - field[i]);
     }
-    if (!is_class(field[0], len[0]) || !isdigit((unsigned char)*field[1]))
+    if (!sp_zone_is_class(field[0], len[0]) || !isdigit((unsigned char)*field[1]))
         return;
     char swapped[64];
     size_t gap = (size_t)(field[1] - field[0]) - len[0];

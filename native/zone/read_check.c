@@ -91,7 +91,7 @@ static bool next_token(const char **p, const char **start, size_t *len)
     return true;
 }
 
-static bool is_class_token(const char *p, size_t n)
+bool sp_zone_is_class(const char *p, size_t n)
 {
     return (n == 2 && (!strncasecmp(p, "IN", 2) || !strncasecmp(p, "CH", 2) ||
                        !strncasecmp(p, "HS", 2))) ||
@@ -251,7 +251,7 @@ const char *sp_zone_record_refused(const char *text, const ldns_rr *rr, const ui
             uint32_t ttl;
             if (!sp_zone_ttl_valid(tok, n, &ttl))
                 return "a TTL dnspython does not read";
-        } else if (!is_class_token(tok, n)) {
+        } else if (!sp_zone_is_class(tok, n)) {
             break;                             /* the type: the rdata follows */
         }
     }

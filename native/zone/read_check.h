@@ -13,6 +13,9 @@
  * s), at most 2^32 - 1 in all. */
 bool sp_zone_ttl_valid(const char *text, size_t len, uint32_t *ttl);
 
+/* Whether a master file's field of n bytes is a class (IN, CH, HS, CLASSn). */
+bool sp_zone_is_class(const char *p, size_t n);
+
 /* Why dnspython would refuse the record ldns read as rr from text (a record line
  * with the TTL before the class), its rdata in wire form; NULL when it would not.
  * ldns keeps the low bits of a number too wide for its field, pads odd hex digits
