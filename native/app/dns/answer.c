@@ -73,7 +73,7 @@ frame_answer(const struct sp_table *t, struct sp_dns_worker *d, const struct sp_
         return 0;
     struct sp_dns_query *q = &d->query;
     const uint8_t *msg = rx + fq.l2 + fq.u.payload_off;
-    enum sp_dns_verdict v = sp_dns_parse(msg, fq.u.payload_len, q);
+    enum sp_dns_verdict v = sp_dns_parse_summed(msg, fq.u.payload_len, q);
     const struct sp_response *r = v == SP_DNS_LOOKUP ? sp_dns_lookup(t, q) : NULL;
     if (d->rrl && !sp_dns_rate_limit(d, fq.u.family, fq.u.src, &v, r))
         return 0;
@@ -133,7 +133,7 @@ answer_group(const struct sp_table *t, struct sp_dns_worker *d, const struct sp_
                    sp_frame_payload_cap(cfg, &fq[j], tx[j].cap);
         if (!query[j])
             continue;
-        verdict[j] = sp_dns_parse(rx[j].data + fq[j].l2 + fq[j].u.payload_off,
+        verdict[j] = sp_dns_parse_summed(rx[j].data + fq[j].l2 + fq[j].u.payload_off,
                                   fq[j].u.payload_len, &q[j]);
         if (verdict[j] == SP_DNS_LOOKUP) {
             look[nlook] = (uint8_t)j;

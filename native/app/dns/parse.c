@@ -121,9 +121,10 @@ static inline uint64_t load_last(const uint8_t *p, size_t n, const uint8_t *end)
 }
 
 /* The question at p (q->question_len bytes before end): copied as sent, its name
- * lower-cased and hashed for the table, and the whole summed for the reply's checksum,
- * in one pass of 16 bytes at a time, then 8, then the rest. */
-static inline void take_question(const uint8_t *p, const uint8_t *end, struct sp_dns_query *q)
+ * lower-cased and hashed for the table, and (with_sum) the whole summed for the reply's
+ * checksum, in one pass of 16 bytes at a time, then 8, then the rest. */
+static inline __attribute__((always_inline)) void
+take_question(const uint8_t *p, const uint8_t *end, struct sp_dns_query *q, bool with_sum)
 {
     size_t name_len = q->name_len, i = 0;
     uint64_t h = sp_key_hash_start(name_len), acc = 0, v, lower;
@@ -162,7 +163,7 @@ static inline void take_question(const uint8_t *p, const uint8_t *end, struct sp
         acc = sp_csum_acc_word(acc, v);
     }
     q->name_hash = h;
-    q->question_sum = sp_csum_acc_done(acc);
+    q->question_sum = with_sum ? sp_csum_acc_done(acc) : 0;
 }
 
 /* Skips an owner name in a resource record without decompressing it. */
@@ -221,7 +222,10 @@ static enum sp_dns_verdict parse_records(const uint8_t *msg, size_t len, size_t 
     return pos == len ? SP_DNS_LOOKUP : SP_DNS_FORMERR;
 }
 
-enum sp_dns_verdict sp_dns_parse(const uint8_t *msg, size_t len, struct sp_dns_query *q)
+/* sp_dns_parse(), and the question's sum when with_sum (a constant where inlined: a
+ * reply the kernel checksums needs none). */
+static inline __attribute__((always_inline)) enum sp_dns_verdict
+parse(const uint8_t *msg, size_t len, struct sp_dns_query *q, bool with_sum)
 {
     q->has_question = false;
     q->edns = false;
@@ -263,13 +267,13 @@ enum sp_dns_verdict sp_dns_parse(const uint8_t *msg, size_t len, struct sp_dns_q
         memcpy(q->question + q->name_len, msg + pos, 4);
         q->question_len = (uint16_t)(q->name_len + 4);
         q->name_hash = sp_key_hash_padded(q->name_lower, q->name_len);
-        q->question_sum = sp_csum_partial(q->question, q->question_len, 0);
+        q->question_sum = with_sum ? sp_csum_partial(q->question, q->question_len, 0) : 0;
     } else {
         if (!pos || pos + 4 > len)
             return SP_DNS_FORMERR;
         q->name_len = (uint8_t)(pos - SP_DNS_HEADER_LEN);
         q->question_len = (uint16_t)(q->name_len + 4);
-        take_question(msg + SP_DNS_HEADER_LEN, msg + len, q);
+        take_question(msg + SP_DNS_HEADER_LEN, msg + len, q, with_sum);
     }
     q->qtype = sp_get16(msg + pos);
     q->qclass = sp_get16(msg + pos + 2);
@@ -298,4 +302,14 @@ enum sp_dns_verdict sp_dns_parse(const uint8_t *msg, size_t len, struct sp_dns_q
         q->qclass != SP_DNS_CLASS_ANY)
         return SP_DNS_REFUSED;
     return SP_DNS_LOOKUP;
+}
+
+enum sp_dns_verdict sp_dns_parse(const uint8_t *msg, size_t len, struct sp_dns_query *q)
+{
+    return parse(msg, len, q, false);
+}
+
+enum sp_dns_verdict sp_dns_parse_summed(const uint8_t *msg, size_t len, struct sp_dns_query *q)
+{
+    return parse(msg, len, q, true);
 }

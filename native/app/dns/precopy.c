@@ -296,7 +296,7 @@ precopy_answer(struct sp_precopy *p, const struct sp_table *t, struct sp_dns_wor
     if (!sp_frame_payload_cap(cfg, &fq, tx->cap))
         return 0;
     struct sp_dns_query *q = &d->query;
-    enum sp_dns_verdict v = sp_dns_parse(rx + fq.l2 + fq.u.payload_off, fq.u.payload_len, q);
+    enum sp_dns_verdict v = sp_dns_parse_summed(rx + fq.l2 + fq.u.payload_off, fq.u.payload_len, q);
     const struct sp_response *r = v == SP_DNS_LOOKUP ? sp_dns_lookup(t, q) : NULL;
     if (d->rrl && !sp_dns_rate_limit(d, fq.u.family, fq.u.src, &v, r))
         return 0;

@@ -95,12 +95,13 @@ const struct sp_response *sp_rules_find(const struct sp_table *t, const struct s
     return NULL;
 }
 
-/* A DNS responder's choice for a query; true when it is a dynamic name, which the
- * slow path answers. */
+/* A DNS responder's choice for a query (the question summed where the reply's checksum
+ * is composed from it); true when it is a dynamic name, which the slow path answers. */
 static bool dns_choice(const struct sp_table *t, struct sp_dns_query *q, const uint8_t *msg,
-                       size_t len, enum sp_dns_verdict *v, const struct sp_response **r)
+                       size_t len, bool with_sum, enum sp_dns_verdict *v,
+                       const struct sp_response **r)
 {
-    *v = sp_dns_parse(msg, len, q);
+    *v = with_sum ? sp_dns_parse_summed(msg, len, q) : sp_dns_parse(msg, len, q);
     *r = *v == SP_DNS_LOOKUP ? sp_dns_lookup(t, q) : NULL;
     return *r && ((*r)->user & SP_RESPONSE_SLOW_PATH);
 }
@@ -159,7 +160,7 @@ size_t sp_responder_frame(const struct sp_table *t, const struct sp_rules *rules
     if (rules && rules->dns) {
         enum sp_dns_verdict v;
         const struct sp_response *r;
-        if ((*to_slow = dns_choice(t, &dns->query, payload, plen, &v, &r)))
+        if ((*to_slow = dns_choice(t, &dns->query, payload, plen, true, &v, &r)))
             return 0;
         return sp_dns_frame_reply(t, dns, &dns->query, cfg, rx, fq, v, r, tx, cap);
     }
@@ -184,7 +185,7 @@ size_t sp_responder_datagram(const struct sp_table *t, const struct sp_rules *ru
     if (rules && rules->dns) {
         enum sp_dns_verdict v;
         const struct sp_response *r;
-        if ((*to_slow = dns_choice(t, &dns->query, rx, len, &v, &r)))
+        if ((*to_slow = dns_choice(t, &dns->query, rx, len, false, &v, &r)))
             return 0;
         size_t n = sp_dns_answer_parsed(t, &dns->cfg, rx, len, false, tx, cap, &dns->query, v,
                                          r, &dns->counters);

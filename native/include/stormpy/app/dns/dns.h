@@ -152,7 +152,8 @@ struct sp_dns_query {
     uint16_t qclass;
     uint8_t name_len;        /* wire length including the root label */
     uint16_t question_len;   /* name_len + 4 */
-    uint32_t question_sum;   /* partial checksum of the question, as at an even offset */
+    uint32_t question_sum;   /* partial checksum of the question, as at an even offset
+                                (sp_dns_parse_summed() only; 0 from sp_dns_parse()) */
     uint64_t name_hash;      /* the table's hash of name_lower (sp_key_hash_*) */
     /* Padded past the longest name and question: the name is written and hashed 16 or
      * 8 bytes at a time and compared 8 at a time, the question copied out 16 at a time. */
@@ -177,6 +178,9 @@ struct sp_dns_counters {
 };
 
 enum sp_dns_verdict sp_dns_parse(const uint8_t *msg, size_t len, struct sp_dns_query *q);
+/* sp_dns_parse() with q->question_sum, for a reply whose checksum is composed from it
+ * (the frame paths: sp_dns_answer_summed(), sp_dns_copy_sum()). */
+enum sp_dns_verdict sp_dns_parse_summed(const uint8_t *msg, size_t len, struct sp_dns_query *q);
 
 /* The response size limit for a parsed query on UDP (on TCP it is 65535). */
 size_t sp_dns_udp_limit(const struct sp_dns_query *q, const struct sp_dns_config *cfg);
