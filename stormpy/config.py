@@ -69,7 +69,7 @@ def parse_listen(text: str, default_port: int = 53, option: str = "--listen") ->
         host, port = text.split(":")
     try:
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
-        socket.inet_pton(family, host)
+        host = socket.inet_ntop(family, socket.inet_pton(family, host))   # one spelling each
         number = int(port)
         if not 0 < number < 65536:
             raise ValueError
@@ -184,7 +184,8 @@ def serving_config(args, default_listen: tuple[str, int], config=ServerConfig, *
     listen = [parse_listen(x, args.port) for x in args.listen]
     twice = next((a for i, a in enumerate(listen) if a in listen[:i]), None)
     if twice:       # else the second bind reads as another server holding the port
-        raise StormpyError(f"--listen {twice[0]}:{twice[1]} is given twice")
+        host = f"[{twice[0]}]" if ":" in twice[0] else twice[0]
+        raise StormpyError(f"--listen {host}:{twice[1]} is given twice")
     # a bare address: the protocol's port (as Knot DNS and nginx read one), not the
     # default address's, which is unprivileged for a first try
     return config(listen=listen or

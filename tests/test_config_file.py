@@ -257,6 +257,7 @@ def test_a_listen_address_without_a_port_takes_the_protocols_port(tmp_path):
 @pytest.mark.parametrize("server, words", [
     ({"user": "no-such-user-here"}, "user no-such-user-here: no such user on this machine"),
     ({"listen": ["127.0.0.1:5300", "127.0.0.1:5300"]}, "127.0.0.1:5300 is given twice"),
+    ({"listen": ["[::1]:5300", "[0:0::1]:5300"]}, "[::1]:5300 is given twice"),
 ])
 def test_check_config_refuses_what_serve_would_refuse_at_start(server, words, tmp_path):
     """check-config said ok, then serve failed: an unknown user, an address twice (whose
