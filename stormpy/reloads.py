@@ -9,19 +9,18 @@ import logging
 import signal
 from typing import Awaitable, Callable
 
+import stormpy
+
 log = logging.getLogger("stormpy")
-_asked_while_starting: list[bool] = []      # SIGHUPs before serve() took the signal over
-
-
 def defer_sighup() -> None:
     """Until a server takes SIGHUP over, one is remembered, not fatal (its default
     action): a `systemctl reload` just after a start would end a server still loading
-    its zones."""
-    signal.signal(signal.SIGHUP, lambda *_: _asked_while_starting.append(True))
+    its zones. The command line's servers do this from the package's first line."""
+    signal.signal(signal.SIGHUP, stormpy._remember_sighup)
 
 
 def asked_while_starting() -> bool:
-    return bool(_asked_while_starting)
+    return bool(stormpy._sighups_before_serving)
 
 
 def config_changed(cfg) -> list[str]:
