@@ -39,7 +39,7 @@ cdef dict _frame_counters(const sp_frame_worker *w):
                 batch_hist=[w.batch_hist[i] for i in range(SP_HIST_BUCKETS)],
                 not_ours=c.not_ours, bad_source=c.bad_source, malformed=c.malformed,
                 stack_replies=c.stack_replies, rrl_dropped=w.dns.rrl_dropped,
-                rrl_slipped=w.dns.rrl_slipped, queries=dns.queries, dropped=dns.dropped,
+                rrl_slipped=w.dns.rrl_slipped, queries=sp_dns_queries(&dns), dropped=dns.dropped,
                 truncated=dns.truncated, rcode=[dns.rcode[i] for i in range(17)],
                 zone_answers=[dns.zone[i] for i in range(SP_DNS_ZONE_SLOTS)],
                 precopy_hits=pc.hits, precopy_fills=pc.fills, precopy_fallbacks=pc.fallbacks,

@@ -246,7 +246,7 @@ int main(int argc, char **argv)
                "noerror %llu nxdomain %llu refused %llu dropped %llu\n",
                q[i], (unsigned long long)f->frames, (unsigned long long)f->not_ours,
                (unsigned long long)f->bad_source, (unsigned long long)f->malformed,
-               (unsigned long long)dns->queries, (unsigned long long)dns->rcode[0],
+               (unsigned long long)sp_dns_queries(dns), (unsigned long long)dns->rcode[0],
                (unsigned long long)dns->rcode[3], (unsigned long long)dns->rcode[5],
                (unsigned long long)dns->dropped);
         printf("queue %u: bad_desc %llu rx_wakeups %llu kick_errors %llu", q[i],

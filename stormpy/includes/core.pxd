@@ -99,11 +99,11 @@ cdef extern from "stormpy/app/dns/dns.h" nogil:
         int handoff_fd
         uint8_t handoff_local[16]
     struct sp_dns_counters:
-        uint64_t queries
         uint64_t dropped
         uint64_t truncated
         uint64_t rcode[17]
         uint64_t zone[64]
+    uint64_t sp_dns_queries(const sp_dns_counters *c)
     int sp_dns_parse(const uint8_t *msg, size_t len, sp_dns_query *q)
     size_t sp_dns_answer(const sp_table *t, const sp_dns_config *cfg, const uint8_t *msg,
                          size_t len, bint tcp, uint8_t *out, size_t cap, sp_dns_query *q,

@@ -460,7 +460,6 @@ answer(const struct sp_table *t, const struct sp_dns_config *cfg, const uint8_t 
        bool tcp, uint8_t *out, size_t cap, struct sp_dns_query *q, enum sp_dns_verdict verdict,
        const struct sp_response *r, struct sp_dns_counters *c, uint32_t *sum)
 {
-    c->queries++;
     switch (verdict) {
     case SP_DNS_LOOKUP:
     case SP_DNS_SLIP:

@@ -168,14 +168,23 @@ struct sp_dns_config {
 };
 
 /* Counters a worker keeps for itself; index rcode by min(rcode, 16), zone by
- * SP_DNS_USER_ZONE() of the answer's table word. */
+ * SP_DNS_USER_ZONE() of the answer's table word. Each query is counted once, under
+ * its rcode or as dropped: the queries are their sum (sp_dns_queries()), not a counter
+ * of their own to add to per query. */
 struct sp_dns_counters {
-    uint64_t queries;
     uint64_t dropped;
     uint64_t truncated;
     uint64_t rcode[17];
     uint64_t zone[SP_DNS_ZONE_SLOTS];   /* answers from the table, by zone slot */
 };
+
+static inline uint64_t sp_dns_queries(const struct sp_dns_counters *c)
+{
+    uint64_t n = c->dropped;
+    for (unsigned i = 0; i < 17; i++)
+        n += c->rcode[i];
+    return n;
+}
 
 enum sp_dns_verdict sp_dns_parse(const uint8_t *msg, size_t len, struct sp_dns_query *q);
 /* sp_dns_parse() with q->question_sum, for a reply whose checksum is composed from it
