@@ -128,13 +128,13 @@ cdef class SlowPath:
     cdef readonly bint calling
     cdef readonly uint64_t batch
     cdef str local_address
-    cdef double last_logged
+    cdef double last_logged, last_bad_logged
     cdef uint64_t unlogged
 
     def __cinit__(self, handler, str local_address=None):
         self.handler = handler
         self.local_address = local_address
-        self.last_logged = -1e9
+        self.last_logged = self.last_bad_logged = -1e9
 
     cdef void attach(self, sp_frame_worker *w):
         self.w = w
@@ -144,7 +144,7 @@ cdef class SlowPath:
 
     cdef unsigned run(self, const sp_slow_packet *pkts, unsigned n, sp_frame *tx, unsigned ntx):
         cdef Packet pkt
-        cdef unsigned used = 0, i
+        cdef unsigned used = 0, read = 0, limit, i
         cdef list packets = PyList_New(n)
         self.batch += 1
         for i in range(n):
@@ -158,12 +158,21 @@ cdef class SlowPath:
         try:
             result = self.handler(packets)
             if result is not None:
-                for item in result:      # a generator's code runs here, still in the call
+                # A generator's code runs here, still in the call. Reading stops when
+                # the TX ring is full, or after more items than any batch needs: an
+                # endless one would hold the worker (and its C answers) for ever.
+                limit = 4 * (ntx + n) + 64
+                for item in result:
                     if used == ntx:
                         self.w.io.counters.tx_ring_full += 1
-                        continue
+                        break
+                    if read == limit:
+                        self.bad(f"more than {limit} replies to {n} packets: the rest are "
+                                 f"not read")
+                        break
+                    read += 1
                     used += self.write(item, &tx[used])
-        except Exception:
+        except BaseException:            # sys.exit() too: the worker is not the handler's
             self.w.rules.counters.handler_errors += 1
             self.log_error()
         finally:
@@ -174,38 +183,58 @@ cdef class SlowPath:
     cdef unsigned write(self, item, sp_frame *tx):
         """One reply into tx: (packet, payload) over UDP, or a whole frame; 1 if sent."""
         cdef Py_buffer view
-        cdef size_t n = 0
+        cdef Py_ssize_t length
+        cdef bint sent
         cdef Packet pkt
         reply = item
         if type(item) is tuple and len(<tuple>item) == 2:
             if not isinstance(item[0], Packet):
-                self.w.rules.counters.bad_replies += 1
-                return 0
+                return self.bad(f"a pair whose first item is a {type(item[0]).__name__}, "
+                                f"not a Packet")
             pkt = item[0]
-            if pkt.owner is not self or pkt.batch != self.batch:    # kept from an earlier batch
-                self.w.rules.counters.bad_replies += 1
-                return 0
+            if pkt.owner is not self or pkt.batch != self.batch:
+                return self.bad("a reply to a packet of an earlier batch")
             reply = item[1]
         else:
             pkt = None
         try:
             PyObject_GetBuffer(reply, &view, PyBUF_SIMPLE)
         except TypeError:
-            self.w.rules.counters.bad_replies += 1
-            return 0
+            return self.bad(f"a {type(reply).__name__}; a reply is (packet, payload bytes), "
+                            f"or a whole frame's bytes")
+        length = view.len
         try:
             if pkt is not None:
-                n = sp_responder_reply(&self.w.cfg, self.datagrams, pkt.p, <const uint8_t *>view.buf,
-                                       <size_t>view.len, tx)
+                sent = sp_responder_reply(&self.w.cfg, self.datagrams, pkt.p,
+                                          <const uint8_t *>view.buf, <size_t>view.len, tx)
             else:
-                n = sp_responder_raw(&self.w.cfg, self.datagrams, <const uint8_t *>view.buf,
-                                     <size_t>view.len, tx)
+                sent = sp_responder_raw(&self.w.cfg, self.datagrams, <const uint8_t *>view.buf,
+                                        <size_t>view.len, tx) != 0
         finally:
             PyBuffer_Release(&view)
-        if n == 0:
-            self.w.rules.counters.bad_replies += 1
-            return 0
-        return 1
+        if sent:
+            return 1
+        if pkt is not None and not pkt.p.udp:
+            return self.bad("a payload for a frame that is not UDP (reply with a whole frame)")
+        if pkt is not None:
+            return self.bad(f"a payload of {length} bytes, more than one datagram here "
+                            f"carries (the MTU, or a ring frame's room)")
+        if self.datagrams:
+            return self.bad("a whole frame on the socket backend, which sends payloads: "
+                            "reply (packet, payload)")
+        return self.bad(f"a frame of {length} bytes: shorter than an Ethernet header or "
+                        f"longer than the MTU")
+
+    cdef unsigned bad(self, str why):
+        """A reply not sent: counted, and said in one line at most every
+        ERROR_LOG_SECONDS (a handler that errs once errs on every batch)."""
+        self.w.rules.counters.bad_replies += 1
+        now = time.monotonic()
+        if now - self.last_bad_logged >= ERROR_LOG_SECONDS:
+            self.last_bad_logged = now
+            _log.warning("responder handler %s: a reply not sent: %s (bad_replies counts "
+                         "them)", getattr(self.handler, "__qualname__", self.handler), why)
+        return 0
 
     cdef void log_error(self):
         now = time.monotonic()

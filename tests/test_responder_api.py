@@ -1,11 +1,13 @@
 """The custom-responder API on the memory backend: rules and templates rendered in
 C and checked by scapy, the slow path's packets and replies, its failures, live
 updates, and one-line errors. No kernel, no root."""
+import itertools
 import logging
 import os
 import socket
 import subprocess
 import sys
+import time
 
 import pytest
 from scapy.layers.inet import ICMP, IP, UDP
@@ -234,6 +236,18 @@ def test_update_changes_values_and_a_failed_update_changes_nothing():
     (lambda a: a.rule(template=stormpy.Template(b"", echo=slice(3, 1))), "start before stop"),
     (lambda a: a.rule(template=object()), "bytes or a scapy packet"),
     (lambda a: [a.rule("x", template=b""), a.rule("x", template=b"")], "defined twice"),
+    # arguments of the wrong kind, which were taken in some other meaning or failed
+    # later with a traceback
+    (lambda a: a.rule(prefix=b"x", at=-1, template=b""), "at=-1: an offset"),
+    (lambda a: a.rule(prefix=b"x", at="2", template=b""), "at='2': an offset"),
+    (lambda a: a.rule(prefix=5, template=b""), "prefix: bytes or text, not int"),
+    (lambda a: a.rule(key=slice(0, None), values={1: b"x"}), "a key in values: bytes or text"),
+    (lambda a: a.rule(key=slice(0, None), values=[b"x"]), "values: a mapping"),
+    (lambda a: a.rule(template=stormpy.Template(b"ab", echo_at=1)), "echo_at= without echo="),
+    (lambda a: a.zones("x.zone", dynamic="now.test."), "dynamic: a list, not one string"),
+    (lambda a: a.zones(["x.zone"]), "a zone file's path, not list"),
+    (lambda a: [a.rule("r", key=slice(0, None), values={}), a.update("r", delete="abc")],
+     "delete: a list, not one string"),
 ])
 def test_bad_rules_are_one_line_errors(build, message):
     with pytest.raises(StormpyError, match=message) as e:
@@ -304,3 +318,96 @@ def test_an_empty_payload_is_echoed_as_an_empty_datagram():
     replies, c = app.run_frames([udp_frame(b""), udp_frame(b"z")])
     assert [checked_reply(r) for r in replies] == [b"", b"z"]
     assert c["rule_answers"] == 2 and c["rule_unsent"] == 0
+
+
+def test_a_text_prefix_is_its_utf8_bytes():
+    app = stormpy.Responder(PORT)
+    app.rule(prefix="PING", template=b"PONG")
+    replies, _ = app.run_frames([udp_frame(b"PING")])
+    assert [checked_reply(r) for r in replies] == [b"PONG"]
+
+
+@pytest.mark.parametrize("kwargs, words", [({"handler": 42}, "handler=42"),
+                                           ({"name": 5}, "name=5")])
+def test_a_responder_of_wrong_arguments_is_refused_when_made(kwargs, words):
+    with pytest.raises(StormpyError, match=words):
+        stormpy.Responder(PORT, **kwargs)
+
+
+@pytest.mark.parametrize("endless", [lambda packets: itertools.repeat((packets[0], b"x")),
+                                     lambda packets: itertools.repeat(42)])
+def test_a_handler_whose_replies_never_end_is_cut_off(endless):
+    """An endless iterable held the worker, and its C answers, for ever."""
+    app = stormpy.Responder(PORT, handler=endless)
+    app.rule(prefix=b"C", template=b"from C")
+    replies, c = app.run_frames([udp_frame(b"a"), udp_frame(b"C")], batch=2)
+    assert b"from C" in [checked_reply(r) for r in replies]
+    assert c["slow_replies"] >= 1 or c["bad_replies"] > 1
+
+
+def test_sys_exit_in_a_handler_is_a_handler_error_not_silence(caplog):
+    calls = []
+
+    def handler(packets):
+        calls.append(1)
+        if len(calls) == 1:
+            raise SystemExit(3)
+        return [(p, b"ok") for p in packets]
+
+    app = stormpy.Responder(PORT, handler=handler)
+    with caplog.at_level(logging.ERROR, logger="stormpy"):
+        replies, c = app.run_frames([udp_frame(b"1"), udp_frame(b"2")], batch=1)
+    assert [checked_reply(r) for r in replies] == [b"ok"]
+    assert c["handler_errors"] == 1 and "SystemExit: 3" in caplog.text
+
+
+def test_a_reply_not_sent_is_said_in_one_line(caplog):
+    app = stormpy.Responder(PORT, handler=lambda packets: [(p, 42) for p in packets])
+    with caplog.at_level(logging.WARNING, logger="stormpy"):
+        _, c = app.run_frames([udp_frame(b"%d" % i) for i in range(6)], batch=2)
+    notes = [r.getMessage() for r in caplog.records if "a reply not sent" in r.getMessage()]
+    assert c["bad_replies"] == 6 and len(notes) == 1, notes     # not one a batch
+    assert "a int; a reply is (packet, payload bytes)" in notes[0] and "\n" not in notes[0]
+
+
+UPDATING_HANDLER = """
+import stormpy
+app = stormpy.Responder({port})
+app.rule("r", prefix=b"GET ", key=slice(4, None), values={{b"a": b"A"}}, default=b"none")
+def handler(packets):
+    try:
+        app.update("r", set_values={{b"b": b"B"}})
+        said = b"updated"
+    except stormpy.errors.StormpyError as e:
+        said = str(e).encode()
+    return [(p, said) for p in packets]
+app.handler = handler
+raise SystemExit(stormpy.serve(app, ["--listen", "127.0.0.1:{port}", "--workers", "1"]))
+"""
+
+
+def test_update_from_a_handler_is_refused_in_words():
+    """In a worker, update() changed that worker's copy only, or, in a restarted worker,
+    published a table the server never saw."""
+    port = 7790
+    proc = subprocess.Popen([sys.executable, "-c", UPDATING_HANDLER.format(port=port)],
+                            cwd=REPO, env=dict(os.environ, PYTHONPATH=REPO),
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.settimeout(0.3)
+    try:
+        said = None
+        for _ in range(60):                  # until it serves, at most 18 s
+            s.sendto(b"PUT x", ("127.0.0.1", port))
+            try:
+                said = s.recv(512)
+                break
+            except socket.timeout:
+                continue
+        assert said is not None and b"from a @responder.control task" in said, said
+        s.sendto(b"GET b", ("127.0.0.1", port))
+        assert s.recv(512) == b"none"            # the table is as it was
+    finally:
+        s.close()
+        proc.terminate()
+        proc.communicate(timeout=20)

@@ -29,7 +29,7 @@ def test_udp_echo_returns_every_payload_unchanged(backend, script, counter):
     with Site(backend) as site:
         site.start(example(script), port,
                    ready=lambda: site.udp(port, [b"ping"], 0.3) == [b"ping"])
-        payloads = [b"\0" * 32, b"x", bytes(range(256)) * 5, b"odd length!", b"\xff" * 1400]
+        payloads = [b"\0" * 32, b"x", bytes(range(256)) * 5, b"odd length!", b"\xff" * 1400, b""]
         assert site.udp(port, payloads) == payloads
         log = stop(site.procs[0])
     # answered where the example says: by the rule in C, or by the handler

@@ -348,7 +348,7 @@ cdef extern from "stormpy/app/rules/rules.h" nogil:
         uint64_t slow_replies
         uint64_t handler_errors
         uint64_t bad_replies
-    size_t sp_responder_reply(const sp_frame_config *cfg, bint datagrams, const sp_slow_packet *p,
+    bint sp_responder_reply(const sp_frame_config *cfg, bint datagrams, const sp_slow_packet *p,
                               const uint8_t *payload, size_t len, sp_frame *tx)
     size_t sp_responder_raw(const sp_frame_config *cfg, bint datagrams, const uint8_t *frame,
                             size_t len, sp_frame *tx)

@@ -9,6 +9,7 @@ the table and swaps it atomically under running workers, as a zone reload does.
 from __future__ import annotations
 
 import logging
+import os
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Mapping
 
@@ -36,6 +37,25 @@ def _payload_of(data) -> bytes:
             return bytes(data[UDP].payload)
         return bytes(data)
     raise StormpyError(f"a template is bytes or a scapy packet, not {type(data).__name__}")
+
+
+def _bytes_arg(value, what: str) -> bytes:
+    """A match, a key or a stop: bytes as given, or text in UTF-8."""
+    if isinstance(value, str):
+        return value.encode()
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value)
+    raise StormpyError(f"{what}: bytes or text, not {type(value).__name__} {value!r}")
+
+
+def _list_arg(value, what: str) -> list:
+    """Names or keys given as a list: one string would be taken letter by letter."""
+    if isinstance(value, (str, bytes)):
+        raise StormpyError(f"{what}: a list, not one string (give [{value!r}])")
+    try:
+        return list(value)
+    except TypeError:
+        raise StormpyError(f"{what}: a list, not {type(value).__name__}") from None
 
 
 def _slice_bounds(s: slice | None, what: str) -> tuple[int, int]:
@@ -68,6 +88,8 @@ class Template:
         self.data = _payload_of(data)
         self.copy = tuple(tuple(c) for c in copy)
         self.echo = echo
+        if echo is None and echo_at is not None:
+            raise StormpyError("echo_at= without echo=: give the slice of the request to insert")
         self.echo_at = len(self.data) if echo_at is None else echo_at
         if len(self.data) > _MAX_PAYLOAD:
             raise StormpyError(f"a template of {len(self.data)} bytes: at most {_MAX_PAYLOAD}")
@@ -130,8 +152,12 @@ class Responder:
 
     def __init__(self, port: int, *, handler: Callable | None = None,
                  all_frames: bool = False, name: str | None = None):
-        if not isinstance(port, int) or not 0 < port < 65536:
+        if isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536:
             raise StormpyError(f"port {port!r}: expected 1 to 65535")
+        if handler is not None and not callable(handler):
+            raise StormpyError(f"handler={handler!r}: a function of a list of packets")
+        if name is not None and not isinstance(name, str):
+            raise StormpyError(f"name={name!r}: text")
         self.port = port
         self.handler = handler
         self.all_frames = all_frames
@@ -142,6 +168,7 @@ class Responder:
         self._dynamic: list[str] = []
         self._controls: list[Callable] = []
         self._server = None     # the running server, which publishes updates
+        self._server_pid = None  # and its process (the workers hold copies of this object)
 
     # -- definition ------------------------------------------------------------
     def rule(self, name: str | None = None, *, prefix: bytes = b"", at: int = 0,
@@ -161,9 +188,13 @@ class Responder:
             raise StormpyError(f"rule {name!r} is defined twice")
         if len(self._rules) >= 64:
             raise StormpyError("at most 64 rules")
-        prefix = bytes(prefix)
+        prefix = _bytes_arg(prefix, f"rule {name}: prefix")
+        key_stop = _bytes_arg(key_stop, f"rule {name}: key_stop")
         if len(prefix) > 32:
             raise StormpyError(f"rule {name}: a match of {len(prefix)} bytes; at most 32")
+        if isinstance(at, bool) or not isinstance(at, int) or not 0 <= at <= _TO_END - len(prefix):
+            raise StormpyError(f"rule {name}: at={at!r}: an offset in the payload, "
+                               f"0 to {_TO_END - len(prefix)}")
         if len(key_stop) > 4:
             raise StormpyError(f"rule {name}: at most 4 key_stop bytes")
         if key is None and values is not None:
@@ -188,9 +219,13 @@ class Responder:
         handler instead."""
         if self._rules:
             raise StormpyError("a responder serves either zones or rules on its port")
-        self._zones = list(paths)
-        self._origins = list(origins) or [None] * len(self._zones)
-        self._dynamic = list(dynamic)
+        for path in paths:
+            if not isinstance(path, (str, os.PathLike)):
+                raise StormpyError(f"zones(): a zone file's path, not {type(path).__name__} "
+                                   f"{path!r} (give them as zones(a, b))")
+        self._zones = [os.fspath(p) for p in paths]
+        self._origins = _list_arg(origins, "origins") or [None] * len(self._zones)
+        self._dynamic = _list_arg(dynamic, "dynamic")
 
     def control(self, task: Callable):
         """Decorator: `async def task(responder)` runs in the server process's event
@@ -200,9 +235,11 @@ class Responder:
 
     @staticmethod
     def _values(values: Mapping) -> dict:
+        if not isinstance(values, Mapping):
+            raise StormpyError(f"values: a mapping of key -> reply, not {type(values).__name__}")
         out = {}
         for k, v in values.items():
-            k = k.encode() if isinstance(k, str) else bytes(k)
+            k = _bytes_arg(k, "a key in values")
             if len(k) > 1024:
                 raise StormpyError(f"a key of {len(k)} bytes: at most 1024")
             out[k] = _template(v)
@@ -220,7 +257,12 @@ class Responder:
         """Change a rule: replace its values, set or delete some keys, or replace its
         template (its default, for a keyed rule). While serving, the new table is
         published at once: every worker answers from it from its next batch, never a
-        mix of old and new. A change that does not compile changes nothing."""
+        mix of old and new. A change that does not compile changes nothing. Only the
+        server process publishes: call it from a control task, not from the handler."""
+        if self._server_pid is not None and os.getpid() != self._server_pid:
+            raise StormpyError("update() changes what every worker answers, so it runs in the "
+                               "server process: call it from a @responder.control task, not "
+                               "from the handler (which runs in one worker)")
         rule = self._find(name)
         new = _Rule(rule.name, rule.prefix, rule.match_off, rule.key, rule.key_stop,
                     rule.template, dict(rule.values), rule.keyed)
@@ -228,8 +270,8 @@ class Responder:
             new.values = self._values(values)
         if set_values:
             new.values.update(self._values(set_values))
-        for k in delete:
-            new.values.pop(k.encode() if isinstance(k, str) else bytes(k), None)
+        for k in _list_arg(delete, "delete"):
+            new.values.pop(_bytes_arg(k, "a key in delete"), None)
         if template is not None:
             new.template = _template(template)
         if (values is not None or set_values or delete) and not rule.keyed:

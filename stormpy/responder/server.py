@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
 import sys
 
 from stormpy.config import ServerConfig, add_serving_arguments, serving_config
@@ -72,6 +73,7 @@ class ResponderServer(Server):
         loop.run_in_executor(None, self.ref.reclaim, 5000)
 
     def start_workers(self):
+        self.responder._server_pid = os.getpid()    # before the workers are forked
         super().start_workers()
         self.responder._server = self
         loop = asyncio.get_running_loop()
@@ -91,7 +93,7 @@ class ResponderServer(Server):
     def stop_workers(self):
         for t in getattr(self, "_tasks", []):
             t.cancel()
-        self.responder._server = None
+        self.responder._server = self.responder._server_pid = None
         super().stop_workers()
 
 
@@ -112,6 +114,12 @@ def serve(responder: Responder, argv: list[str] | None = None, *, prog: str | No
     (argv, default sys.argv[1:]); `defaults` sets option defaults (batch=1,
     poll="busy", ...). Returns the exit status; user errors are one line."""
     parser = build_parser(responder, prog)
+    unknown = sorted(set(defaults) - {a.dest for a in parser._actions})
+    if unknown or isinstance(argv, str):
+        why = (f"no option {unknown[0]!r} to give a default to" if unknown else
+               "argv is a list of arguments, like ['--listen', '127.0.0.1:9000']")
+        print(f"{parser.prog}: error: serve(): {why}", file=sys.stderr)
+        return 2
     parser.set_defaults(**defaults)
     args = parser.parse_args(argv)
     try:

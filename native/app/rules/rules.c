@@ -195,28 +195,28 @@ size_t sp_responder_datagram(const struct sp_table *t, const struct sp_rules *ru
     return render_rule(t, rules, rx, len, tx, cap, NULL, rc, to_slow, replied);
 }
 
-size_t sp_responder_reply(const struct sp_frame_config *cfg, bool datagrams,
-                          const struct sp_slow_packet *p, const uint8_t *payload, size_t len,
-                          struct sp_frame *tx)
+bool sp_responder_reply(const struct sp_frame_config *cfg, bool datagrams,
+                        const struct sp_slow_packet *p, const uint8_t *payload, size_t len,
+                        struct sp_frame *tx)
 {
     if (!p->udp)
-        return 0;
+        return false;
     if (datagrams) {
         if (len > tx->cap)
-            return 0;
+            return false;
         memcpy(tx->data, payload, len);
         tx->id = p->frame->id;            /* the reply goes to this request's peer */
         tx->len = (uint32_t)len;
-        return len;
+        return true;
     }
     size_t room = sp_frame_payload_cap(cfg, &p->fq, tx->cap);
     if (!room || len > room)      /* no room: not even the headers fit */
-        return 0;
+        return false;
     memcpy(tx->data + p->fq.headers, payload, len);
     sp_frame_write_headers(cfg, p->frame->data, &p->fq, tx->data, len,
                            sp_csum_partial(tx->data + p->fq.headers, len, 0));
     tx->len = (uint32_t)(p->fq.headers + len);
-    return tx->len;
+    return true;
 }
 
 size_t sp_responder_raw(const struct sp_frame_config *cfg, bool datagrams, const uint8_t *frame,

@@ -124,11 +124,12 @@ size_t sp_responder_datagram(const struct sp_table *t, const struct sp_rules *ru
                              struct sp_responder_counters *rc, bool *to_slow, bool *replied);
 
 /* A slow-path reply: payload sent back over UDP to the packet's sender (addresses
- * and ports swapped, checksums computed). Written to tx; its length, or 0 when it
- * does not fit (the frame's room and the MTU) or the packet is not UDP. */
-size_t sp_responder_reply(const struct sp_frame_config *cfg, bool datagrams,
-                          const struct sp_slow_packet *p, const uint8_t *payload, size_t len,
-                          struct sp_frame *tx);
+ * and ports swapped, checksums computed). Written to tx (tx->len: on sockets the
+ * payload's, which may be 0: an empty datagram); false when it does not fit (the
+ * frame's room and the MTU) or the packet is not UDP. */
+bool sp_responder_reply(const struct sp_frame_config *cfg, bool datagrams,
+                        const struct sp_slow_packet *p, const uint8_t *payload, size_t len,
+                        struct sp_frame *tx);
 
 /* A slow-path reply given as a whole Ethernet frame (ARP, ICMP), copied to tx as
  * it is. Its length, or 0: too short, over the MTU, or a socket backend. */
