@@ -14,6 +14,7 @@ import pytest
 
 from conftest import EXAMPLE_ZONE
 from support.client import tcp_many, udp
+from support.process import free_port
 from support.servers import StormpyServer
 from test_supervisor import snapshot
 
@@ -191,8 +192,16 @@ def test_a_full_pool_closes_its_oldest_idle_connection_for_a_new_client(tmp_path
                 s.close()
 
 
-def test_one_address_holds_at_most_its_share(tmp_path):
-    srv, control = serve(tmp_path, "--tcp-max-per-source", "4", "--tcp-idle-timeout", "30")
+@pytest.mark.parametrize("other_listen", [False, True])
+def test_one_address_holds_at_most_its_share(tmp_path, other_listen):
+    """A second listen address has TCP workers of its own, which a client of the first
+    never reaches: they took half of its share (2 of 4 here)."""
+    port = free_port()
+    control = str(tmp_path / "ctl.sock")
+    srv = StormpyServer([("example.com.", EXAMPLE_ZONE)],
+                        ["--control", control, "--tcp-max-per-source", "4", "--tcp-idle-timeout",
+                         "30"] + (["--listen", f"127.0.0.3:{port}"] if other_listen else []),
+                        port=port)
     with srv:
         held = [socket.create_connection(srv.addr, timeout=3) for _ in range(6)]
         try:
@@ -207,7 +216,9 @@ def test_one_address_holds_at_most_its_share(tmp_path):
             with other:
                 other.sendall(wire("www.example.com"))
                 assert len(other.recv(4096)) > 14
-            assert tcp_worker(control)["tcp_source_limited"] == 2
+            limited = [w["tcp_source_limited"] for w in snapshot(control)["workers"]
+                       if w["kind"] == "tcp"]
+            assert sum(limited) == 2, limited
         finally:
             for s in held:
                 s.close()

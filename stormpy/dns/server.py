@@ -341,11 +341,11 @@ class DnsServer(Server):
 
     def tcp_worker(self, fd: int, index: int):
         cfg = self.cfg
-        workers = len(self.tcp_sockets)
-        # each worker's share, the sources' limit rounded up so a client spread over
-        # the workers by the kernel's hash still gets about its due
-        per_worker = -(-cfg.tcp_max_clients // workers)
-        per_source = -(-cfg.tcp_max_per_source // workers)
+        # each worker's share of the connections (over every listen address), and of a
+        # source's among the workers of one address, which are all a client reaches:
+        # rounded up, so a client spread over them by the kernel's hash gets its due
+        per_worker = -(-cfg.tcp_max_clients // len(self.tcp_sockets))
+        per_source = -(-cfg.tcp_max_per_source // cfg.tcp_workers)
         _raise_file_limit(per_worker + 64)
         return _core.FrameWorker.dns_tcp(
             fd, index, self.ref, max_connections=per_worker, max_per_source=per_source,
