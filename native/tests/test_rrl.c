@@ -20,6 +20,12 @@ static struct sp_rrl *make(uint32_t rate, uint32_t slip, const char *allow_v4, u
     return sp_rrl_init(mem, 1024, &cfg);
 }
 
+/* Whether the /24s of x and y share a bucket of r (rate 1), tried in second now. */
+static int share_bucket(struct sp_rrl *r, const uint8_t *x, const uint8_t *y, uint32_t now)
+{
+    return sp_rrl_check(r, 4, x, 1, now) == SP_RRL_SEND && sp_rrl_check(r, 4, y, 1, now) != SP_RRL_SEND;
+}
+
 static unsigned count(struct sp_rrl *r, uint8_t family, const uint8_t *src, uint64_t kind,
                       uint32_t now, unsigned n, enum sp_rrl_action want)
 {
@@ -68,6 +74,36 @@ int main(void)
     CHECK_EQ(count(r, 6, v6b, 1, 3, 1, SP_RRL_DROP), 1);        /* same /56 (0x11 vs 0x1f) */
     CHECK_EQ(count(r, 6, v6c, 1, 3, 2, SP_RRL_SEND), 2);        /* another /56 */
     free(r);
+
+    /* Sources that share a bucket share its count: alternating them does not reset
+     * it (it did; a flood from two prefixes went unlimited). One bucket: all share. */
+    struct sp_rrl_config one = {.rate = 10, .v4_prefix = 24, .v6_prefix = 56};
+    r = sp_rrl_init(calloc(1, sp_rrl_size(1)), 1, &one);
+    unsigned sent = 0;
+    for (int i = 0; i < 40; i++)
+        sent += sp_rrl_check(r, 4, i % 2 ? a : other, 1, 77) == SP_RRL_SEND;
+    CHECK_EQ(sent, 10);
+    CHECK_EQ(count(r, 4, other, 1, 78, 10, SP_RRL_SEND), 10);   /* a new second */
+    free(r);
+
+    /* The buckets' hash is keyed per table: sources that share a bucket in one table
+     * (found by trying /24s) do not all share one in another. */
+    struct sp_rrl *r1 = make(1, 0, NULL, 0), *r2 = make(1, 0, NULL, 0);
+    CHECK(r1->secret != r2->secret);
+    uint8_t found[8][4];
+    unsigned nfound = 0, again = 0;
+    uint32_t now = 1000;
+    for (unsigned i = 1; i < 65536 && nfound < 8; i++) {
+        uint8_t y[4] = {10, (uint8_t)(i >> 8), (uint8_t)i, 1};
+        if (share_bucket(r1, a, y, now++))
+            memcpy(found[nfound++], y, 4);
+    }
+    CHECK_EQ(nfound, 8);
+    for (unsigned i = 0; i < nfound; i++)
+        again += (unsigned)share_bucket(r2, a, found[i], now++);
+    CHECK(again < nfound);
+    free(r1);
+    free(r2);
 
     struct sp_rrl_config bad = {.rate = 1, .v4_prefix = 33, .v6_prefix = 56};
     void *mem = calloc(1, sp_rrl_size(8));

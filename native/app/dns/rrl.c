@@ -2,6 +2,8 @@
 #include "stormpy/app/dns/rrl.h"
 
 #include <string.h>
+#include <sys/random.h>
+#include <time.h>
 
 size_t sp_rrl_size(uint64_t buckets)
 {
@@ -20,6 +22,11 @@ struct sp_rrl *sp_rrl_init(void *mem, uint64_t buckets, const struct sp_rrl_conf
     struct sp_rrl *r = mem;
     r->cfg = *cfg;
     r->mask = buckets - 1;
+    if (getrandom(&r->secret, sizeof(r->secret), GRND_NONBLOCK) != sizeof(r->secret)) {
+        struct timespec ts;       /* no entropy yet (early boot): unpredictable enough */
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        r->secret = (uint64_t)ts.tv_nsec << 32 ^ (uint64_t)ts.tv_sec ^ (uintptr_t)mem;
+    }
     return r;
 }
 
@@ -53,12 +60,12 @@ enum sp_rrl_action sp_rrl_check(struct sp_rrl *r, uint8_t family, const uint8_t 
     uint64_t lo, hi;
     memcpy(&lo, prefix, 8);
     memcpy(&hi, prefix + 8, 8);
-    uint64_t h = mix(mix(mix(family, lo), hi), kind);
-    uint64_t key = h | 1;                     /* never 0, the key of an empty bucket */
-    struct sp_rrl_bucket *b = &r->bucket[(h >> 1) & r->mask];
-    if (__atomic_load_n(&b->key, __ATOMIC_RELAXED) != key ||
-        __atomic_load_n(&b->second, __ATOMIC_RELAXED) != now_s) {
-        __atomic_store_n(&b->key, key, __ATOMIC_RELAXED);
+    uint64_t h = mix(mix(mix(mix(r->secret, family), lo), hi), kind ^ r->secret);
+    struct sp_rrl_bucket *b = &r->bucket[h & r->mask];
+    /* A new second starts the count again. Keys that share the bucket share its count:
+     * a bucket that a new key took over, count reset, let two sources that alternate
+     * go unlimited. */
+    if (__atomic_load_n(&b->second, __ATOMIC_RELAXED) != now_s) {
         __atomic_store_n(&b->second, now_s, __ATOMIC_RELAXED);
         __atomic_store_n(&b->count, 0, __ATOMIC_RELAXED);
     }

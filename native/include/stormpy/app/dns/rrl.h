@@ -9,8 +9,11 @@
  *
  * One table serves every worker of a server: it lives in the region shared with
  * the worker processes (shm.h), buckets are updated with relaxed atomics, and
- * nothing is allocated after sp_rrl_init(). A bucket collision or a race at a
- * second's turn only makes the count approximate, never unsafe.
+ * nothing is allocated after sp_rrl_init(). A bucket's hash is keyed with a secret
+ * drawn at sp_rrl_init(), so a client cannot pick sources that share a bucket; two
+ * that do share its count for the second (each limited by both), and the bucket
+ * changes hands at the next second. A race at a second's turn only makes the count
+ * approximate, never unsafe.
  */
 #ifndef STORMPY_APP_DNS_RRL_H
 #define STORMPY_APP_DNS_RRL_H
@@ -38,7 +41,6 @@ struct sp_rrl_config {
 };
 
 struct sp_rrl_bucket {
-    uint64_t key;
     uint32_t second;
     uint32_t count;
 };
@@ -46,6 +48,7 @@ struct sp_rrl_bucket {
 struct sp_rrl {
     struct sp_rrl_config cfg;
     uint64_t mask;           /* buckets - 1 */
+    uint64_t secret;         /* the buckets' hash key */
     struct sp_rrl_bucket bucket[];
 };
 
