@@ -9,6 +9,7 @@ import subprocess
 
 import dns.message
 import dns.name
+import dns.rcode
 import dns.rdatatype
 import dns.tsig
 import dns.xfr
@@ -209,3 +210,45 @@ def test_kdig_takes_a_signed_axfr_of_a_zone_held_in_c(tmp_path):
     assert "AXFR, serial 1" in log, log
     assert bad.returncode != 0 and "NOTAUTH" in bad.stderr, bad.stdout + bad.stderr
     assert "refused: BadSignature" in log, log
+
+
+def test_connections_nobody_may_transfer_on_are_refused_at_once_and_hold_nothing(tmp_path):
+    """A client outside --transfer-allow held a thread of the default executor per
+    connection (reloads waited behind them, and the allowed secondary's AXFR took 10 s),
+    and each connection logged a line."""
+    import socket
+    import struct
+    import time
+
+    import dns.query
+    from conftest import EXAMPLE_ZONE
+    from support.process import free_port
+
+    port = free_port()
+    srv = StormpyServer([("example.com.", EXAMPLE_ZONE)], ["--transfer-allow", "127.0.9.9/32"],
+                        port=port)
+    with srv:
+        axfr = dns.message.make_query("example.com.", "AXFR").to_wire()
+        strangers = []
+        for _ in range(30):
+            s = socket.socket()
+            s.bind(("127.0.0.7", 0))
+            s.settimeout(5)
+            s.connect(("127.0.0.1", port))
+            s.sendall(struct.pack("!H", len(axfr)) + axfr)
+            strangers.append(s)
+        start = time.monotonic()
+        zone = dns.zone.Zone("example.com.", relativize=False)
+        query, _ = dns.xfr.make_query(zone)
+        dns.query.inbound_xfr("127.0.0.1", zone, query, port=port, source="127.0.9.9",
+                              lifetime=5)
+        took = time.monotonic() - start
+        assert zone.get_rdataset("www.example.com.", "A") is not None and took < 3, took
+        for s in strangers:                      # each answered NOTAUTH, then closed
+            size = struct.unpack("!H", s.recv(2))[0]
+            reply = dns.message.from_wire(s.recv(size))
+            assert reply.rcode() == dns.rcode.NOTAUTH and s.recv(1) == b""
+            s.close()
+        refusals = [x for x in srv.output().splitlines() if "refused" in x]
+    assert 1 <= len(refusals) <= 2, refusals      # summed up, not one line a connection
+    assert "source not in --transfer-allow, nor a primary" in refusals[0]

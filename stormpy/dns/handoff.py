@@ -15,6 +15,9 @@ import ipaddress
 import logging
 import socket
 import struct
+import time
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 
 import dns.exception
 import dns.flags
@@ -27,6 +30,13 @@ from stormpy.dns.transfer import (TransferPolicy, error_reply, is_tsig_error, ke
                                   transfer_replies)
 
 log = logging.getLogger("stormpy")
+
+# Connections handed up are served by threads of their own, not the default executor's,
+# which reloads need; a bounded number of them, and a few from any one source.
+STREAM_THREADS = 4
+STREAM_MOST = 64             # handed-up connections served or waiting; past it, closed
+STREAM_PER_SOURCE = 4
+REFUSALS_LOG_SECONDS = 10.0  # refused connections are summed up in one line this often
 
 HEADER = struct.Struct("=BBH16s16s")     # struct sp_dns_handoff
 IP_PKTINFO = getattr(socket, "IP_PKTINFO", 8)     # Linux's, where Python lacks the name
@@ -132,6 +142,10 @@ class TransferService:
         self.secondaries = {s.origin: s for s in secondaries}
         self.find_zone = find_zone            # name -> served Zone or NativeZone, or None
         self.reply_sockets = reply_sockets    # () -> UDP sockets on the served port
+        self.pool = ThreadPoolExecutor(STREAM_THREADS, thread_name_prefix="stormpy-transfer")
+        self.streams: Counter = Counter()     # handed-up connections by source (loop thread)
+        self.refusals: Counter = Counter()    # refused since the last line, by reason
+        self.refusals_logged = 0.0
 
     def start(self) -> None:
         self.handoff.start(self.on_datagram, self.on_stream)
@@ -164,12 +178,60 @@ class TransferService:
             log.warning("answer to %s:%d not sent: %s", to[0], to[1], e)
 
     def on_stream(self, sock: socket.socket, received: bytes) -> None:
+        try:
+            peer = sock.getpeername()[0]
+        except OSError:
+            sock.close()
+            return
+        if not self._may_ask(peer):
+            # nobody this server transfers to or takes NOTIFY from: refused here, at once,
+            # with no thread (a client could otherwise hold every one)
+            self._refuse(sock, received, peer, "source not in --transfer-allow, nor a primary")
+            return
+        if sum(self.streams.values()) >= STREAM_MOST or self.streams[peer] >= STREAM_PER_SOURCE:
+            self._refuse(sock, received, peer, "too many transfer connections open")
+            return
         loop = asyncio.get_running_loop()
         try:
-            loop.run_in_executor(None, serve_stream, sock, received,
-                                 lambda wire, peer: self._stream_message(loop, wire, peer))
+            done = loop.run_in_executor(self.pool, serve_stream, sock, received,
+                                        lambda wire, p: self._stream_message(loop, wire, p))
         except RuntimeError:            # the server is stopping: no new threads
             sock.close()
+            return
+        self.streams[peer] += 1
+        done.add_done_callback(lambda _: self.streams.subtract([peer]))
+
+    def _may_ask(self, peer: str) -> bool:
+        try:
+            ip = ipaddress.ip_address(peer)
+        except ValueError:
+            return False
+        ip = getattr(ip, "ipv4_mapped", None) or ip
+        return (any(ip in net for net in self.policy.allow) or
+                any(same_address(peer, s.primary[0]) for s in self.secondaries.values()))
+
+    def _refuse(self, sock: socket.socket, received: bytes, peer: str, why: str) -> None:
+        """NOTAUTH to the first message, as a transfer or NOTIFY refused gets, if the
+        socket takes it now; then closed. Counted, and said in one line now and then."""
+        try:
+            size = struct.unpack_from("!H", received)[0] if len(received) >= 2 else 0
+            reply = error_reply(received[2:2 + size], dns.rcode.NOTAUTH) if size else None
+            if reply:
+                sock.send(struct.pack("!H", len(reply)) + reply, socket.MSG_DONTWAIT)
+        except OSError:
+            pass
+        finally:
+            sock.close()
+        self.refusals[why] += 1
+        now = time.monotonic()
+        if now - self.refusals_logged >= REFUSALS_LOG_SECONDS:
+            self.refusals_logged = now
+            log.warning("TCP connection(s) for transfers or NOTIFY refused: %s (last from %s)",
+                        ", ".join(f"{n} {w}" for w, n in self.refusals.items()), peer)
+            self.refusals.clear()
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=False, cancel_futures=True)
 
     def _stream_message(self, loop, wire: bytes, peer: str) -> list[bytes]:
         """In the connection's thread: a NOTIFY (Knot sends it over TCP) or a transfer."""

@@ -301,9 +301,10 @@ class DnsServer(Server):
             self.tasks.append(asyncio.ensure_future(self._driver_follows_tap()))
         if self.handoff is None:
             return
-        TransferService(self.handoff, self.secondaries, self.policy, self.keys,
-                        self.served_zone, lambda: self.worker_sockets or self.sinks,
-                        self.journal).start()
+        self.transfers = TransferService(self.handoff, self.secondaries, self.policy, self.keys,
+                                         self.served_zone,
+                                         lambda: self.worker_sockets or self.sinks, self.journal)
+        self.transfers.start()
         self.tasks += [asyncio.ensure_future(s.follow(lambda name: self.reload(frozenset({name}))))
                        for s in self.secondaries]
 
@@ -338,6 +339,8 @@ class DnsServer(Server):
         super().release()
         if self.handoff is not None:
             self.handoff.close()
+        if getattr(self, "transfers", None) is not None:
+            self.transfers.close()
 
     def tcp_worker(self, fd: int, index: int):
         cfg = self.cfg
