@@ -28,7 +28,7 @@ from stormpy.interfaces import interface_identity, rx_queue_count
 from stormpy.counters import format_counters, summed, with_driver
 from stormpy.metrics import open_metrics
 from stormpy.reloads import ReloadQueue, asked_while_starting, config_changed
-from stormpy.sockets import open_sinks, open_tcp_listeners, open_udp_sockets
+from stormpy.sockets import TCP_SEND_BUFFER, open_sinks, open_tcp_listeners, open_udp_sockets
 from stormpy.supervisor import WorkerPool
 from stormpy.table_region import shared_table_ref
 from stormpy.tap import create_region, give_region, region_status, remove_region
@@ -90,7 +90,8 @@ class Server(ABC):
                     self.worker_sockets += open_udp_sockets(host, port, self.workers_per_address,
                                                             cfg.poll == "busy")
                 if self.serves_tcp:
-                    self.tcp_sockets += open_tcp_listeners(host, port, cfg.tcp_workers)
+                    self.tcp_sockets += open_tcp_listeners(host, port, cfg.tcp_workers,
+                                                           TCP_SEND_BUFFER)
             self.frame_workers = total
             total += len(self.tcp_sockets)
             if total > _core.MAX_WORKERS:
@@ -195,8 +196,8 @@ class Server(ABC):
         self.frame_workers = queues
         try:
             if self.serves_tcp:     # on the kernel's TCP, which the rings pass it to
-                self.tcp_sockets = (open_tcp_listeners("0.0.0.0", cfg.port, cfg.tcp_workers) +
-                                    open_tcp_listeners("::", cfg.port, cfg.tcp_workers))
+                self.tcp_sockets = [s for host in ("0.0.0.0", "::") for s in open_tcp_listeners(
+                    host, cfg.port, cfg.tcp_workers, TCP_SEND_BUFFER)]
                 self.listen_text += f", TCP {len(self.tcp_sockets)} worker(s)"
             self.ref = shared_table_ref(table, queues + len(self.tcp_sockets), self.table_reserve,
                                         self.table_changes_often)

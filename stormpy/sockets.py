@@ -91,11 +91,20 @@ def open_udp_sockets(host: str, port: int, count: int,
     return _shared_port(host, port, count, socket.SOCK_DGRAM, "udp", prepare)
 
 
-def open_tcp_listeners(host: str, port: int, count: int) -> list[socket.socket]:
+# A DNS-over-TCP connection's kernel send buffer: a largest answer and its length. A
+# client that pipelines and never reads pinned megabytes a connection before.
+TCP_SEND_BUFFER = 65536 + 2
+
+
+def open_tcp_listeners(host: str, port: int, count: int, send_buffer: int = 0) -> list[socket.socket]:
     """count listening TCP sockets sharing host:port, one per worker: the kernel
-    spreads connections over them."""
+    spreads connections over them. send_buffer: each connection's kernel send buffer
+    (the connections inherit it), else the kernel's, which grows to megabytes for a
+    client that does not read."""
     def prepare(s, first):
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if send_buffer:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, send_buffer)
     return _shared_port(host, port, count, socket.SOCK_STREAM, "tcp", prepare)
 
 

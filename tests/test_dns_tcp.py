@@ -310,3 +310,34 @@ def test_the_tcp_options_are_checked(tmp_path):
                            cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         assert r.returncode == 2 and "Traceback" not in r.stderr
         assert bad[0] in r.stderr.strip().splitlines()[-1]
+
+
+def test_a_client_that_never_reads_pins_a_bounded_send_buffer(tmp_path, big_zone):
+    """The kernel grew each connection's send buffer to megabytes (tcp_wmem's maximum)
+    for a client that pipelines queries and never reads its answers."""
+    import subprocess
+    port = free_port()
+    srv = StormpyServer([("big.test.", big_zone)], ["--tcp-io-timeout", "5"], port=port)
+    with srv:
+        s = socket.socket()
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        s.connect(("127.0.0.1", port))
+        try:
+            query = wire("txt.big.test", "TXT")
+            queries = memoryview(query * 20000)
+            s.setblocking(False)
+            sent, deadline = 0, time.monotonic() + 1.5
+            while time.monotonic() < deadline and sent < len(queries):
+                try:
+                    sent += s.send(queries[sent:sent + 65536])
+                except BlockingIOError:
+                    time.sleep(0.01)
+            out = subprocess.run(["ss", "-Htn", f"sport = :{port}"], capture_output=True,
+                                 text=True, check=True).stdout.split()
+            assert out, "the server closed the connection"
+            queued = int(out[2])                 # Send-Q of the server's connection
+            assert sent > 100 * len(query) and queued <= 4 * 65538, (sent, queued)
+        finally:
+            s.close()
+        r = tcp_many([dns.message.make_query("txt.big.test", "TXT")], srv.addr, timeout=2.0)
+        assert len(r[0].answer[0][0].strings) == BIG_TXT
