@@ -389,3 +389,16 @@ def test_own_stack_finds_the_programs_pip_installed(tmp_path, monkeypatch):
     monkeypatch.setattr(stormpy, "__path__", package_path)
     with pytest.raises(own_stack.LabError, match="reinstall stormpy"):
         own_stack.program_path("python")
+
+
+@needs_netns
+def test_an_out_directory_that_cannot_be_written_is_said_before_measuring(tmp_path):
+    """A run measured for minutes, then ended in a traceback writing its results."""
+    a_file = tmp_path / "afile"
+    a_file.write_text("")
+    for out, words in ((a_file, "exists and is not a directory"),
+                       (a_file / "below", "cannot write there")):
+        started = time.monotonic()
+        assert_one_line_error(stormpy("lab", "run", "polling", "--quick", "--out", str(out)),
+                              f"--out {out}", words)
+        assert time.monotonic() - started < 20

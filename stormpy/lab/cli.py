@@ -46,10 +46,14 @@ def run_lab(args) -> int:
         raise LabError(f"lab {args.name} {reason}")
     pyplot()        # no matplotlib: say so now, not after the measurements
     out = os.path.abspath(args.out or f"lab-{args.name}")
+    if os.path.exists(out) and not os.path.isdir(out):
+        raise LabError(f"--out {out}: exists and is not a directory")
     try:
         os.makedirs(out, exist_ok=True)
+        with tempfile.TemporaryFile(dir=out):     # writable: known now, not after the run
+            pass
     except OSError as e:
-        raise LabError(f"cannot make {out}: {e.strerror}") from None
+        raise LabError(f"--out {out}: cannot write there ({e.strerror})") from None
     try:
         with stopping_children_on_signals(), \
                 tempfile.TemporaryDirectory(prefix=f"stormpy-lab-{args.name}-") as work:
@@ -61,6 +65,9 @@ def run_lab(args) -> int:
         return 130
     except BenchError as e:
         raise LabError(str(e)) from None
+    except OSError as e:        # writing the results, say (a full disk): one line
+        where = f" ({e.filename})" if e.filename else ""
+        raise LabError(f"lab {args.name}: {e.strerror or e}{where}") from None
     say(f"lab {args.name}: wrote {out}/results.csv, {out}/{args.name}.png, {out}/report.md")
     return 0
 

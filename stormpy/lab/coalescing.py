@@ -161,9 +161,14 @@ def answers(rows: list) -> list:
     base = sweep[0]
     follows = "; ".join(f"{r[2]} us: p50 {r[6]:.0f} us, p99 {r[8]:.0f} us" for r in sweep)
     best = min(sweep, key=lambda r: r[13])
-    pays = (f"most replies/s at {max(sweep, key=lambda r: r[4])[2]} us "
-            f"({max(r[4] for r in sweep):,} against {base[4]:,} at 0 us); least server CPU "
-            f"per reply at {best[2]} us ({best[13]:.1f} against {base[13]:.1f} us at 0 us); "
+    most = max(sweep, key=lambda r: r[4])
+    rate = (f"no delay gave more replies/s than 0 us ({base[4]:,})" if most is base else
+            f"most replies/s at {most[2]} us ({most[4]:,} against {base[4]:,} at 0 us)")
+    cpu = (f"no delay took less server CPU per reply than 0 us ({base[13]:.1f} us)"
+           if best is base else
+           f"least server CPU per reply at {best[2]} us ({best[13]:.1f} against "
+           f"{base[13]:.1f} us at 0 us)")
+    pays = (f"{rate}; {cpu}; "
             f"mean batch from {base[14]:.1f} at 0 us to {sweep[-1][14]:.1f} at {sweep[-1][2]} us")
     only = next(r for r in rows if r[0].startswith("xdp timeout only"))
     thread = next((r for r in rows if r[0] == THREADED), None)

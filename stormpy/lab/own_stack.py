@@ -22,8 +22,8 @@ from stormpy.lab.servers import CommandServer
 NUMBER = 7
 IDEA = ("write your own stack: a UDP echo in Python, then the same rule in C, on a socket "
         "and on the AF_XDP ring, measured with stormpy gen echo")
-NEEDS = ("root (namespaces, veth); the repository's examples/; AF_XDP for the ring half, "
-         "skipped with the reason otherwise")
+NEEDS = ("root (namespaces, veth); stormpy's examples (installed with it); AF_XDP for the "
+         "ring half, skipped with the reason otherwise")
 ECHO_PORT = 4321        # the examples' port
 PROGRAMS = {"python": "echo_in_python.py", "C rule": "udp_echo.py"}
 SECONDS, QUICK_SECONDS = 5.0, 1.5
