@@ -15,6 +15,7 @@ import threading
 import time
 
 import dns.message
+import dns.rcode
 import pytest
 
 from conftest import REPO
@@ -390,3 +391,28 @@ def test_a_stray_client_does_not_hold_the_server(tmp_path):
 
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-q"]))
+
+
+def test_a_zone_that_does_not_load_at_start_leaves_the_others_served(example_zone_copy,
+                                                                     tmp_path):
+    """As Knot DNS and NSD start: one broken file among the zones kept the whole server
+    from starting. It is said, not served, and a reload that reads it fixed serves it."""
+    broken = tmp_path / "other.zone"
+    broken.write_text("$ORIGIN other.test.\n$TTL 300\n@ IN SOA ns h 1 3600 600 86400 300\n"
+                      "@ IN NS ns\nns IN A 192.0.2.300\n")
+    control = str(tmp_path / "ctl.sock")
+    srv = StormpyServer([("example.com.", str(example_zone_copy)), ("other.test.", str(broken))],
+                        ["--control", control])
+    with srv:
+        assert www_address(srv.addr) == "192.0.2.80"
+        r = udp(dns.message.make_query("ns.other.test", "A"), srv.addr)
+        assert r.rcode() == dns.rcode.REFUSED                      # not served
+        said = [x for x in srv.output().splitlines() if "other.zone" in x]
+        assert len(said) == 1 and "not served until a reload reads it" in said[0], said
+        status = {z["file"]: z for z in ctl_json(control, "zone-status")["zones"]}
+        assert "192.0.2.300" in status[str(broken)]["last_error"]
+        broken.write_text(broken.read_text().replace("192.0.2.300", "192.0.2.30"))
+        assert ctl(control, "reload").returncode == 0
+        r = udp(dns.message.make_query("ns.other.test", "A"), srv.addr)
+        assert r.answer[0][0].address == "192.0.2.30"
+        assert www_address(srv.addr) == "192.0.2.80"

@@ -129,14 +129,18 @@ class DnsServer(Server):
         table, stats = self.reload_table(None)
         self.stats = stats
         self.reload_published()
+        for e in self.reload_errors:     # as Knot DNS and NSD: the other zones are served
+            log.error("%s", e)
+        self.reload_errors = []
         return table, stats
 
     def reload_table(self, zones: frozenset[str] | None):
         """Off the event loop: the files asked for read again, the others' parsed zones
         kept; every zone compiled. A zone that fails keeps its error for zone-status and
-        its previous version serves on, as the other zones' new ones go out (as Knot DNS
-        and NSD reload zone by zone); the reload fails when every zone asked fails."""
-        fresh, errors, asked = [], [], 0
+        its previous version serves on (none at start: it is not served), as the other
+        zones' new ones go out (as Knot DNS and NSD load zone by zone); the reload, or
+        the start, fails when every zone asked fails."""
+        fresh, errors, notes, asked = [], [], [], 0
         for f in self.files:
             try:
                 if f.secondary is not None:
@@ -149,14 +153,16 @@ class DnsServer(Server):
             except ZoneError as e:
                 f.last_error = str(e)
                 errors.append(str(e))
+                notes.append(f"{e}: " + ("its previous version still serves" if f.zone is not None
+                                         else "not served until a reload reads it"))
                 fresh.append(f.zone)
-        if errors and (len(errors) == asked or any(z is None and f.secondary is None
-                                                   for f, z in zip(self.files, fresh))):
+        if errors and len(errors) == asked:
             more = f" (and {len(errors) - 1} more zone(s))" if len(errors) > 1 else ""
             raise ZoneError(errors[0] + more)
-        self.reload_errors = [f"{e}: its previous version still serves" for e in errors]
+        self.reload_errors = notes
         served = [z for z in fresh if z is not None]
-        failing = [f.secondary.origin for f, z in zip(self.files, fresh) if z is None]
+        failing = [f.secondary.origin for f, z in zip(self.files, fresh)
+                   if z is None and f.secondary is not None]
         lineage, self._lineage = self._lineage, None      # set again once published
         edited = self._edited(fresh, failing, lineage)
         if edited is not None:
