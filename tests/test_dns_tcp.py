@@ -341,3 +341,4 @@ def test_a_client_that_never_reads_pins_a_bounded_send_buffer(tmp_path, big_zone
             s.close()
         r = tcp_many([dns.message.make_query("txt.big.test", "TXT")], srv.addr, timeout=2.0)
         assert len(r[0].answer[0][0].strings) == BIG_TXT
+

@@ -2,6 +2,7 @@
 
 The server must survive every packet, never answer a packet whose QR bit is set,
 and answer malformed input only with an error that carries no data."""
+import os
 import random
 import selectors
 import socket
@@ -194,3 +195,29 @@ def test_malformed_tcp_streams(server):
     # a pipelined good query after garbage on another connection still works
     (r,) = tcp_many([dns.message.make_query("www.example.com", "A")], server.addr)
     assert r.answer and server.proc.poll() is None
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="sending from port 0 needs a raw socket (root)")
+def test_a_datagram_from_a_source_no_reply_can_reach_is_not_answered(tmp_path):
+    """On the socket backend such a query was answered, and the reply counted as a send
+    error; it is dropped as the frame path drops it, under bad_source."""
+    from test_dns_tcp import answered_now, serve
+    from test_supervisor import snapshot
+    srv, control = serve(tmp_path)
+    query = dns.message.make_query("www.example.com", "A").to_wire()
+    with srv:
+        port = srv.addr[1]
+        raw = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_UDP)
+        with raw:
+            for sport in (0, 0, 0):           # UDP header with no checksum: the kernel takes it
+                raw.sendto(struct.pack("!HHHH", sport, port, 8 + len(query), 0) + query,
+                           ("127.0.0.1", 0))
+        assert answered_now(srv.addr)
+        deadline = time.monotonic() + 5
+        while True:
+            workers = [w for w in snapshot(control)["workers"] if w["kind"] != "tcp"]
+            refused = sum(w.get("bad_source", 0) for w in workers)
+            if refused >= 3 or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+        assert refused == 3 and sum(w.get("tx_errors", 0) for w in workers) == 0, workers

@@ -217,6 +217,10 @@ size_t sp_dns_datagram_answer(const struct sp_table *t, struct sp_dns_worker *d,
                               struct sp_frame_counters *c)
 {
     c->frames++;
+    if (sp_datagram_source_refused(rx->src_family, rx->src, rx->src_port)) {
+        c->bad_source++;                      /* no reply can go there: none is made */
+        return 0;
+    }
     struct sp_dns_query *q = &d->query;
     enum sp_dns_verdict v = sp_dns_parse(rx->data, rx->len, q);
     const struct sp_response *r = v == SP_DNS_LOOKUP ? sp_dns_lookup(t, q) : NULL;

@@ -19,6 +19,11 @@ void sp_rules_worker_batch(struct sp_rules_worker *w, struct sp_dns_worker *d,
         if (sp_batch_full(b, i, used + k))   /* a frame for the slow path keeps a buffer */
             break;
         bool to_slow, replied;
+        if (datagrams && sp_datagram_source_refused(rx[i].src_family, rx[i].src, rx[i].src_port)) {
+            b->counters->frames++;
+            b->counters->bad_source++;       /* no reply can go there, nor a handler's */
+            continue;
+        }
         size_t len = datagrams
             ? sp_responder_datagram(t, rules, rx[i].data, rx[i].len, tx[used].data,
                                     tx[used].cap, d, b->counters, rc, &to_slow, &replied)

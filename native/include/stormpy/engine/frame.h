@@ -112,6 +112,20 @@ static inline bool sp_frame_source_refused(uint8_t family, const uint8_t *src,
     return src[0] == 0xff || dst[0] == 0xff || memcmp(src, unspecified, 16) == 0;
 }
 
+/* The same for a datagram a kernel socket received, where loopback is a real client
+ * and the kernel has checked the rest: port 0, multicast and broadcast (which a reply
+ * cannot reach; 127.255.255.255 too), "this network". */
+static inline bool sp_datagram_source_refused(uint8_t family, const uint8_t *src, uint16_t sport)
+{
+    if (sport == 0)
+        return true;
+    if (family == 4)
+        return src[0] == 0 || src[0] >= 224 ||
+               (src[0] == 127 && src[1] == 255 && src[2] == 255 && src[3] == 255);
+    static const uint8_t unspecified[16];
+    return src[0] == 0xff || memcmp(src, unspecified, 16) == 0;
+}
+
 /* L2-L4 checks and counters, for the received frame rx (its data, len and
  * l4_verified). */
 enum sp_frame_kind sp_frame_parse(const struct sp_frame_config *cfg, const struct sp_frame *rx,
