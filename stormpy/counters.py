@@ -8,8 +8,12 @@ RCODES = {0: "NOERROR", 1: "FORMERR", 2: "SERVFAIL", 3: "NXDOMAIN", 4: "NOTIMP",
 
 def format_counters(c: dict) -> str:
     rcodes = " ".join(f"{RCODES.get(i, i)}={n}" for i, n in enumerate(c["rcode"]) if n)
+    # dropped= counts the queries a worker decided not to answer; what never got that far,
+    # or was held back by rate limiting, is named when there is any
     rules = "".join(f" {k}={c[k]}" for k in ("rule_answers", "slow_path", "slow_replies",
-                                              "handler_errors", "bad_replies") if c.get(k))
+                                              "handler_errors", "bad_replies", "rrl_dropped",
+                                              "rrl_slipped", "malformed", "bad_source",
+                                              "rx_truncated") if c.get(k))
     return (f"udp rx={c['rx']} tx={c['tx']} dropped={c['dropped']} truncated={c['truncated']} "
             f"tcp={c['tcp_queries']}{rules}{_driver(c)} {rcodes}".rstrip())
 
