@@ -106,3 +106,11 @@ def test_rrl_options_are_checked():
                           "--rrl-allow x/8")
     r = stormpy("serve-dns", EXAMPLE_ZONE, "--rrl-ipv4-prefix", "33")
     assert r.returncode == 2 and "at most 32 bits" in r.stderr
+
+
+def test_the_counters_line_names_what_rate_limiting_held_back():
+    from stormpy.counters import format_counters
+    base = dict(rx=10, tx=4, dropped=0, truncated=0, tcp_queries=0, rcode=[4] + [0] * 16)
+    assert "rrl" not in format_counters(base)
+    line = format_counters(dict(base, rrl_dropped=5, rrl_slipped=1))
+    assert "dropped=0" in line and "rrl_dropped=5 rrl_slipped=1" in line
