@@ -163,11 +163,12 @@ cdef class SlowPath:
                 # endless one would hold the worker (and its C answers) for ever.
                 limit = 4 * (ntx + n) + 64
                 for item in result:
-                    if used == ntx:
-                        self.w.io.counters.tx_ring_full += 1
+                    if used == ntx:          # each reply left is one the ring had no room for
+                        left = len(result) - read if hasattr(result, "__len__") else 1
+                        self.w.io.counters.tx_ring_full += left
                         break
                     if read == limit:
-                        self.bad(f"more than {limit} replies to {n} packets: the rest are "
+                        self.say(f"more than {limit} replies to {n} packets: the rest are "
                                  f"not read")
                         break
                     read += 1
@@ -226,15 +227,19 @@ cdef class SlowPath:
                         f"longer than the MTU")
 
     cdef unsigned bad(self, str why):
-        """A reply not sent: counted, and said in one line at most every
-        ERROR_LOG_SECONDS (a handler that errs once errs on every batch)."""
+        """A reply not sent: counted, and said."""
         self.w.rules.counters.bad_replies += 1
+        self.say(f"a reply not sent: {why} (bad_replies counts them)")
+        return 0
+
+    cdef void say(self, str what):
+        """What went wrong with a handler's replies, in one line at most every
+        ERROR_LOG_SECONDS (a handler that errs once errs on every batch)."""
         now = time.monotonic()
         if now - self.last_bad_logged >= ERROR_LOG_SECONDS:
             self.last_bad_logged = now
-            _log.warning("responder handler %s: a reply not sent: %s (bad_replies counts "
-                         "them)", getattr(self.handler, "__qualname__", self.handler), why)
-        return 0
+            _log.warning("responder handler %s: %s",
+                         getattr(self.handler, "__qualname__", self.handler), what)
 
     cdef void log_error(self):
         now = time.monotonic()

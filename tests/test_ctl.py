@@ -411,8 +411,9 @@ def test_a_zone_that_does_not_load_at_start_leaves_the_others_served(example_zon
         assert len(said) == 1 and "not served until a reload reads it" in said[0], said
         status = {z["file"]: z for z in ctl_json(control, "zone-status")["zones"]}
         assert "192.0.2.300" in status[str(broken)]["last_error"]
+        assert ctl(control, "reload", str(broken)).returncode == 1      # named by its file
         broken.write_text(broken.read_text().replace("192.0.2.300", "192.0.2.30"))
-        assert ctl(control, "reload").returncode == 0
+        assert ctl(control, "reload", str(broken)).returncode == 0
         r = udp(dns.message.make_query("ns.other.test", "A"), srv.addr)
         assert r.answer[0][0].address == "192.0.2.30"
         assert www_address(srv.addr) == "192.0.2.80"

@@ -32,11 +32,15 @@ from stormpy.dns.transfer import (TransferPolicy, error_reply, is_tsig_error, ke
 log = logging.getLogger("stormpy")
 
 # Connections handed up are served by threads of their own, not the default executor's,
-# which reloads need; a bounded number of them, and a few from any one source.
+# which reloads need; a bounded number of them, and fewer from one source than there are
+# threads, so that one source never holds them all.
 STREAM_THREADS = 4
 STREAM_MOST = 64             # handed-up connections served or waiting; past it, closed
-STREAM_PER_SOURCE = 4
+STREAM_PER_SOURCE = 2
 REFUSALS_LOG_SECONDS = 10.0  # refused connections are summed up in one line this often
+# A transfer's send buffer: the DNS listeners fix their connections' small
+# (sockets.TCP_SEND_BUFFER), which would hold a large zone to a buffer a round trip.
+TRANSFER_SEND_BUFFER = 4 << 20
 
 HEADER = struct.Struct("=BBH16s16s")     # struct sp_dns_handoff
 IP_PKTINFO = getattr(socket, "IP_PKTINFO", 8)     # Linux's, where Python lacks the name
@@ -145,7 +149,8 @@ class TransferService:
         self.pool = ThreadPoolExecutor(STREAM_THREADS, thread_name_prefix="stormpy-transfer")
         self.streams: Counter = Counter()     # handed-up connections by source (loop thread)
         self.refusals: Counter = Counter()    # refused since the last line, by reason
-        self.refusals_logged = 0.0
+        self.refusals_logged = -REFUSALS_LOG_SECONDS
+        self.refusals_flush = None            # the timer that says the rest
 
     def start(self) -> None:
         self.handoff.start(self.on_datagram, self.on_stream)
@@ -186,20 +191,28 @@ class TransferService:
         if not self._may_ask(peer):
             # nobody this server transfers to or takes NOTIFY from: refused here, at once,
             # with no thread (a client could otherwise hold every one)
-            self._refuse(sock, received, peer, "source not in --transfer-allow, nor a primary")
+            self._refuse(sock, received, peer, "source not in --transfer-allow, nor a primary",
+                         dns.rcode.NOTAUTH)
             return
         if sum(self.streams.values()) >= STREAM_MOST or self.streams[peer] >= STREAM_PER_SOURCE:
-            self._refuse(sock, received, peer, "too many transfer connections open")
+            self._refuse(sock, received, peer, "too many transfer connections open",
+                         dns.rcode.REFUSED)
             return
         loop = asyncio.get_running_loop()
         try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, TRANSFER_SEND_BUFFER)
             done = loop.run_in_executor(self.pool, serve_stream, sock, received,
                                         lambda wire, p: self._stream_message(loop, wire, p))
-        except RuntimeError:            # the server is stopping: no new threads
+        except (RuntimeError, OSError):       # the server is stopping: no new threads
             sock.close()
             return
         self.streams[peer] += 1
-        done.add_done_callback(lambda _: self.streams.subtract([peer]))
+        done.add_done_callback(lambda _: self._stream_done(peer))
+
+    def _stream_done(self, peer: str) -> None:
+        self.streams[peer] -= 1
+        if not self.streams[peer]:
+            del self.streams[peer]
 
     def _may_ask(self, peer: str) -> bool:
         try:
@@ -210,12 +223,13 @@ class TransferService:
         return (any(ip in net for net in self.policy.allow) or
                 any(same_address(peer, s.primary[0]) for s in self.secondaries.values()))
 
-    def _refuse(self, sock: socket.socket, received: bytes, peer: str, why: str) -> None:
-        """NOTAUTH to the first message, as a transfer or NOTIFY refused gets, if the
-        socket takes it now; then closed. Counted, and said in one line now and then."""
+    def _refuse(self, sock: socket.socket, received: bytes, peer: str, why: str,
+                rcode: int) -> None:
+        """rcode to the first message, if the socket takes it now; then closed. Counted,
+        and said in one line at most every REFUSALS_LOG_SECONDS."""
         try:
             size = struct.unpack_from("!H", received)[0] if len(received) >= 2 else 0
-            reply = error_reply(received[2:2 + size], dns.rcode.NOTAUTH) if size else None
+            reply = error_reply(received[2:2 + size], rcode) if size else None
             if reply:
                 sock.send(struct.pack("!H", len(reply)) + reply, socket.MSG_DONTWAIT)
         except OSError:
@@ -223,14 +237,26 @@ class TransferService:
         finally:
             sock.close()
         self.refusals[why] += 1
-        now = time.monotonic()
-        if now - self.refusals_logged >= REFUSALS_LOG_SECONDS:
-            self.refusals_logged = now
+        self.refusals_last = peer
+        wait = self.refusals_logged + REFUSALS_LOG_SECONDS - time.monotonic()
+        if wait <= 0:
+            self._say_refusals()
+        elif self.refusals_flush is None:
+            self.refusals_flush = asyncio.get_running_loop().call_later(wait, self._say_refusals)
+
+    def _say_refusals(self) -> None:
+        self.refusals_flush = None
+        if self.refusals:
+            self.refusals_logged = time.monotonic()
             log.warning("TCP connection(s) for transfers or NOTIFY refused: %s (last from %s)",
-                        ", ".join(f"{n} {w}" for w, n in self.refusals.items()), peer)
+                        ", ".join(f"{n} {w}" for w, n in self.refusals.items()),
+                        self.refusals_last)
             self.refusals.clear()
 
     def close(self) -> None:
+        if self.refusals_flush is not None:
+            self.refusals_flush.cancel()
+        self._say_refusals()
         self.pool.shutdown(wait=False, cancel_futures=True)
 
     def _stream_message(self, loop, wire: bytes, peer: str) -> list[bytes]:

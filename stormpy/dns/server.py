@@ -140,7 +140,7 @@ class DnsServer(Server):
         its previous version serves on (none at start: it is not served), as the other
         zones' new ones go out (as Knot DNS and NSD load zone by zone); the reload, or
         the start, fails when every zone asked fails."""
-        fresh, errors, notes, asked = [], [], [], 0
+        fresh, errors, notes, asked, failed = [], [], [], 0, 0
         for f in self.files:
             try:
                 if f.secondary is not None:
@@ -152,11 +152,12 @@ class DnsServer(Server):
                     fresh.append(f.zone)
             except ZoneError as e:
                 f.last_error = str(e)
+                failed += f.secondary is None
                 errors.append(str(e))
                 notes.append(f"{e}: " + ("its previous version still serves" if f.zone is not None
                                          else "not served until a reload reads it"))
                 fresh.append(f.zone)
-        if errors and len(errors) == asked:
+        if failed and failed == asked:      # a secondary's error is not a file's
             more = f" (and {len(errors) - 1} more zone(s))" if len(errors) > 1 else ""
             raise ZoneError(errors[0] + more)
         self.reload_errors = notes
@@ -257,7 +258,8 @@ class DnsServer(Server):
             if z is None:
                 f.zone, f.serial, f.records = None, 0, 0
             elif z is not f.zone:
-                if f.serial and z.serial != f.serial:
+                if (f.serial and z.serial != f.serial) or \
+                        (f.zone is None and f.last_error is not None):   # loaded at last
                     self._notify(z.origin, z.serial)
                 if f.zone is not None and f.secondary is None:
                     _say_serial(z, f.serial, f.records)
@@ -276,7 +278,18 @@ class DnsServer(Server):
         except dns.exception.DNSException:
             wanted = None
         for f in self.files:
-            if (f.zone.origin if f.zone else f.secondary and f.secondary.origin) == wanted:
+            if f.zone is not None:
+                origin = f.zone.origin
+            elif f.secondary is not None:
+                origin = f.secondary.origin
+            else:                       # it has not loaded yet: its --origin, or its path
+                if name == f.path:
+                    return f.name
+                try:
+                    origin = dns.name.from_text(f.origin) if f.origin else None
+                except dns.exception.DNSException:
+                    origin = None
+            if wanted is not None and origin == wanted:
                 return f.name
         raise StormpyError(f"no zone {name!r} here (zones: {', '.join(f.name for f in self.files)})")
 

@@ -61,14 +61,22 @@ enum sp_rrl_action sp_rrl_check(struct sp_rrl *r, uint8_t family, const uint8_t 
     memcpy(&lo, prefix, 8);
     memcpy(&hi, prefix + 8, 8);
     uint64_t h = mix(mix(mix(mix(r->secret, family), lo), hi), kind ^ r->secret);
-    struct sp_rrl_bucket *b = &r->bucket[h & r->mask];
-    /* A new second starts the count again. Keys that share the bucket share its count:
-     * a bucket that a new key took over, count reset, let two sources that alternate
-     * go unlimited. */
-    if (__atomic_load_n(&b->second, __ATOMIC_RELAXED) != now_s) {
-        __atomic_store_n(&b->second, now_s, __ATOMIC_RELAXED);
-        __atomic_store_n(&b->count, 0, __ATOMIC_RELAXED);
-    }
+    uint32_t tag = (uint32_t)(h >> 32) | 1;
+    uint64_t ways = r->mask ? 2 : 1;
+    struct sp_rrl_bucket *set = &r->bucket[h & r->mask & ~(ways - 1)], *b = NULL;
+    for (uint64_t i = 0; i < ways && !b; i++)
+        if (__atomic_load_n(&set[i].tag, __ATOMIC_RELAXED) == tag &&
+            __atomic_load_n(&set[i].second, __ATOMIC_RELAXED) == now_s)
+            b = &set[i];
+    for (uint64_t i = 0; i < ways && !b; i++)
+        if (__atomic_load_n(&set[i].second, __ATOMIC_RELAXED) != now_s) {
+            b = &set[i];                      /* free this second: ours from now on */
+            __atomic_store_n(&b->tag, tag, __ATOMIC_RELAXED);
+            __atomic_store_n(&b->second, now_s, __ATOMIC_RELAXED);
+            __atomic_store_n(&b->count, 0, __ATOMIC_RELAXED);
+        }
+    if (!b)
+        return SP_RRL_SEND;                   /* both counting others this second */
     uint32_t n = __atomic_add_fetch(&b->count, 1, __ATOMIC_RELAXED);
     if (n <= cfg->rate)
         return SP_RRL_SEND;

@@ -5,7 +5,7 @@
  * where the kernel keeps the headers.
  *
  * sp_dns_frame_answer() is exactly
- *   sp_frame_parse -> sp_frame_payload_cap -> sp_dns_parse/sp_dns_lookup
+ *   sp_frame_parse -> sp_frame_payload_cap -> sp_dns_parse_summed/sp_dns_lookup
  *   -> sp_dns_rate_limit -> sp_dns_frame_reply;
  * precopy mode (precopy.h), which decides where a reply goes only after it has seen
  * the query, and the DNS responder (app/rules) take the steps one by one.

@@ -9,11 +9,14 @@
  *
  * One table serves every worker of a server: it lives in the region shared with
  * the worker processes (shm.h), buckets are updated with relaxed atomics, and
- * nothing is allocated after sp_rrl_init(). A bucket's hash is keyed with a secret
- * drawn at sp_rrl_init(), so a client cannot pick sources that share a bucket; two
- * that do share its count for the second (each limited by both), and the bucket
- * changes hands at the next second. A race at a second's turn only makes the count
- * approximate, never unsafe.
+ * nothing is allocated after sp_rrl_init(). Buckets come in sets of two, chosen by a
+ * hash keyed with a secret drawn at sp_rrl_init() (a client cannot pick sources that
+ * share a set); each bucket counts one (prefix, kind), named by a tag, for the current
+ * second. A third that finds both taken in the same second is not limited: a flood
+ * spread over every set cannot make others' answers limited, and three sources that
+ * share a set cannot be found without the secret. (A bucket taken over with its count
+ * reset let two colliding sources, alternating, go unlimited.) A race at a second's
+ * turn only makes the count approximate, never unsafe.
  */
 #ifndef STORMPY_APP_DNS_RRL_H
 #define STORMPY_APP_DNS_RRL_H
@@ -41,8 +44,10 @@ struct sp_rrl_config {
 };
 
 struct sp_rrl_bucket {
+    uint32_t tag;            /* the (prefix, kind) counted here: its hash's high half | 1 */
     uint32_t second;
     uint32_t count;
+    uint32_t unused;
 };
 
 struct sp_rrl {
