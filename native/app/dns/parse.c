@@ -234,7 +234,8 @@ parse(const uint8_t *msg, size_t len, struct sp_dns_query *q, bool with_sum)
     q->edns_size = 0;
     if (len < SP_DNS_HEADER_LEN || (msg[2] & SP_DNS_QR))
         return SP_DNS_DROP;
-    q->opcode = (msg[2] >> 3) & 0x0f;
+    uint8_t opcode = (msg[2] >> 3) & 0x0f;     /* kept in locals too: stores through q */
+    q->opcode = opcode;                         /* may alias it for the compiler */
     uint16_t qdcount, ancount, nscount, arcount;
     /* The usual counts (one question, an OPT or nothing after it) in one comparison. */
     static const uint8_t usual[8] = {0, 1, 0, 0, 0, 0, 0, 0}, ignored[8] = {0, 0, 0, 0, 0, 0, 0, 1};
@@ -275,8 +276,9 @@ parse(const uint8_t *msg, size_t len, struct sp_dns_query *q, bool with_sum)
         q->question_len = (uint16_t)(q->name_len + 4);
         take_question(msg + SP_DNS_HEADER_LEN, msg + len, q, with_sum);
     }
-    q->qtype = sp_get16(msg + pos);
-    q->qclass = sp_get16(msg + pos + 2);
+    uint16_t qtype = sp_get16(msg + pos), qclass = sp_get16(msg + pos + 2);
+    q->qtype = qtype;
+    q->qclass = qclass;
     q->has_question = true;
     pos += 4;
 
@@ -287,8 +289,8 @@ parse(const uint8_t *msg, size_t len, struct sp_dns_query *q, bool with_sum)
         return v;
     /* The usual query in one test: a QUERY in class IN, EDNS version 0 if any, a type
      * below IXFR that is not 0. (A version is only kept with a valid OPT.) */
-    if (__builtin_expect((q->opcode | q->edns_version) == 0 && q->qclass == SP_DNS_CLASS_IN &&
-                         (uint16_t)(q->qtype - 1) < SP_DNS_TYPE_IXFR - 1, 1))
+    if (__builtin_expect((opcode | q->edns_version) == 0 && qclass == SP_DNS_CLASS_IN &&
+                         (uint16_t)(qtype - 1) < SP_DNS_TYPE_IXFR - 1, 1))
         return SP_DNS_LOOKUP;
     if (q->edns && q->edns_version != 0)
         return SP_DNS_BADVERS;
