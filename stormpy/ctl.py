@@ -82,15 +82,19 @@ def _print_reload(r: dict) -> None:
 
 def _print_zones(r: dict) -> None:
     for z in r["zones"]:
-        loaded = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(z["loaded_at"]))
-        print(f"{z['zone']} serial {z['serial']}, {z['records']} records, "
-              f"{z['responses']} responses, loaded {loaded} from {z['file']}")
+        if not z["loaded_at"]:          # it failed at start, or a secondary not transferred
+            print(f"{z['zone']} not loaded (from {z['file']})")
+        else:
+            loaded = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(z["loaded_at"]))
+            print(f"{z['zone']} serial {z['serial']}, {z['records']} records, "
+                  f"{z['responses']} responses, loaded {loaded} from {z['file']}")
         if "primary" in z:
             t = z["transfers"]
             print(f"  secondary of {z['primary']}: {t['axfr']} AXFR, {t['ixfr']} IXFR, "
                   f"{t['failed']} failed{', EXPIRED (SERVFAIL)' if z['expired'] else ''}")
         if z["last_error"]:
-            what = "last transfer failed" if "primary" in z else "last reload failed"
+            what = ("last transfer failed" if "primary" in z else
+                    "last reload failed" if z["loaded_at"] else "failed to load")
             print(f"  {what}: {z['last_error']}")
 
 

@@ -411,6 +411,8 @@ def test_a_zone_that_does_not_load_at_start_leaves_the_others_served(example_zon
         assert len(said) == 1 and "not served until a reload reads it" in said[0], said
         status = {z["file"]: z for z in ctl_json(control, "zone-status")["zones"]}
         assert "192.0.2.300" in status[str(broken)]["last_error"]
+        said = ctl(control, "zone-status").stdout
+        assert f"{broken} not loaded (from {broken})" in said and "failed to load: " in said
         assert ctl(control, "reload", str(broken)).returncode == 1      # named by its file
         broken.write_text(broken.read_text().replace("192.0.2.300", "192.0.2.30"))
         assert ctl(control, "reload", str(broken)).returncode == 0
