@@ -215,12 +215,7 @@ class TransferService:
             del self.streams[peer]
 
     def _may_ask(self, peer: str) -> bool:
-        try:
-            ip = ipaddress.ip_address(peer)
-        except ValueError:
-            return False
-        ip = getattr(ip, "ipv4_mapped", None) or ip
-        return (any(ip in net for net in self.policy.allow) or
+        return (self.policy.allows_address(peer) or
                 any(same_address(peer, s.primary[0]) for s in self.secondaries.values()))
 
     def _refuse(self, sock: socket.socket, received: bytes, peer: str, why: str,

@@ -155,14 +155,18 @@ class TransferPolicy:
     def enabled(self) -> bool:
         return bool(self.allow)
 
-    def refusal(self, address: str, msg: dns.message.Message) -> str | None:
-        """Why this query may not transfer, or None."""
+    def allows_address(self, address: str) -> bool:
+        """Whether address is in the allow list (TSIG aside)."""
         try:
             ip = ipaddress.ip_address(address)
         except ValueError:
-            return "unknown source"
+            return False
         ip = getattr(ip, "ipv4_mapped", None) or ip
-        if not any(ip in net for net in self.allow):
+        return any(ip in net for net in self.allow)
+
+    def refusal(self, address: str, msg: dns.message.Message) -> str | None:
+        """Why this query may not transfer, or None."""
+        if not self.allows_address(address):
             return "source not in --transfer-allow"
         if self.keys and not msg.had_tsig:
             return "not signed with the TSIG key"
