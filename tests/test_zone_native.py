@@ -50,6 +50,13 @@ def _meaning(wire):
     return (m.rcode(), m.flags, _section(m.answer), _section(m.authority), _section(m.additional))
 
 
+def _same_answer(got, want) -> bool:
+    """Whether two answers mean the same: the same bytes do, and others are compared
+    record by record (the order in an RRset may differ). dnspython's parse is most of
+    these tests' time, so it is only made where the bytes differ."""
+    return got == want or _meaning(got) == _meaning(want)
+
+
 def _questions(zone, rng):
     """Every name of the zone and its empty non-terminals, names below each (wildcards,
     NXDOMAIN, referrals), a few with the letter case changed, each with many types."""
@@ -90,9 +97,9 @@ def assert_same_answers(paths, monkeypatch, **kw):
         for qname, qtype in _questions(load_zone(path), rng):
             edns = rng.random() < 0.5
             q = dns.message.make_query(qname, qtype, use_edns=0 if edns else None, payload=1232)
-            want = _meaning(py.dns_answer(q.to_wire(), tcp=True))
-            got = _meaning(c.dns_answer(q.to_wire(), tcp=True))
-            assert got == want, f"{qname} {qtype} edns={edns}"
+            wire = q.to_wire()
+            assert _same_answer(c.dns_answer(wire, tcp=True), py.dns_answer(wire, tcp=True)), \
+                f"{qname} {qtype} edns={edns}"
             asked += 1
     return asked
 
@@ -180,7 +187,7 @@ def test_declined_zones_fall_back_to_python(tmp_path, monkeypatch):
     for name in ("www.kid.p.test", "kid.p.test", "p.test", "nx.kid.p.test", "ns.kid.p.test"):
         for qtype in ("A", "DS", "NS", "SOA", "TXT"):
             q = dns.message.make_query(name, qtype).to_wire()
-            assert _meaning(table.dns_answer(q)) == _meaning(reference.dns_answer(q)), (name, qtype)
+            assert _same_answer(table.dns_answer(q), reference.dns_answer(q)), (name, qtype)
 
 
 def test_serve_dns_compiles_in_c_beside_a_secondary_with_no_data(tmp_path):
@@ -223,7 +230,7 @@ def test_transferred_zones_compile_in_c_alike(monkeypatch):
         rng = random.Random(name)
         for qname, qtype in _questions(parsed, rng):
             q = dns.message.make_query(qname, qtype, use_edns=0).to_wire()
-            assert _meaning(c.dns_answer(q, tcp=True)) == _meaning(py.dns_answer(q, tcp=True)), \
+            assert _same_answer(c.dns_answer(q, tcp=True), py.dns_answer(q, tcp=True)), \
                 f"{name}: {qname} {qtype}"
             asked += 1
     assert asked > 1000
@@ -340,7 +347,7 @@ def test_a_patched_c_store_answers_as_one_built_afresh(seed, tmp_path, monkeypat
         questions = set(_questions(before, rng)) | set(_questions(afresh, rng))
         for qname, qtype in sorted(questions):
             q = dns.message.make_query(qname, qtype, use_edns=0).to_wire()
-            assert _meaning(table.dns_answer(q, tcp=True)) == _meaning(want.dns_answer(q, tcp=True)), \
+            assert _same_answer(table.dns_answer(q, tcp=True), want.dns_answer(q, tcp=True)), \
                 f"serial {serial}: {qname} {qtype}"
             asked += 1
     assert asked > 2000 and incremental >= 3
