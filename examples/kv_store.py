@@ -5,7 +5,8 @@ The values live in the worker's table as ready-made replies. A GET is matched,
 its key cut out and looked up, and the reply sent, all in the C loop. The TCP
 side is the control plane: it runs in the server process, and each change
 publishes a new table that every worker takes at its next batch, never half of
-one. It listens on 127.0.0.1 only: whoever reaches it can change every answer.
+one. It listens on 127.0.0.1 only, on the port the GETs are served on: whoever
+reaches it can change every answer.
 
     .venv/bin/python examples/kv_store.py --listen 127.0.0.1:6380
     echo -n 'GET hello' | nc -u -w1 127.0.0.1 6380        VALUE world
@@ -49,7 +50,7 @@ async def client(reader: asyncio.StreamReader, writer: asyncio.StreamWriter):
 
 @store.control
 async def accept_changes(responder: stormpy.Responder):
-    server = await asyncio.start_server(client, "127.0.0.1", PORT)
+    server = await asyncio.start_server(client, "127.0.0.1", responder.port)
     async with server:
         await server.serve_forever()
 

@@ -40,7 +40,7 @@ def test_udp_echo_returns_every_payload_unchanged(backend, script, counter):
 
 @pytest.mark.parametrize("backend", EVERY_BACKEND)
 def test_kv_store_answers_gets_in_c_and_changes_live_and_atomically(backend):
-    port = 6380
+    port = 6391          # not the example's default: its TCP side follows --listen too
     with Site(backend) as site:
         site.start(example("kv_store.py"), port,
                    ready=lambda: site.udp(port, [b"GET hello"], 0.3) == [b"VALUE world\n"])

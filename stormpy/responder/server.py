@@ -74,6 +74,8 @@ class ResponderServer(Server):
 
     def start_workers(self):
         self.responder._server_pid = os.getpid()    # before the workers are forked
+        cfg = self.cfg     # the port served, which --listen or --port may have changed
+        self.responder.port = cfg.port if cfg.iface else cfg.listen[0][1]
         super().start_workers()
         self.responder._server = self
         loop = asyncio.get_running_loop()
