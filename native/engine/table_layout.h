@@ -49,12 +49,13 @@ struct sp_table {
     bool flat;                  /* one block the caller owns (sp_table_flatten) */
 };
 
-/* The tag mixed into a key's hash (table.h: the bytes are hashed apart from it). */
+/* The tag mixed into a key's hash (table.h: the bytes are hashed apart from it, and
+ * mixed already). One multiply carries the tag's low bits into the high half; the
+ * slot is chosen by the low bits, which the shift folds the high half into, and the
+ * slot's filter is the high half. */
 static inline uint64_t hash_tagged(uint64_t key_hash, uint64_t tag)
 {
     uint64_t h = (key_hash ^ tag) * 0xd6e8feb86659fd93ULL;
-    h ^= h >> 32;
-    h *= SP_KEY_HASH_MUL;
     return h ^ (h >> 32);
 }
 

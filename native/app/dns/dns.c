@@ -195,7 +195,7 @@ uint16_t sp_dns_additional_before(const uint8_t *bytes, size_t len, size_t end)
 
 /* The response does not fit: header and question only, TC set, so the client
  * retries over TCP. */
-static size_t write_truncated(const struct sp_table *t, const struct sp_response *r,
+static __attribute__((noinline, cold)) size_t write_truncated(const struct sp_table *t, const struct sp_response *r,
                               const uint8_t *msg, const struct sp_dns_query *q,
                               const struct sp_dns_config *cfg, uint8_t *out, size_t cap)
 {
@@ -361,7 +361,7 @@ uint32_t sp_dns_copy_rewrite(const struct sp_table *t, const struct sp_response 
  * response has no question INSERT, so the specialised renderer declines it and the
  * common path pays nothing; its stored head is a header (an NSEC3 descriptor starts
  * with its form's), so a slip or a truncation needs nothing of its own. */
-static size_t answer_spliced(const struct sp_table *t, const struct sp_dns_config *cfg,
+static __attribute__((noinline, cold)) size_t answer_spliced(const struct sp_table *t, const struct sp_dns_config *cfg,
                              const uint8_t *msg, uint8_t *out, size_t limit,
                              const struct sp_dns_query *q, const struct sp_response *r,
                              struct sp_dns_counters *c, uint32_t *sum)

@@ -35,7 +35,7 @@ static inline bytes16 lower16(bytes16 v)
 /* Reads the question name at pos into q, decompressing. Each pointer must point
  * before the previous one's target, so a pointer chain always ends. Returns the
  * offset just past the name in the message, or 0 when malformed. */
-static size_t parse_qname(const uint8_t *msg, size_t len, size_t pos, struct sp_dns_query *q)
+static __attribute__((noinline, cold)) size_t parse_qname(const uint8_t *msg, size_t len, size_t pos, struct sp_dns_query *q)
 {
     size_t end = 0, limit = pos, out = 0;
     uint8_t labels = 0;
@@ -222,6 +222,8 @@ static enum sp_dns_verdict parse_records(const uint8_t *msg, size_t len, size_t 
     return pos == len ? SP_DNS_LOOKUP : SP_DNS_FORMERR;
 }
 
+static enum sp_dns_verdict unusual_verdict(const struct sp_dns_query *q);
+
 /* sp_dns_parse(), and the question's sum when with_sum (a constant where inlined: a
  * reply the kernel checksums needs none). */
 static inline __attribute__((always_inline)) enum sp_dns_verdict
@@ -292,6 +294,14 @@ parse(const uint8_t *msg, size_t len, struct sp_dns_query *q, bool with_sum)
     if (__builtin_expect((opcode | q->edns_version) == 0 && qclass == SP_DNS_CLASS_IN &&
                          (uint16_t)(qtype - 1) < SP_DNS_TYPE_IXFR - 1, 1))
         return SP_DNS_LOOKUP;
+    return unusual_verdict(q);
+}
+
+/* The verdict on a well-formed query that is not the usual one (parse()): out of line,
+ * so that the usual query's registers are not spent on it. */
+static __attribute__((noinline, cold)) enum sp_dns_verdict
+unusual_verdict(const struct sp_dns_query *q)
+{
     if (q->edns && q->edns_version != 0)
         return SP_DNS_BADVERS;
     if (q->opcode == SP_DNS_OPCODE_NOTIFY || q->opcode == OPCODE_UPDATE)
