@@ -32,6 +32,37 @@ static void test_partial_matches_reference(void)
     CHECK_EQ(sp_csum_fold(sp_csum_partial(buf, 1499, 0)), reference_checksum(buf, 1499));
 }
 
+/* sp_csum_acc_is_ffff() says what folding the accumulated sum says: random data
+ * (about one in 65,535 sums to 0xffff), data with its checksum written in (always
+ * 0xffff), all zeros (0), all ones (0xffff, with carries in every word). */
+static void test_acc_is_ffff_matches_the_fold(void)
+{
+    uint8_t buf[64];
+    srand(4);
+    int right = 0, rounds = 200000;
+    for (int round = 0; round < rounds; round++) {
+        size_t len = 2 + (size_t)(rand() % 62);
+        for (size_t i = 0; i < len; i++)
+            buf[i] = (uint8_t)rand();
+        if (round & 1) {              /* the checksum at 0, over the rest */
+            buf[0] = buf[1] = 0;
+            uint16_t check = sp_csum_fold(sp_csum_partial(buf, len, 0));
+            buf[0] = (uint8_t)(check >> 8);
+            buf[1] = (uint8_t)check;
+        }
+        uint64_t acc = sp_csum_acc(buf, len, 0);
+        bool want = sp_csum_acc_reduce(acc) == 0xffff;
+        right += sp_csum_acc_is_ffff(acc) == want && (want || !(round & 1));
+    }
+    CHECK_EQ(right, rounds);
+    memset(buf, 0, sizeof(buf));
+    CHECK(!sp_csum_acc_is_ffff(sp_csum_acc(buf, sizeof(buf), 0)));
+    memset(buf, 0xff, sizeof(buf));
+    CHECK(sp_csum_acc_is_ffff(sp_csum_acc(buf, sizeof(buf), 0)));
+    CHECK(sp_csum_acc_is_ffff(UINT64_MAX) && sp_csum_acc_is_ffff(0xffff) &&
+          !sp_csum_acc_is_ffff(0xfffe) && sp_csum_acc_is_ffff(0xffffull << 40));
+}
+
 static void test_rfc1071_example(void)
 {
     /* RFC 1071 section 3: the sum of these words is 0xddf2. */
@@ -155,6 +186,7 @@ int main(void)
 {
     test_partial_matches_reference();
     test_rfc1071_example();
+    test_acc_is_ffff_matches_the_fold();
     test_update16_matches_recompute();
     test_odd_offset_swap();
     test_udpip_roundtrip(4);
