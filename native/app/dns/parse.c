@@ -224,6 +224,14 @@ static enum sp_dns_verdict parse_records(const uint8_t *msg, size_t len, size_t 
 
 static enum sp_dns_verdict unusual_verdict(const struct sp_dns_query *q);
 
+/* parse_records() from pos with the header's counts. */
+static inline enum sp_dns_verdict records_after(const uint8_t *msg, size_t len, size_t pos,
+                                               struct sp_dns_query *q)
+{
+    return parse_records(msg, len, pos, (unsigned)sp_get16(msg + 6) + sp_get16(msg + 8),
+                         sp_get16(msg + 10), q);
+}
+
 /* sp_dns_parse(), and the question's sum when with_sum (a constant where inlined: a
  * reply the kernel checksums needs none). */
 static inline __attribute__((always_inline)) enum sp_dns_verdict
@@ -238,29 +246,21 @@ parse(const uint8_t *msg, size_t len, struct sp_dns_query *q, bool with_sum)
         return SP_DNS_DROP;
     uint8_t opcode = (msg[2] >> 3) & 0x0f;     /* kept in locals too: stores through q */
     q->opcode = opcode;                         /* may alias it for the compiler */
-    uint16_t qdcount, ancount, nscount, arcount;
-    /* The usual counts (one question, an OPT or nothing after it) in one comparison. */
+    /* The usual counts (one question, an OPT or nothing after it) in one comparison;
+     * the counts are read from the message again where they are needed, not kept. */
     static const uint8_t usual[8] = {0, 1, 0, 0, 0, 0, 0, 0}, ignored[8] = {0, 0, 0, 0, 0, 0, 0, 1};
     uint64_t counts, usual_counts, ignored_bits;
     memcpy(&counts, msg + 4, 8);
     memcpy(&usual_counts, usual, 8);
     memcpy(&ignored_bits, ignored, 8);
-    if (__builtin_expect((counts & ~ignored_bits) == usual_counts, 1)) {
-        qdcount = 1;
-        ancount = nscount = 0;
-        arcount = msg[11];
-    } else {
-        qdcount = sp_get16(msg + 4);
-        ancount = sp_get16(msg + 6);
-        nscount = sp_get16(msg + 8);
-        arcount = sp_get16(msg + 10);
-    }
-
-    if (qdcount > 1)
-        return SP_DNS_DROP;        /* as Knot DNS: no answer to a question we cannot echo */
-    if (qdcount == 0) {
-        parse_records(msg, len, SP_DNS_HEADER_LEN, (unsigned)ancount + nscount, arcount, q);
-        return SP_DNS_FORMERR;     /* with an OPT when a valid one came */
+    if (__builtin_expect((counts & ~ignored_bits) != usual_counts, 0)) {
+        uint16_t qdcount = sp_get16(msg + 4);
+        if (qdcount > 1)
+            return SP_DNS_DROP;    /* as Knot DNS: no answer to a question we cannot echo */
+        if (qdcount == 0) {
+            records_after(msg, len, SP_DNS_HEADER_LEN, q);
+            return SP_DNS_FORMERR; /* with an OPT when a valid one came */
+        }
     }
     size_t pos = walk_labels(msg, len, SP_DNS_HEADER_LEN);
     if (pos == 1) {            /* compressed: decompressed, then hashed and summed */
@@ -284,9 +284,12 @@ parse(const uint8_t *msg, size_t len, struct sp_dns_query *q, bool with_sum)
     q->has_question = true;
     pos += 4;
 
-    enum sp_dns_verdict v = (ancount | nscount | arcount) == 0
+    static const uint8_t records[8] = {0, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
+    uint64_t records_bits;
+    memcpy(&records_bits, records, 8);
+    enum sp_dns_verdict v = (counts & records_bits) == 0
         ? (pos == len ? SP_DNS_LOOKUP : SP_DNS_FORMERR)
-        : parse_records(msg, len, pos, (unsigned)ancount + nscount, arcount, q);
+        : records_after(msg, len, pos, q);
     if (v != SP_DNS_LOOKUP)
         return v;
     /* The usual query in one test: a QUERY in class IN, EDNS version 0 if any, a type
