@@ -165,8 +165,8 @@ def test_ctrl_c_tears_down_and_restores(tmp_path):
     """Ctrl-C while the busy sysctls are set: status 130, the sysctls put back, the
     namespaces and the server gone."""
     before, sysctls = lab_namespaces(), read_sysctls()
-    proc = subprocess.Popen([sys.executable, "-m", "stormpy", "lab", "run", "polling", "--out",
-                             str(tmp_path)], cwd=REPO_ROOT, stdout=subprocess.PIPE,
+    proc = subprocess.Popen([sys.executable, "-m", "stormpy", "lab", "run", "polling", "--quick",
+                             "--out", str(tmp_path)], cwd=REPO_ROOT, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
         deadline = time.monotonic() + 120

@@ -8,12 +8,13 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import subprocess
 import sys
 import time
 
 from stormpy.bench.errors import BenchError
 from stormpy.bench.netns import IFACE, SERVER_V4, VethPair
-from stormpy.bench.peers import check_from_client
+from stormpy.bench.probe import probe_spec
 from stormpy.bench.processes import (REPO_ROOT, log_tail, process_tree, run_to_end,
                                      start_logged, stop_process, task_cpu_ticks)
 from stormpy.bench.report import markdown_table, say
@@ -22,6 +23,22 @@ from stormpy.errors import StormpyError
 SERVER_CPU, CLIENT_CPU = 0, 1   # the server's worker and the generator each get a core
 START_TIMEOUT = 30.0
 PORT = 53
+# From the client namespace: the first sample asked again and again with a short timeout
+# until the server answers at all, for at most argv[2] seconds (a question to a server
+# still starting waits the check's full 2 s otherwise); then every sample question
+# checked as `bench peers` does (stormpy.bench.probe), the problems printed as JSON.
+READY_CHECK = """
+import json, sys, time
+import dns.rdatatype
+from stormpy.bench.probe import answer_problems, ask
+spec, deadline = json.loads(sys.argv[1]), time.monotonic() + float(sys.argv[2])
+while ask(spec["port"], spec["samples"][0][0], dns.rdatatype.A, timeout=0.1,
+          host=spec["host"]) is None and time.monotonic() < deadline:
+    time.sleep(0.02)
+print(json.dumps(answer_problems(spec["port"], [tuple(s) for s in spec["samples"]], spec["nx"],
+                                 spec["nodata"], host=spec["host"])))
+"""
+READY_WAIT = 2.0    # at most this long a check, between looks at whether the server exited
 
 
 class LabError(StormpyError):
@@ -71,17 +88,18 @@ class Server:
             if self.proc.poll() is not None:
                 raise LabError(f"{self.NAME} exited with status {self.proc.returncode}: "
                                f"{log_tail(self.log_path, 2) or '(no output)'}")
-            problems = self.problems()
+            problems = self.problems(min(READY_WAIT, max(0.1, deadline - time.monotonic())))
             if not problems:
                 return
-            time.sleep(0.2)
+            time.sleep(0.05)
         raise LabError(f"{self.NAME} did not answer correctly within {START_TIMEOUT:g} s: "
                        f"{'; '.join(problems)}")
 
-    def problems(self) -> list:
-        """What is still wrong with the server's answers (empty: ready); a lab's own
-        server (serve-http, a responder) checks its own."""
-        return check_from_client(self.pair, self.wl)
+    def problems(self, wait: float) -> list:
+        """What is still wrong with the server's answers (empty: ready), once it answers
+        at all or `wait` seconds have passed; a lab's own server (serve-http, a responder)
+        checks its own."""
+        return ready_problems(self.pair, self.wl, wait)
 
     def cpu_seconds(self) -> float:
         """utime+stime of every thread of the server's processes so far (/proc/PID/task)."""
@@ -91,6 +109,19 @@ class Server:
         if self.proc is not None:
             stop_process(self.proc)
             self.proc = None
+
+
+def ready_problems(pair: VethPair, wl, wait: float) -> list:
+    """READY_CHECK from the client namespace: the server's wrong answers (empty: none),
+    asked as soon as it answers at all, within `wait` seconds."""
+    argv = [sys.executable, "-c", READY_CHECK, probe_spec(wl, PORT, SERVER_V4), f"{wait:.2f}"]
+    try:
+        r = pair.run(pair.client, *argv, timeout=wait + 20)
+    except subprocess.TimeoutExpired:
+        return ["the answer check did not finish"]
+    if r.returncode != 0:
+        return [f"the answer check failed: {(r.stderr.strip().splitlines() or ['?'])[-1]}"]
+    return json.loads(r.stdout)
 
 
 def gen(pair: VethPair, wl, seconds: float, *load) -> dict:

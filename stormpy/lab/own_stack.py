@@ -50,9 +50,21 @@ QUESTIONS = [
     "Which was the bottleneck in each closed-loop run: the server (server_cpu_pct near "
     "100) or the generator?",
 ]
-# From the client namespace: three datagrams of known random bytes, each echoed whole.
+# From the client namespace: once the server echoes at all (a byte sent every 0.1 s from
+# another socket, for at most argv[3] seconds), three datagrams of known random bytes,
+# each echoed whole.
 ECHO_CHECK = """
-import os, socket, sys
+import os, socket, sys, time
+deadline = time.monotonic() + float(sys.argv[3])
+with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as first:
+    first.settimeout(0.1)
+    while time.monotonic() < deadline:
+        first.sendto(b"?", (sys.argv[1], int(sys.argv[2])))
+        try:
+            first.recv(2048)
+            break
+        except OSError:
+            time.sleep(0.02)
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(0.5)
 for n in (1, 64, 1000):
     data = os.urandom(n); s.sendto(data, (sys.argv[1], int(sys.argv[2])))
@@ -114,9 +126,9 @@ def loop_ns_per_reply(program: str) -> float:
     return 1e9 * (took[long] - took[short]) / ((long - short) * LOOP_FRAMES)
 
 
-def echo_problems(pair) -> list:
+def echo_problems(pair, wait: float) -> list:
     r = pair.run(pair.client, sys.executable, "-c", ECHO_CHECK, SERVER_V4, str(ECHO_PORT),
-                 timeout=10)
+                 f"{wait:.2f}", timeout=wait + 10)
     return [] if r.returncode == 0 else [(r.stderr.strip().splitlines() or ["failed"])[-1]]
 
 
@@ -127,7 +139,8 @@ def measure(pair, work: str, program: str, backend: str, seconds: float, loop_ns
     args = [program_path(program), "--cpus", str(SERVER_CPU), "--control", "", "--poll",
             "block", *backend_args(backend)]
     log = os.path.join(work, f"server-{program.replace(' ', '-')}-{backend}.log")
-    with CommandServer(pair, PROGRAMS[program], args, lambda: echo_problems(pair), log) as server:
+    with CommandServer(pair, PROGRAMS[program], args, lambda wait: echo_problems(pair, wait),
+                       log) as server:
         cpu0 = server.cpu_seconds()
         closed = gen_kind(pair, "echo", ECHO_PORT, seconds, "--size", str(SIZE), *CLOSED_LOAD,
                           *client)

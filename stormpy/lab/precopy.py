@@ -62,7 +62,7 @@ class SiteCheck:
         self.pair, self.sizes, self.fetched = pair, sizes, os.path.join(work, "fetched")
         self.digests = sha256_of(site)
 
-    def __call__(self) -> list:
+    def __call__(self, wait: float) -> list:     # curl is refused at once until it listens
         for size in self.sizes:
             r = self.pair.run(self.pair.client, "curl", "-sS", "--fail", "--max-time", "5", "-o",
                               self.fetched, f"http://{SERVER_V4}:{HTTP_PORT}{bin_name(size)}",

@@ -12,7 +12,8 @@ from stormpy.lab.common import SERVER_CPU, LabError, Server
 
 class CommandServer(Server):
     """`python ARGS...` in the server namespace on SERVER_CPU; ready when check() returns
-    no problems (a list of one-line texts)."""
+    no problems (a list of one-line texts); check(wait) may wait up to `wait` seconds for
+    a first answer."""
 
     def __init__(self, pair: VethPair, name: str, args: list, check, log_path: str):
         self.pair, self.wl, self.log_path, self.proc = pair, None, log_path, None
@@ -20,8 +21,8 @@ class CommandServer(Server):
         self.argv = pair.argv(pair.server, "taskset", "-c", str(SERVER_CPU), sys.executable,
                               *args)
 
-    def problems(self) -> list:
-        return self.check()
+    def problems(self, wait: float) -> list:
+        return self.check(wait)
 
 
 def client_received(pair: VethPair) -> tuple[int, int]:

@@ -33,6 +33,7 @@ SINK_PORT = 9               # discard: a socket in the server namespace that nev
 DNS_RATE = 200              # the probe: light, so it adds no queue of its own
 SECONDS, QUICK_SECONDS = 6.0, 2.0
 BFIFO_BYTES = 15000         # about 6 ms of the link
+FILL_TIMEOUT = 5.0          # the flood's start-up and the longest queue's fill, at most
 # label -> (txqueuelen, the qdisc under tbf, bulk traffic on)
 KERNEL = {
     "idle link, txqueuelen 1000": (1000, ["pfifo"], False),
@@ -113,11 +114,20 @@ class Flood:
                               f"{SERVER_V4}:{SINK_PORT}", "--rate", str(FLOOD_RATE), "--size",
                               str(FLOOD_SIZE), "--sockets", str(FLOOD_SOCKETS), "--seconds",
                               f"{self.seconds:g}", "--timeout", "0.1", "--progress", "off")
+        drops = queue_drops(self.pair)
         self.procs.append(start_logged(argv, os.path.join(self.work, "flood.log"), REPO_ROOT))
-        time.sleep(1.0)     # the queue fills
-        if self.procs[-1].poll() is not None:
+        try:
+            # the queue fills: full once it drops (1000 bulk packets take 577 ms), and
+            # measured from then on however long the sender took to start
+            deadline = time.monotonic() + FILL_TIMEOUT
+            while queue_drops(self.pair) == drops and time.monotonic() < deadline:
+                if self.procs[-1].poll() is not None:
+                    raise LabError(f"the bulk sender exited with status "
+                                   f"{self.procs[-1].returncode}")
+                time.sleep(0.05)
+        except BaseException:
             self.__exit__()
-            raise LabError(f"the bulk sender exited with status {self.procs[-1].returncode}")
+            raise
         return self
 
     def __exit__(self, *exc):
