@@ -32,6 +32,17 @@ static inline bytes16 lower16(bytes16 v)
     return v | (upper & 0x20);
 }
 
+/* lower8() in a vector register: on x86-64 fewer instructions than the word's own
+ * arithmetic with its four 64-bit constants. */
+static inline uint64_t lower8_in_vector(uint64_t v)
+{
+    bytes16 x = {0};
+    memcpy(&x, &v, 8);
+    x = lower16(x);
+    memcpy(&v, &x, 8);
+    return v;
+}
+
 /* Reads the question name at pos into q, decompressing. Each pointer must point
  * before the previous one's target, so a pointer chain always ends. Returns the
  * offset just past the name in the message, or 0 when malformed. */
@@ -144,7 +155,7 @@ take_question(const uint8_t *p, const uint8_t *end, struct sp_dns_query *q, bool
         memcpy(&v, p + i, 8);
         memcpy(q->question + i, &v, 8);
         acc = sp_csum_acc_word(acc, v);
-        lower = lower8(v);
+        lower = lower8_in_vector(v);
         memcpy(q->name_lower + i, &lower, 8);
         h = sp_key_hash_word(h, lower);
     }
@@ -153,7 +164,7 @@ take_question(const uint8_t *p, const uint8_t *end, struct sp_dns_query *q, bool
     v = rest >= 8 ? (memcpy(&v, p + i, 8), v) : load_last(p + i, rest, end);
     memcpy(q->question + i, &v, 8);
     acc = sp_csum_acc_word(acc, v);
-    lower = lower8(v);
+    lower = lower8_in_vector(v);
     memcpy(q->name_lower + i, &lower, 8);
     if (r)
         h = sp_key_hash_word(h, sp_keep_bytes(lower, r));
