@@ -23,18 +23,22 @@ from stormpy.errors import StormpyError
 SERVER_CPU, CLIENT_CPU = 0, 1   # the server's worker and the generator each get a core
 START_TIMEOUT = 30.0
 PORT = 53
-# From the client namespace: the first sample asked again and again with a short timeout
-# until the server answers at all, for at most argv[2] seconds (a question to a server
-# still starting waits the check's full 2 s otherwise); then every sample question
-# checked as `bench peers` does (stormpy.bench.probe), the problems printed as JSON.
+# From the client namespace: the first sample asked again and again, 0.1 s the first
+# try's timeout and half as much again each next one's, until the server answers at all
+# (a question to a server still starting waits out the full check's 2 s), for at most
+# argv[2] seconds; then every sample question checked as `bench peers` does
+# (stormpy.bench.probe). The problems printed as JSON.
 READY_CHECK = """
 import json, sys, time
 import dns.rdatatype
 from stormpy.bench.probe import answer_problems, ask
-spec, deadline = json.loads(sys.argv[1]), time.monotonic() + float(sys.argv[2])
-while ask(spec["port"], spec["samples"][0][0], dns.rdatatype.A, timeout=0.1,
-          host=spec["host"]) is None and time.monotonic() < deadline:
+spec, deadline, timeout = json.loads(sys.argv[1]), time.monotonic() + float(sys.argv[2]), 0.1
+name = spec["samples"][0][0]
+while ask(spec["port"], name, dns.rdatatype.A, timeout=timeout, host=spec["host"]) is None:
+    if time.monotonic() >= deadline:
+        sys.exit(print(json.dumps([f"no reply to {name} A"])))
     time.sleep(0.02)
+    timeout = min(1.0, 1.5 * timeout)
 print(json.dumps(answer_problems(spec["port"], [tuple(s) for s in spec["samples"]], spec["nx"],
                                  spec["nodata"], host=spec["host"])))
 """
