@@ -195,9 +195,10 @@ uint16_t sp_dns_additional_before(const uint8_t *bytes, size_t len, size_t end)
 
 /* The response does not fit: header and question only, TC set, so the client
  * retries over TCP. */
-static __attribute__((noinline, cold)) size_t write_truncated(const struct sp_table *t, const struct sp_response *r,
-                              const uint8_t *msg, const struct sp_dns_query *q,
-                              const struct sp_dns_config *cfg, uint8_t *out, size_t cap)
+static __attribute__((noinline, cold)) size_t
+write_truncated(const struct sp_table *t, const struct sp_response *r, const uint8_t *msg,
+                const struct sp_dns_query *q, const struct sp_dns_config *cfg, uint8_t *out,
+                size_t cap)
 {
     size_t need = SP_DNS_HEADER_LEN + q->question_len + (q->edns ? SP_DNS_OPT_LEN : 0);
     if (need > cap)
@@ -361,10 +362,10 @@ uint32_t sp_dns_copy_rewrite(const struct sp_table *t, const struct sp_response 
  * response has no question INSERT, so the specialised renderer declines it and the
  * common path pays nothing; its stored head is a header (an NSEC3 descriptor starts
  * with its form's), so a slip or a truncation needs nothing of its own. */
-static __attribute__((noinline, cold)) size_t answer_spliced(const struct sp_table *t, const struct sp_dns_config *cfg,
-                             const uint8_t *msg, uint8_t *out, size_t limit,
-                             const struct sp_dns_query *q, const struct sp_response *r,
-                             struct sp_dns_counters *c, uint32_t *sum)
+static __attribute__((noinline, cold)) size_t
+answer_spliced(const struct sp_table *t, const struct sp_dns_config *cfg, const uint8_t *msg,
+               uint8_t *out, size_t limit, const struct sp_dns_query *q,
+               const struct sp_response *r, struct sp_dns_counters *c, uint32_t *sum)
 {
     bool nsec3 = (r->user & SP_DNS_USER_NSEC3) == SP_DNS_USER_NSEC3;
     size_t opt = q->edns ? SP_DNS_OPT_LEN : 0, n = 0;

@@ -46,7 +46,8 @@ static inline uint64_t lower8_in_vector(uint64_t v)
 /* Reads the question name at pos into q, decompressing. Each pointer must point
  * before the previous one's target, so a pointer chain always ends. Returns the
  * offset just past the name in the message, or 0 when malformed. */
-static __attribute__((noinline, cold)) size_t parse_qname(const uint8_t *msg, size_t len, size_t pos, struct sp_dns_query *q)
+static __attribute__((noinline, cold)) size_t
+parse_qname(const uint8_t *msg, size_t len, size_t pos, struct sp_dns_query *q)
 {
     size_t end = 0, limit = pos, out = 0;
     uint8_t labels = 0;
