@@ -108,11 +108,13 @@ def unavailable(name: str):
 # Checking answers from the client namespace
 # --------------------------------------------------------------------------
 
-def check_from_client(pair: VethPair, wl, timeout: float = 20) -> list:
-    """Ask the sample questions from the client namespace; the list of problems."""
+def check_from_client(pair: VethPair, wl, timeout: float = 20, wait: float = 0) -> list:
+    """Ask the sample questions from the client namespace (wait > 0: once the server
+    answers at all, within wait seconds); the list of problems."""
     try:
         r = pair.run(pair.client, sys.executable, "-m", "stormpy.bench.probe",
-                     probe_spec(wl, 53, SERVER_V4), timeout=timeout)
+                     probe_spec(wl, 53, SERVER_V4), *([f"{wait:.2f}"] if wait > 0 else []),
+                     timeout=timeout + wait)
     except subprocess.TimeoutExpired:
         return ["the answer check did not finish"]
     if r.returncode != 0:

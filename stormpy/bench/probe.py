@@ -1,11 +1,13 @@
 """Asking a server under test questions with known answers (dnspython on both sides):
 is it up, does it answer correctly, did its replies under load have the expected mix of
-rcodes. `python -m stormpy.bench.probe SPEC` asks them from another network namespace
-and prints the problems as JSON (bench peers)."""
+rcodes. `python -m stormpy.bench.probe SPEC [WAIT]` asks them from another network
+namespace (once the server answers at all, within WAIT seconds) and prints the problems
+as JSON (bench peers, the labs)."""
 from __future__ import annotations
 
 import json
 import sys
+import time
 from typing import Optional
 
 import dns.exception
@@ -66,6 +68,19 @@ def answer_problems(port: int, samples: list, nxdomain_name: str, nodata_name: s
     return problems
 
 
+def await_reply(port: int, name: str, host: str, wait: float) -> bool:
+    """Ask name A until any reply comes, for at most `wait` seconds: the first try with a
+    0.1 s timeout, half as long again each next one (a question to a server still
+    starting would otherwise wait out a full check's 2 s)."""
+    deadline, timeout = time.monotonic() + wait, 0.1
+    while ask(port, name, dns.rdatatype.A, timeout=timeout, host=host) is None:
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.02)
+        timeout = min(1.0, 1.5 * timeout)
+    return True
+
+
 def workload_problems(port: int, wl, host: str = LOOPBACK) -> list:
     return answer_problems(port, wl.samples, wl.nxdomain_name, wl.nodata_name, host)
 
@@ -92,6 +107,12 @@ def rcode_mix_problems(rcodes: dict, expected_nxdomain_share: float) -> list:
 
 
 if __name__ == "__main__":
+    # SPEC [WAIT]: with WAIT, the questions are asked once the server answers at all
     spec = json.loads(sys.argv[1])
-    print(json.dumps(answer_problems(spec["port"], [tuple(s) for s in spec["samples"]],
-                                     spec["nx"], spec["nodata"], host=spec["host"])))
+    first = spec["samples"][0][0]
+    if len(sys.argv) > 2 and not await_reply(spec["port"], first, spec["host"],
+                                             float(sys.argv[2])):
+        print(json.dumps([f"no reply to {first} A"]))
+    else:
+        print(json.dumps(answer_problems(spec["port"], [tuple(s) for s in spec["samples"]],
+                                         spec["nx"], spec["nodata"], host=spec["host"])))

@@ -8,13 +8,12 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import subprocess
 import sys
 import time
 
 from stormpy.bench.errors import BenchError
 from stormpy.bench.netns import IFACE, SERVER_V4, VethPair
-from stormpy.bench.probe import probe_spec
+from stormpy.bench.peers import check_from_client
 from stormpy.bench.processes import (REPO_ROOT, log_tail, process_tree, run_to_end,
                                      start_logged, stop_process, task_cpu_ticks)
 from stormpy.bench.report import markdown_table, say
@@ -23,25 +22,6 @@ from stormpy.errors import StormpyError
 SERVER_CPU, CLIENT_CPU = 0, 1   # the server's worker and the generator each get a core
 START_TIMEOUT = 30.0
 PORT = 53
-# From the client namespace: the first sample asked again and again, 0.1 s the first
-# try's timeout and half as much again each next one's, until the server answers at all
-# (a question to a server still starting waits out the full check's 2 s), for at most
-# argv[2] seconds; then every sample question checked as `bench peers` does
-# (stormpy.bench.probe). The problems printed as JSON.
-READY_CHECK = """
-import json, sys, time
-import dns.rdatatype
-from stormpy.bench.probe import answer_problems, ask
-spec, deadline, timeout = json.loads(sys.argv[1]), time.monotonic() + float(sys.argv[2]), 0.1
-name = spec["samples"][0][0]
-while ask(spec["port"], name, dns.rdatatype.A, timeout=timeout, host=spec["host"]) is None:
-    if time.monotonic() >= deadline:
-        sys.exit(print(json.dumps([f"no reply to {name} A"])))
-    time.sleep(0.02)
-    timeout = min(1.0, 1.5 * timeout)
-print(json.dumps(answer_problems(spec["port"], [tuple(s) for s in spec["samples"]], spec["nx"],
-                                 spec["nodata"], host=spec["host"])))
-"""
 READY_WAIT = 2.0    # at most this long a check, between looks at whether the server exited
 
 
@@ -103,7 +83,7 @@ class Server:
         """What is still wrong with the server's answers (empty: ready), once it answers
         at all or `wait` seconds have passed; a lab's own server (serve-http, a responder)
         checks its own."""
-        return ready_problems(self.pair, self.wl, wait)
+        return check_from_client(self.pair, self.wl, wait=wait)
 
     def cpu_seconds(self) -> float:
         """utime+stime of every thread of the server's processes so far (/proc/PID/task)."""
@@ -113,19 +93,6 @@ class Server:
         if self.proc is not None:
             stop_process(self.proc)
             self.proc = None
-
-
-def ready_problems(pair: VethPair, wl, wait: float) -> list:
-    """READY_CHECK from the client namespace: the server's wrong answers (empty: none),
-    asked as soon as it answers at all, within `wait` seconds."""
-    argv = [sys.executable, "-c", READY_CHECK, probe_spec(wl, PORT, SERVER_V4), f"{wait:.2f}"]
-    try:
-        r = pair.run(pair.client, *argv, timeout=wait + 20)
-    except subprocess.TimeoutExpired:
-        return ["the answer check did not finish"]
-    if r.returncode != 0:
-        return [f"the answer check failed: {(r.stderr.strip().splitlines() or ['?'])[-1]}"]
-    return json.loads(r.stdout)
 
 
 def gen(pair: VethPair, wl, seconds: float, *load) -> dict:
