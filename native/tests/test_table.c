@@ -5,6 +5,7 @@
 #include "check.h"
 #include "stormpy/engine/table_ref.h"
 #include "stormpy/proto/csum.h"
+#include "../engine/table_layout.h"
 
 static const struct sp_patch DNS_LIKE[] = {
     {.op = SP_PATCH_INSERT, .field = 1, .dst = 12},
@@ -488,6 +489,58 @@ static void test_staged_lookups(void)
     sp_table_free(t);
 }
 
+/* A random hash at load a makes a found key's linear probe pass 1/2 (1 + 1/(1 - a)) - 1
+ * slots beyond its home on average (Knuth). The key hash and tag mix must do as well on
+ * the names zones hold: numbered hosts, short labels under numbered zones, reverse
+ * names (a hash that keeps structure clusters them, and the probes grow). */
+static void test_hash_spreads_names(void)
+{
+    enum { NAMES = 200000, TAGS = 5, SLOTS = 1 << 21 };
+    uint8_t *used = calloc(SLOTS, 1);
+    CHECK(used != NULL);
+    if (!used)
+        return;
+    for (int shape = 0; shape < 3; shape++) {
+        memset(used, 0, SLOTS);
+        uint64_t passed = 0;
+        for (int i = 0; i < NAMES; i++) {
+            char name[64];
+            if (shape == 0)
+                snprintf(name, sizeof(name), "host%d.example.com", i);
+            else if (shape == 1)
+                snprintf(name, sizeof(name), "%c%c%c.a%d.zone%d.net", 'a' + i % 26,
+                         'a' + i / 26 % 26, 'a' + i / 676 % 26, i / 17576, i % 7);
+            else
+                snprintf(name, sizeof(name), "%d.%d.%d.10.in-addr.arpa", i & 255,
+                         (i >> 8) & 255, (i >> 16) & 255);
+            uint8_t wire[72] = {0};   /* padded: sp_key_hash_padded() reads whole words */
+            size_t n = 0, start = 0, len = strlen(name);
+            for (size_t j = 0; j <= len; j++)
+                if (j == len || name[j] == '.') {
+                    wire[n++] = (uint8_t)(j - start);
+                    memcpy(wire + n, name + start, j - start);
+                    n += j - start;
+                    start = j + 1;
+                }
+            wire[n++] = 0;
+            uint64_t key_hash = sp_key_hash_padded(wire, n);
+            for (uint64_t tag = 1; tag <= TAGS; tag++) {
+                uint64_t s = hash_tagged(key_hash, tag * 0x10001) & (SLOTS - 1);
+                while (used[s]) {
+                    passed++;
+                    s = (s + 1) & (SLOTS - 1);
+                }
+                used[s] = 1;
+            }
+        }
+        /* inserting key k passes what finding it will; averaged over the keys */
+        double keys = (double)NAMES * TAGS, load = keys / SLOTS;
+        double random = 0.5 * (1 + 1 / (1 - load)) - 1;
+        CHECK((double)passed / keys < 1.15 * random);
+    }
+    free(used);
+}
+
 int main(void)
 {
     test_lookup();
@@ -501,5 +554,6 @@ int main(void)
     test_edit();
     test_edit_readds_and_flattens();
     test_staged_lookups();
+    test_hash_spreads_names();
     return check_report("test_table");
 }
