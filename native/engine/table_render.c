@@ -163,18 +163,22 @@ void sp_response_shift(const struct sp_table *t, const struct sp_response *r, si
             sp_put16(out + p[i].dst + ins_len, sp_shifted_pointer(b + p[i].dst, ins_len, p[i].len));
 }
 
+/* A sum is kept modulo 0xffff (2^16 is 1 there), where a word's bytes swapped, as a
+ * word at an odd offset adds them, are the word times 256: so each pointer's change,
+ * new less old, is added as it is or times 256, all in one integer, reduced once. */
 uint32_t sp_response_shift_sum(const struct sp_table *t, const struct sp_response *r,
                                size_t ins_len, uint32_t sum)
 {
     const uint8_t *b = t->arena + r->bytes_off;
     const struct sp_patch *p = t->patches + r->patch_off;
+    int64_t change = 0;
     for (uint16_t i = SP_ECHO_PATCHES(r); i < r->npatch; i++) {
-        uint8_t new[2];
-        sp_put16(new, sp_shifted_pointer(b + p[i].dst, ins_len, p[i].len));
-        sum = sp_csum_sub(sum, sum_at(b + p[i].dst, 2, p[i].dst + ins_len));
-        sum = sp_csum_add(sum, sum_at(new, 2, p[i].dst + ins_len));
+        int64_t d = (int64_t)sp_shifted_pointer(b + p[i].dst, ins_len, p[i].len) -
+                    sp_get16(b + p[i].dst);
+        change += (p[i].dst + ins_len) & 1 ? d * 256 : d;
     }
-    return sum;
+    change %= 0xffff;
+    return sum + (uint32_t)(change < 0 ? change + 0xffff : change);
 }
 
 uint32_t sp_response_sum(const struct sp_table *t, const struct sp_response *r,
