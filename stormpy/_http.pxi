@@ -7,6 +7,7 @@ HTTP_ERRORS = SP_HTTP_ERRORS
 HTTP_ENTRY_SIZE = sizeof(sp_http_entry)
 HTTP_SITE_SIZE = sizeof(sp_http_site)      # the header, padded to where the entries start
 HTTP_SUM_STRIDE = SP_HTTP_SUM_STRIDE
+HTTP_QUERY_MAX = SP_HTTP_QUERY_MAX        # longer: a redirect answers 414
 
 
 cdef dict _http_counters(const sp_http_counters *c):

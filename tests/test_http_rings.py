@@ -95,6 +95,9 @@ def test_wget_and_the_site_answers(pair, site):
     r = pair.run(pair.client, "curl", "-sS", "-o", "/dev/null", "-w", "%{http_code} %{redirect_url}",
                  f"http://{SERVER_V4}/docs")
     assert r.stdout == f"301 http://{SERVER_V4}/docs/"
+    r = pair.run(pair.client, "curl", "-sS", "-o", "/dev/null", "-w", "%{http_code} %{redirect_url}",
+                 f"http://{SERVER_V4}/docs?x=%20y")
+    assert r.stdout == f"301 http://{SERVER_V4}/docs/?x=%20y"
     r = pair.run(pair.client, "curl", "-sS", "-o", "/dev/null", "-w", "%{http_code}",
                  f"http://[{SERVER_V6}]/missing", "-g")
     assert r.stdout == "404"

@@ -316,6 +316,47 @@ def test_the_example_site_serves_what_a_browser_asks_for():
         assert get(s.addr, "/docs").headers["location"] == "/docs/"
 
 
+REDIRECTS = [("/docs?x=1", "/docs/?x=1"), ("/docs", "/docs/"), ("/docs?", "/docs/"),
+             ("/docs?a=%20b&c=%E2%82%AC", "/docs/?a=%20b&c=%E2%82%AC")]
+
+
+@pytest.mark.skipif(CURL is None, reason="curl is not installed")
+@pytest.mark.parametrize("method", ["GET", "HEAD"])
+def test_curl_sees_a_directory_redirect_keep_the_query(server, method):
+    """As nginx: /dir?q moves to /dir/?q, the query as sent (escapes left alone), and
+    an empty query is none; curl asks for them all on one kept-alive connection."""
+    where = f"http://{server.addr[0]}:{server.addr[1]}"
+    cmd = [CURL, "-sS", "-w", "%{http_code} %header{location} %{num_connects}\\n"]
+    cmd += ["--head"] if method == "HEAD" else []
+    for target, _ in REDIRECTS:
+        cmd += ["-o", "/dev/null", where + target]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert [line.rsplit(" ", 1)[0] for line in lines] == [f"301 {loc}" for _, loc in REDIRECTS]
+    assert sum(int(line.rsplit(" ", 1)[1]) for line in lines) == 1
+
+
+def test_a_redirect_with_a_query_is_the_bare_one_but_for_it(server):
+    """Pipelined on one connection: HEAD and GET of /docs?x=1 and GET of /docs. The
+    answers differ only in the query (and a Date that may have ticked), HEAD's only in
+    its missing body, and the connection stays open."""
+    requests = b"".join(f"{m} {t} HTTP/1.1\r\nHost: t\r\n\r\n".encode()
+                        for m, t in (("HEAD", "/docs?x=1"), ("GET", "/docs?x=1"), ("GET", "/docs")))
+    answers, closed = exchange(server.addr, requests, count=3, heads_only=[True, False, False])
+    assert len(answers) == 3 and not closed
+    head, with_query, bare = answers
+    assert [a.headers["location"] for a in answers] == ["/docs/?x=1", "/docs/?x=1", "/docs/"]
+
+    def undated(a):
+        return b"\r\n".join(line for line in a.raw_head.split(b"\r\n")
+                             if not line.startswith(b"Date: "))
+
+    assert undated(head) == undated(with_query) and head.body == b""
+    assert undated(with_query).replace(b"/docs/?x=1", b"/docs/") == undated(bare)
+    assert with_query.body == bare.body and bare.headers["connection"] == "keep-alive"
+
+
 def test_slow_loris_connections_filling_the_pool_do_not_keep_a_client_out(site):
     with HttpServerProcess(site[0], extra_args=["--max-connections", "16"]) as s:
         loris = []

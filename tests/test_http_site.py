@@ -65,10 +65,34 @@ def test_a_file_answer_carries_every_header(site):
 def test_directories_index_redirect_and_forbidden(site):
     assert ask(site, req("/"))[1].body == b"<h1>home</h1>\n"
     assert ask(site, req("/docs/"))[1].body == b"docs\n"
-    _, a, _ = ask(site, req("/docs?x=1"))
+    _, a, _ = ask(site, req("/docs"))
     assert a.status == 301 and a.headers["location"] == "/docs/"
     assert ask(site, req("/noindex/"))[1].status == 403
     assert ask(site, req("/noindex/x.css"))[1].headers["content-type"] == "text/css"
+
+
+@pytest.mark.parametrize("target,location", [
+    ("/docs?x=1", "/docs/?x=1"), ("/docs?a=%20b&c=%E2%82%AC", "/docs/?a=%20b&c=%E2%82%AC"),
+    ("/docs?", "/docs/"), ("/docs?x#frag", "/docs/?x"), ("/docs#frag?x", "/docs/"),
+    ("/noindex?y", "/noindex/?y"), ("http://h/docs?x=1", "/docs/?x=1")])
+def test_a_redirect_keeps_the_query(site, target, location):
+    """As nginx (ngx_http_static_module): the query, as sent, follows the slash; an empty
+    one is no query. The rest of the answer is the one to the bare name, byte for byte."""
+    bare = _core.http_answer(site[0], req("/" + location.split("/")[1]), NOW)[3]
+    for method in ("GET", "HEAD"):
+        used, a, close = ask(site, req(target, method=method))
+        assert (a.status, a.headers["location"], close) == (301, location, False)
+        head = a.raw_head.replace(location.encode(), location.split("?")[0].encode())
+        assert head + b"\r\n\r\n" + a.body == (bare if method == "GET" else
+                                                bare[:bare.index(b"\r\n\r\n") + 4])
+
+
+def test_a_query_too_long_to_carry_on_is_refused(site):
+    longest = "?" + "q" * (_core.HTTP_QUERY_MAX - 1)
+    assert ask(site, req("/docs" + longest))[1].headers["location"] == "/docs/" + longest
+    _, a, close = ask(site, req("/docs" + longest + "q"))
+    assert a.status == 414 and close
+    assert ask(site, req("/docs/index.html" + longest + "q"))[1].status == 200
 
 
 def test_names_are_percent_decoded_and_dot_segments_never_escape(site):
@@ -179,6 +203,10 @@ def test_connection_handling_by_version(site):
     (b"GET http://u:p@example.com/a.txt HTTP/1.1\r\nHost: example.com\r\n\r\n", 400),
     (b"GET / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: gzip\r\n\r\n", 501),
     (b"GET /" + b"a" * 9000 + b" HTTP/1.1\r\nHost: t\r\n\r\n", 414),
+    (b"GET /docs?a\rb HTTP/1.1\r\nHost: t\r\n\r\n", 400),   # it would reach a Location
+    (b"GET /docs?a\x01b HTTP/1.1\r\nHost: t\r\n\r\n", 400),
+    (b"GET /a.txt?a\tb HTTP/1.1\r\nHost: t\r\n\r\n", 400),
+    (b"GET /a.txt?a#\x7f HTTP/1.1\r\nHost: t\r\n\r\n", 400),
     (b"GET / HTTP/1.1\r\nHost: t\r\n" + b"X-Big: " + b"b" * 17000 + b"\r\n\r\n", 431),
 ])
 def test_errors(site, request_bytes, status):
@@ -268,6 +296,7 @@ def sizes_site(tmp_path_factory):
     root = tmp_path_factory.mktemp("sizes")
     for size in (1, 63, 64, 65, 10001):
         (root / f"f{size}.bin").write_bytes(bytes((i * 7 + 3) & 0xFF for i in range(size)))
+    (root / "dir").mkdir()
     return compile_site(str(root))[0]
 
 
@@ -275,7 +304,7 @@ SEGMENTED = [req("/f10001.bin"), req("/f10001.bin", Range="bytes=1-"),
              req("/f10001.bin", Range="bytes=63-9000"), req("/f10001.bin", Range="bytes=128-129"),
              req("/f10001.bin", Range="bytes=-3"), req("/f10001.bin", version="HTTP/1.0"),
              req("/f65.bin"), req("/f64.bin"), req("/f63.bin"), req("/f1.bin"), req("/missing"),
-             req("/f63.bin", If_None_Match="*")]
+             req("/f63.bin", If_None_Match="*"), req("/dir?x=1"), req("/dir?odd")]
 
 
 @pytest.mark.parametrize("segment", [1, 7, 64, 536, 1000, 1387, 1448, 1460, 8960])

@@ -6,7 +6,9 @@
  * segment's sum from the stored sums of the heads, the Date and the body must be its
  * bytes' sum. The Date's second comes from the input, so it varies from run to run.
  * The site is the one make_inputs.py compiles to $SP_FUZZ_SITE. */
+#define _GNU_SOURCE                  /* memmem */
 #include <stdint.h>
+#include <string.h>
 
 #include "fuzz_common.h"
 #include "stormpy/app/http/reply.h"
@@ -56,6 +58,26 @@ static void check_segments(const struct sp_http_reply *r, size_t first, size_t m
     }
 }
 
+/* A redirect with a query carries it at the end of its Location, and the line stays a
+ * header line: no CR, LF or other control byte a client could take for a line end. */
+static void check_redirect(const struct sp_http_reply *r, const struct sp_http_request *req)
+{
+    static uint8_t whole[2 * SP_HTTP_QUERY_MAX + 1024];
+    if (r->status != 301 || r->len > sizeof(whole))
+        return;
+    sp_http_reply_copy(r, 0, r->len, whole);
+    const uint8_t *end = whole + r->len;
+    const uint8_t *line = memmem(whole, r->len, "\r\nLocation: ", 12);
+    CHECK(line != NULL);
+    line += 12;
+    const uint8_t *eol = memmem(line, (size_t)(end - line), "\r\n", 2);
+    CHECK(eol != NULL);
+    for (const uint8_t *c = line; c < eol; c++)
+        CHECK(*c >= 0x20 && *c != 0x7f);
+    size_t n = req->query_len;
+    CHECK(!req->query || ((size_t)(eol - line) > n && memcmp(eol - n, req->query, n) == 0));
+}
+
 /* FNV-1a: a second of the 400 years from 1970 for the input's Date. */
 static int64_t second_of(const uint8_t *data, size_t size)
 {
@@ -97,6 +119,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         CHECK(total == reply.len);
         check_segments(&reply, 1 + (size * 7 + at) % 331, 1 + (size * 131 + at) % 1600);
         CHECK(reply.status >= 200 && reply.status < 600);
+        check_redirect(&reply, &req);
         CHECK(!req.error || reply.close);
         at += used;
         if (reply.close)

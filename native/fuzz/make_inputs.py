@@ -117,6 +117,7 @@ HTTP_SEEDS = [
     b"POST /a.txt HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\nhelloGET / HTTP/1.1\r\nHost: a\r\n\r\n",
     b"GET /empty.txt HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip, chunked\r\n\r\n",
     b"GET / HTTP/2.0\r\n\r\n",
+    b"GET /docs?x=1 HTTP/1.1\r\nHost: a\r\n\r\nHEAD /noindex?a=%20b#f HTTP/1.1\r\nHost: a\r\n\r\n",
 ]
 
 

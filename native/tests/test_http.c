@@ -48,6 +48,42 @@ static void paths(void)
     }
 }
 
+/* The query as request.h keeps it, and a target whose bytes after the path could not
+ * go back in a Location. */
+static void queries(void)
+{
+    static const char *cases[][2] = {
+        {"/a?x=1", "?x=1"}, {"/a", NULL}, {"/a?", NULL}, {"/a?x#f", "?x"}, {"/a#f?x", NULL},
+        {"/a??x", "??x"}, {"/a?%20b=%E2%82%AC", "?%20b=%E2%82%AC"}, {"http://h?q", "?q"},
+        {"http://h/d?q=/..", "?q=/.."}, {"/a?\xff\"<>", "?\xff\"<>"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char line[256];
+        snprintf(line, sizeof(line), "GET %s HTTP/1.1\r\nHost: a\r\n\r\n", cases[i][0]);
+        CHECK(parse(line) == strlen(line));
+        CHECK_EQ(req.error, 0);
+        const char *want = cases[i][1];
+        CHECK((req.query == NULL) == (want == NULL));
+        if (want) {            /* in the request's own bytes, not copied */
+            const char *mark = strchr(line, '?');
+            CHECK(req.query == (const uint8_t *)mark);
+            CHECK(req.query_len == strlen(want) && memcmp(req.query, want, req.query_len) == 0);
+        }
+        CHECK_EQ(req.query_len == 0, want == NULL);
+    }
+    parse("GET /a?x HTTP/1.1\r\nHost: a\r\n\r\n");
+    parse("GET /b HTTP/1.1\r\nHost: a\r\n\r\n");
+    CHECK(req.query == NULL && req.query_len == 0);     /* nothing of the last request */
+    static const char *bad[] = {"/a?x\ry", "/a?\tb", "/a?\x01", "/a?x\x7f", "/a#\x01", "/a?#\x1f"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        char line[256];
+        snprintf(line, sizeof(line), "GET %s HTTP/1.1\r\nHost: a\r\n\r\n", bad[i]);
+        CHECK(parse(line) == strlen(line));
+        CHECK_EQ(req.error, 400);
+        CHECK_EQ(req.keep_alive, 0);
+    }
+}
+
 static void heads(void)
 {
     CHECK_EQ(parse("GET / HTTP/1.1\r\nHost: a\r\n"), 0);          /* incomplete */
@@ -173,32 +209,45 @@ static uint32_t add_sums(struct sp_table_builder *b, const char *p, size_t n, co
 }
 
 /* A site as stormpy/http/site.py compiles one: at "/" and "/odd" two pages whose heads
- * put the Date at an even and an odd offset, with one body; every error is the first. */
+ * put the Date at an even and an odd offset, at "/dir" a redirect, all with one body;
+ * every error is the first but 414, a page of its own. */
+#define DATE_0 "Thu, 01 Jan 1970 00:00:00 GMT"
+static const struct {
+    const char *path, *head;
+    uint16_t status, flags;
+} pages[] = {
+    {"/", "HTTP/1.1 200 OK\r\nServer: x\r\nDate: " DATE_0 "\r\nContent-Type: text/plain\r\n"
+          "Content-Length: 200\r\n", 200, 0},
+    {"/odd", "HTTP/1.1 200 OK\r\nServer: xy\r\nDate: " DATE_0 "\r\nContent-Length: 200\r\n",
+     200, 0},
+    {"/dir", "HTTP/1.1 301 Moved Permanently\r\nServer: x\r\nDate: " DATE_0 "\r\n"
+             "Content-Length: 200\r\nLocation: /dir/\r\n", 301, SP_HTTP_REDIRECT},
+    {NULL, "HTTP/1.1 414 Request-URI Too Large\r\nServer: x\r\nDate: " DATE_0 "\r\n"
+           "Content-Length: 200\r\n", 414, SP_HTTP_CLOSES},
+};
+#define NPAGES (sizeof(pages) / sizeof(pages[0]))
+static char body[200];
+
 static struct sp_table *reply_site(void)
 {
-    static const char *heads[2] = {
-        "HTTP/1.1 200 OK\r\nServer: x\r\nDate: Thu, 01 Jan 1970 00:00:00 GMT\r\n"
-        "Content-Type: text/plain\r\nContent-Length: 200\r\n",
-        "HTTP/1.1 200 OK\r\nServer: xy\r\nDate: Thu, 01 Jan 1970 00:00:00 GMT\r\n"
-        "Content-Length: 200\r\n"};
-    static const char *paths[2] = {"/", "/odd"};
-    char body[200];
     for (size_t i = 0; i < sizeof(body); i++)
         body[i] = (char)(i * 7 + 3);
     struct sp_table_builder *b = sp_table_builder_new();
     uint32_t body_at = (uint32_t)sp_table_add_response(b, (const uint8_t *)body, sizeof(body),
                                                        NULL, 0, 0);
     uint32_t body_sums = add_sums(b, body, sizeof(body), NULL, 0);
-    size_t size = sizeof(struct sp_http_site) + 2 * sizeof(struct sp_http_entry);
+    size_t size = sizeof(struct sp_http_site) + NPAGES * sizeof(struct sp_http_entry);
     struct sp_http_site *site = calloc(1, size);
     site->magic = SP_HTTP_SITE_MAGIC;
-    site->nentries = 2;
-    for (uint32_t i = 0; i < 2; i++) {
-        const char *head = heads[i];
+    site->nentries = NPAGES;
+    site->error[SP_HTTP_E414] = NPAGES - 1;
+    for (uint32_t i = 0; i < NPAGES; i++) {
+        const char *head = pages[i].head;
         size_t len = strlen(head), date_at = (size_t)(strstr(head, "Date: ") - head) + 6;
         size_t after = date_at + SP_HTTP_DATE_LEN;
         struct sp_http_entry *e = &site->entry[i];
-        *e = (struct sp_http_entry){.body = body_at, .sums = body_sums, .status = 200,
+        *e = (struct sp_http_entry){.body = body_at, .sums = body_sums, .status = pages[i].status,
+                                    .flags = pages[i].flags,
                                     .not_modified = SP_HTTP_NONE, .partial = SP_HTTP_NONE,
                                     .etag = SP_HTTP_NONE, .sum_stride = SP_HTTP_SUM_STRIDE,
                                     .size = sizeof(body)};
@@ -206,8 +255,9 @@ static struct sp_table *reply_site(void)
                                                   0, i);
         e->head_sums = add_sums(b, head, date_at, head + after, len - after);
         e->head_date = (uint16_t)date_at;
-        CHECK_EQ(sp_table_add_key(b, 0, (const uint8_t *)paths[i], (uint32_t)strlen(paths[i]),
-                                  e->head), 0);
+        if (pages[i].path)
+            CHECK_EQ(sp_table_add_key(b, 0, (const uint8_t *)pages[i].path,
+                                      (uint32_t)strlen(pages[i].path), e->head), 0);
     }
     CHECK_EQ(site->entry[0].head_date % 2, 0);
     CHECK_EQ(site->entry[1].head_date % 2, 1);
@@ -231,9 +281,14 @@ static void reply_segments(void)
     const struct sp_http_site *site = sp_http_site_of(t);
     CHECK(site != NULL);
     static const int64_t seconds[] = {0, 784111777, 784111778, 951782400, 4102444799};
-    static const char *requests[] = {"GET / HTTP/1.1\r\nHost: a\r\n\r\n",
-                                     "GET /odd HTTP/1.1\r\nHost: a\r\n\r\n",
-                                     "HEAD /odd HTTP/1.0\r\n\r\n"};
+    static const struct { const char *s; int page; } requests[] = {
+        {"GET / HTTP/1.1\r\nHost: a\r\n\r\n", 0},
+        {"GET /odd HTTP/1.1\r\nHost: a\r\n\r\n", 1},
+        {"HEAD /odd HTTP/1.0\r\n\r\n", 1},
+        {"GET /dir?x=1 HTTP/1.1\r\nHost: a\r\n\r\n", 2},   /* the head cut before its CRLF */
+        {"GET /dir?odd HTTP/1.1\r\nHost: a\r\n\r\n", 2},
+        {"HEAD /dir HTTP/1.0\r\n\r\n", 2},
+    };
     for (size_t d = 0; d < sizeof(seconds) / sizeof(seconds[0]); d++) {
         struct sp_http_date date;
         sp_http_date_set(&date, seconds[d]);
@@ -241,17 +296,17 @@ static void reply_segments(void)
         sp_http_format_date(seconds[d], text);
         CHECK(memcmp(date.text, text, SP_HTTP_DATE_LEN) == 0);
         for (size_t q = 0; q < sizeof(requests) / sizeof(requests[0]); q++) {
-            CHECK(parse(requests[q]) == strlen(requests[q]));
+            CHECK(parse(requests[q].s) == strlen(requests[q].s));
             struct sp_http_reply r;
             sp_http_answer(t, site, &req, &date, &r);
-            CHECK_EQ(r.status, 200);
+            CHECK_EQ(r.status, pages[requests[q].page].status);
             for (int i = 0; i < r.niov; i++)     /* only the server's lines are summed */
                 CHECK((r.stored[i].sums != NULL) == (r.iov[i].iov_base != r.extra));
             uint8_t whole[512], seg[512];
             CHECK(r.len <= sizeof(whole));
             uint32_t sum = sp_http_reply_copy(&r, 0, r.len, whole);
             CHECK(same_sum(sum, sp_csum_partial(whole, r.len, 0)));
-            size_t date_at = site->entry[q == 0 ? 0 : 1].head_date;
+            size_t date_at = site->entry[requests[q].page].head_date;
             CHECK(memcmp(whole + date_at, text, SP_HTTP_DATE_LEN) == 0);
             int bad = 0;
             for (size_t n = 1; n <= 2 * SP_HTTP_SUM_STRIDE + 3; n++)
@@ -266,6 +321,81 @@ static void reply_segments(void)
     sp_table_free(t);
 }
 
+/* The answer to request, whole, in out (NUL-terminated); its status and close. */
+static size_t answer(const struct sp_table *t, const char *request, char *out, size_t cap,
+                     struct sp_http_reply *r)
+{
+    struct sp_http_date date;
+    sp_http_date_set(&date, 0);
+    CHECK(parse(request) == strlen(request));
+    sp_http_answer(t, sp_http_site_of(t), &req, &date, r);
+    CHECK(r->len < cap);
+    if (r->len >= cap)
+        return 0;
+    uint32_t sum = sp_http_reply_copy(r, 0, r->len, (uint8_t *)out);
+    CHECK(same_sum(sum, sp_csum_partial(out, r->len, 0)));
+    out[r->len] = 0;
+    return r->len;
+}
+
+/* A redirect carries the request's query on at the end of its Location, as nginx does;
+ * without a query it is the stored head as ever. */
+static void redirects(void)
+{
+    struct sp_table *t = reply_site();
+    static char got[4096], want[4096];
+    struct sp_http_reply r;
+    const char *head = pages[2].head;
+    const char *cut = strstr(head, "/dir/\r\n") + 5;     /* the Location value's end */
+    int at = (int)(cut - head);
+    static const struct { const char *request, *query, *connection; bool body; } cases[] = {
+        {"GET /dir HTTP/1.1\r\nHost: a\r\n\r\n", "", "keep-alive", true},
+        {"GET /dir? HTTP/1.1\r\nHost: a\r\n\r\n", "", "keep-alive", true},
+        {"GET /dir?x=1 HTTP/1.1\r\nHost: a\r\n\r\n", "?x=1", "keep-alive", true},
+        {"GET /dir?a=%20b&c=%E2%82%AC#f HTTP/1.1\r\nHost: a\r\n\r\n", "?a=%20b&c=%E2%82%AC",
+         "keep-alive", true},
+        {"HEAD /dir?x=1 HTTP/1.1\r\nHost: a\r\n\r\n", "?x=1", "keep-alive", false},
+        {"HEAD /dir?x=1 HTTP/1.0\r\n\r\n", "?x=1", "close", false},
+        {"GET /dir?x=1 HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n", "?x=1", "close", true},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        size_t n = answer(t, cases[i].request, got, sizeof(got), &r);
+        int w = snprintf(want, sizeof(want), "%.*s%s%sConnection: %s\r\n\r\n", at, head,
+                         cases[i].query, cut, cases[i].connection);
+        if (cases[i].body) {
+            memcpy(want + w, body, sizeof(body));
+            w += (int)sizeof(body);
+        }
+        CHECK_EQ(r.status, 301);
+        CHECK_EQ(r.close, strcmp(cases[i].connection, "close") == 0);
+        CHECK_EQ(n, w);
+        if (n != (size_t)w || memcmp(got, want, n) != 0)
+            fprintf(stderr, "%s ->\n%.*s\n", cases[i].request, (int)n, got);
+        CHECK(n == (size_t)w && memcmp(got, want, n) == 0);
+    }
+
+    /* a query the answer has no room for is refused, not dropped; any other page
+     * than a redirect ignores it */
+    size_t plain = answer(t, "GET / HTTP/1.1\r\nHost: a\r\n\r\n", want, sizeof(want), &r);
+    static char line[SP_HTTP_QUERY_MAX + 64];
+    for (int extra = 0; extra <= 1; extra++) {
+        for (int page = 0; page <= 2; page += 2) {
+            int n = snprintf(line, sizeof(line), "GET %s?", pages[page].path);
+            memset(line + n, 'q', SP_HTTP_QUERY_MAX - 1 + extra);
+            snprintf(line + n + SP_HTTP_QUERY_MAX - 1 + extra, 64, " HTTP/1.1\r\nHost: a\r\n\r\n");
+            size_t got_len = answer(t, line, got, sizeof(got), &r);
+            if (page == 0) {
+                CHECK(got_len == plain && memcmp(got, want, plain) == 0);
+                continue;
+            }
+            CHECK_EQ(r.status, extra ? 414 : 301);
+            CHECK_EQ(r.close, extra);
+            CHECK(extra || (strstr(got, "Location: /dir/?qqq") && strstr(got, "qq\r\nConnection")));
+        }
+    }
+    sp_table_free(t);
+}
+
 int main(void)
 {
     paths();
@@ -273,6 +403,8 @@ int main(void)
     limits();
     ranges();
     dates();
+    queries();
     reply_segments();
+    redirects();
     return check_report("test_http");
 }

@@ -3,7 +3,8 @@
 Every file becomes its 200, 206 and 304 heads and its body; every directory its
 index (or a 403) and a 301 to its slashed name; every error the server can give is
 built here too. The C side (native/include/stormpy/app/http/site.h) only chooses
-among them and splices in the Date, the Connection line and a Content-Range.
+among them and splices in the Date, the Connection line, a Content-Range and a
+redirect's query.
 
 What cannot be served safely is refused with one line each and the rest still loads:
 a symlink that leaves the site, a file that cannot be read, a name with control
@@ -30,7 +31,7 @@ SERVER = b"stormpy"
 ENTRY = struct.Struct("<9I6HqQ")
 HEADER = struct.Struct(f"<{2 + _core.HTTP_ERRORS}I")
 NONE = 0xFFFFFFFF
-FILE, CLOSES = 1, 2
+FILE, CLOSES, REDIRECT = 1, 2, 4
 BLOB_MAX = 1 << 30
 REASONS = {200: "OK", 206: "Partial Content", 301: "Moved Permanently", 304: "Not Modified",
            400: "Bad Request", 403: "Forbidden", 412: "Precondition Failed", 404: "Not Found", 405: "Not Allowed",
@@ -100,11 +101,16 @@ class _Builder:
                                        mtime, size))
         return len(self.entries) - 1
 
-    def page(self, status: int, body: bytes, extra=()) -> int:
+    def page(self, status: int, body: bytes, extra=(), flags: int = 0) -> int:
         head = self.head(status, [("Content-Type", b"text/html"),
                                   ("Content-Length", str(len(body)).encode()), *extra])
         return self.entry(status, head, self.body(body), len(body),
-                          CLOSES if status in CLOSING else 0)
+                          flags | (CLOSES if status in CLOSING else 0))
+
+    def redirect(self, location: bytes) -> int:
+        """A 301 to location. Its Location is the head's last line: the server
+        appends the request's query to that line (site.h)."""
+        return self.page(301, error_page(301), [("Location", location)], REDIRECT)
 
     def file(self, data: bytes, mtime: int, content_type: bytes) -> int:
         etag = b'"%x-%x"' % (mtime, len(data))
@@ -200,8 +206,7 @@ def compile_site(root: str, now: float | None = None):
             # the name's own bytes, as the key has them: a name that is not UTF-8
             # (os.listdir's surrogates) is quoted byte for byte too
             location = b"/" + urllib.parse.quote(os.fsencode(rel)).encode()
-            keys[b"/" + os.fsencode(rel[:-1])] = b.page(301, error_page(301),
-                                                         [("Location", location)])
+            keys[b"/" + os.fsencode(rel[:-1])] = b.redirect(location)
 
     walk(root, "", frozenset({real_root}))
     head_of = {}

@@ -412,6 +412,8 @@ cdef extern from "stormpy/app/http/request.h" nogil:
     void sp_http_format_date(int64_t t, uint8_t *out)
 
 cdef extern from "stormpy/app/http/reply.h" nogil:
+    enum:
+        SP_HTTP_QUERY_MAX
     struct iovec_view "iovec":
         void *iov_base
         size_t iov_len

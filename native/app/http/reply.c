@@ -339,6 +339,31 @@ static void reply_file(const struct sp_table *t, const struct sp_http_site *site
         add_body(out, t, e, first, last - first + 1);
 }
 
+/* A redirect with the request's query at the end of its Location, the head's last
+ * line (site.h): the head short of its CRLF, then the query and that CRLF ahead of
+ * the server's lines, copied: the request's bytes do not live as long as the answer. */
+static void reply_redirect(const struct sp_table *t, const struct sp_http_entry *e,
+                           const struct sp_http_request *req, bool head_only,
+                           struct sp_http_reply *out)
+{
+    add_head(out, t, e, e->head, e->head_sums, e->head_date);
+    struct iovec *last = out->niov ? &out->iov[out->niov - 1] : NULL;
+    int n = 0;
+    if (last && last->iov_len >= 2 &&
+        memcmp((const uint8_t *)last->iov_base + last->iov_len - 2, "\r\n", 2) == 0) {
+        last->iov_len -= 2;            /* its stored sums still hold: they are by offset */
+        out->len -= 2;
+        if (last->iov_len == 0)
+            out->niov--;
+        memcpy(out->extra, req->query, req->query_len);
+        memcpy(out->extra + req->query_len, "\r\n", 2);
+        n = req->query_len + 2;
+    }
+    add_extra(out, n);
+    if (!head_only)
+        add_body(out, t, e, 0, e->size);
+}
+
 void sp_http_answer(const struct sp_table *t, const struct sp_http_site *site,
                    const struct sp_http_request *req, const struct sp_http_date *date,
                    struct sp_http_reply *out)
@@ -350,10 +375,14 @@ void sp_http_answer(const struct sp_table *t, const struct sp_http_site *site,
     } else {
         const struct sp_response *r = sp_table_find(t, 0, req->path, req->path_len);
         e = r && r->user < site->nentries ? &site->entry[r->user] : sp_http_error_entry(site, 404);
+        if ((e->flags & SP_HTTP_REDIRECT) && req->query_len > SP_HTTP_QUERY_MAX)
+            e = sp_http_error_entry(site, 414);   /* no room to carry it on (reply.h) */
     }
     start(out, date, e->status, !req->keep_alive || (e->flags & SP_HTTP_CLOSES));
     if (e->flags & SP_HTTP_FILE)
         reply_file(t, site, e, req, out);
+    else if ((e->flags & SP_HTTP_REDIRECT) && req->query)
+        reply_redirect(t, e, req, head_only, out);
     else
         add_entry(out, t, e, head_only, 0);
 }

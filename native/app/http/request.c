@@ -41,7 +41,34 @@ static void trim(const uint8_t **s, size_t *len)
         (*len)--;
 }
 
-/* Decodes and normalises the request target's path into req->path; a status or 0. */
+/* RFC 9112 3.2: no whitespace or control character in a request target */
+static bool target_byte_bad(uint8_t c)
+{
+    return c <= 0x20 || c == 0x7f;
+}
+
+/* The query after the path (path_end: its '?' or '#', or len), as request.h has it:
+ * up to a fragment. The bytes after the path are checked too: a redirect sends the
+ * query back in a header. A status or 0. */
+static uint16_t take_query(const uint8_t *s, size_t len, size_t path_end,
+                           struct sp_http_request *req)
+{
+    for (size_t i = path_end; i < len; i++)
+        if (target_byte_bad(s[i]))
+            return 400;
+    if (path_end == len || s[path_end] != '?')
+        return 0;                              /* none, or a fragment first */
+    const uint8_t *hash = memchr(s + path_end, '#', len - path_end);
+    size_t end = hash ? (size_t)(hash - s) : len;
+    if (end - path_end > 1) {
+        req->query = s + path_end;
+        req->query_len = (uint16_t)(end - path_end);   /* within SP_HTTP_LINE_MAX */
+    }
+    return 0;
+}
+
+/* Decodes and normalises the request target's path into req->path, and finds its
+ * query; a status or 0. */
 static uint16_t take_path(const uint8_t *s, size_t len, struct sp_http_request *req)
 {
     uint8_t decoded[SP_HTTP_PATH_MAX];
@@ -58,17 +85,19 @@ static uint16_t take_path(const uint8_t *s, size_t len, struct sp_http_request *
     } else if (len == 0 || s[0] != '/') {
         return 400;
     }
-    for (size_t i = 0; i < len && s[i] != '?' && s[i] != '#'; i++) {
-        uint8_t c = s[i];
-        if (c <= 0x20 || c == 0x7f)
+    size_t path_end = 0;
+    for (; path_end < len && s[path_end] != '?' && s[path_end] != '#'; path_end++) {
+        uint8_t c = s[path_end];
+        if (target_byte_bad(c))
             return 400;
         if (c == '%') {
-            if (i + 2 >= len || hex_value(s[i + 1]) < 0 || hex_value(s[i + 2]) < 0)
+            const uint8_t *hex = s + path_end;
+            if (path_end + 2 >= len || hex_value(hex[1]) < 0 || hex_value(hex[2]) < 0)
                 return 400;
-            c = (uint8_t)(hex_value(s[i + 1]) << 4 | hex_value(s[i + 2]));
+            c = (uint8_t)(hex_value(hex[1]) << 4 | hex_value(hex[2]));
             if (c == 0)
                 return 400;
-            i += 2;
+            path_end += 2;
         }
         if (n == sizeof(decoded))
             return 414;
@@ -111,7 +140,7 @@ static uint16_t take_path(const uint8_t *s, size_t len, struct sp_http_request *
     if (!dir && o > 1)
         o--;
     req->path_len = (uint16_t)o;
-    return 0;
+    return take_query(s, len, path_end, req);
 }
 
 static bool take_digits(const uint8_t *s, size_t len, uint64_t *v)
@@ -341,6 +370,8 @@ size_t sp_http_parse_request(const uint8_t *buf, size_t len, struct sp_http_requ
     req->if_modified_since = req->if_unmodified_since = -1;
     req->if_none_match = req->if_range = req->if_match = NULL;
     req->if_none_match_len = req->if_range_len = req->if_match_len = 0;
+    req->query = NULL;
+    req->query_len = 0;
     req->range.present = 0;
 
     const uint8_t *p = buf, *end = buf + len;

@@ -20,7 +20,11 @@
 #include "stormpy/app/http/site.h"
 
 #define SP_HTTP_REPLY_IOV 5
-#define SP_HTTP_EXTRA_MAX 128
+/* The longest query (its '?' included) a redirect carries on; a longer one is a 414.
+ * It is copied into the answer, whose bytes must outlive the request's (a sender
+ * keeps the answer, not the request), so every queued answer has room for one. */
+#define SP_HTTP_QUERY_MAX 1024
+#define SP_HTTP_EXTRA_MAX (SP_HTTP_QUERY_MAX + 128)
 
 /* The Date an answer carries and its sum, in the form of site.h's stored sums (the
  * Date is a blob shorter than a stride), both made once a second, never per answer. */
@@ -50,7 +54,8 @@ struct sp_http_reply {
     int body_iov;                      /* the iov of body bytes, -1 for none */
     uint64_t body_at;                  /* its first byte's offset in the answer */
     struct sp_http_date date;
-    uint8_t extra[SP_HTTP_EXTRA_MAX];  /* Content-Range, Content-Length, Connection, CRLF */
+    /* a redirect's query and CRLF, Content-Range, Content-Length, Connection, CRLF */
+    uint8_t extra[SP_HTTP_EXTRA_MAX];
 };
 
 /* The answer to req from t's site, dated `date`. The reply points into t and into

@@ -5,7 +5,9 @@
  * It copies nothing but the request path, which it percent-decodes and normalises
  * (dot-segments resolved, repeated slashes merged, query and fragment dropped) into
  * the request, so a lookup never sees "..", "%2e%2e" or "//". Header values it
- * keeps point into the caller's buffer and live as long as it does.
+ * keeps, and the query, point into the caller's buffer and live as long as it does.
+ * A control character anywhere in the target, the query included, is a 400: a
+ * redirect's Location carries the query on, and a header may hold no CR or LF.
  *
  * A request that is complete but wrong still parses: `error` then holds the status
  * to answer with (400, 414, 431, 501, 505) and the connection closes after it.
@@ -55,6 +57,10 @@ struct sp_http_request {
     const uint8_t *if_match;
     const uint8_t *if_range;
     uint16_t if_none_match_len, if_match_len, if_range_len;
+    /* "?" and the query as sent (not decoded), NULL when there is none or it is empty:
+     * nginx too redirects "/dir?" to "/dir/" */
+    const uint8_t *query;
+    uint16_t query_len;
     struct sp_http_range range;
     uint8_t path[SP_HTTP_PATH_MAX];
 };

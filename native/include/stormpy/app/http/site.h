@@ -27,7 +27,9 @@
  *                 other): the Date's own sum is made once a second (reply.h), so a
  *                 segment holding a head sums none of its bytes.
  * Responses are never patched per request: the fields that vary (Date, Connection,
- * Content-Range) are composed around them, so a sender points at stored bytes.
+ * Content-Range, a redirect's query) are composed around them, so a sender points at
+ * stored bytes. A redirect's head ends with its Location line, so the request's query
+ * goes between that line's value and its CRLF (as nginx, "/dir?q" moves to "/dir/?q").
  */
 #ifndef STORMPY_APP_HTTP_SITE_H
 #define STORMPY_APP_HTTP_SITE_H
@@ -43,6 +45,7 @@
 enum sp_http_entry_flags {
     SP_HTTP_FILE = 1,          /* a file: conditional and range requests apply */
     SP_HTTP_CLOSES = 2,        /* the connection closes after this answer */
+    SP_HTTP_REDIRECT = 4,      /* its head ends with Location: a query goes at its end */
 };
 
 /* The body bytes per stored sum (sums below). */
