@@ -158,9 +158,16 @@ void sp_response_shift(const struct sp_table *t, const struct sp_response *r, si
 {
     const uint8_t *b = t->arena + r->bytes_off;
     const struct sp_patch *p = t->patches + r->patch_off;
-    for (uint16_t i = SP_ECHO_PATCHES(r); i < r->npatch; i++)
-        if (p[i].dst + 2u <= stored_len)
-            sp_put16(out + p[i].dst + ins_len, sp_shifted_pointer(b + p[i].dst, ins_len, p[i].len));
+    for (uint16_t i = SP_ECHO_PATCHES(r); i < r->npatch; i++) {
+        if (p[i].dst + 2u > stored_len)
+            continue;
+        /* one 16-bit store, not two byte stores, which compilers leave apart here */
+        uint16_t v = sp_shifted_pointer(b + p[i].dst, ins_len, p[i].len);
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+        v = __builtin_bswap16(v);
+#endif
+        memcpy(out + p[i].dst + ins_len, &v, 2);
+    }
 }
 
 /* A sum is kept modulo 0xffff (2^16 is 1 there), where a word's bytes swapped, as a
