@@ -18,8 +18,8 @@ import time
 from stormpy.bench.netns import IFACE, SERVER_V4
 from stormpy.bench.report import write_csv
 from stormpy.lab import veth
-from stormpy.lab.common import (PORT, SERVER_CPU, Server, gen, latency_us, note, pyplot,
-                                skip_reason_xdp, write_report)
+from stormpy.lab.common import (PORT, SERVER_CPU, Server, gen, latency_us, legend_over_data, note,
+                                pyplot, skip_reason_xdp, write_report)
 
 NUMBER = 5
 IDEA = ("napi_defer_hard_irqs and gro_flush_timeout on the veth, the software form of "
@@ -206,10 +206,9 @@ def plot(path: str, rows: list) -> None:
         twin.plot(xs, [r[4] / 1e3 for r in sweep], "s--", label="replies/s (thousands)")
         twin.set_ylabel("closed-loop replies/s, thousands")
         twin.set_ylim(bottom=0)
-        twin.legend(fontsize=8, loc="lower right")
+        cost.set_ylim(bottom=0)
+        legend_over_data(cost, twin, ncol=2)
     cost.set_ylabel("server CPU per reply, us; mean batch")
-    cost.set_ylim(bottom=0)
-    cost.legend(fontsize=8, loc="upper left")
     fig.suptitle(f"Lab 5: coalescing (napi_defer_hard_irqs {DEFER}, veth, AF_XDP)")
     fig.tight_layout()
     fig.savefig(path, dpi=100)

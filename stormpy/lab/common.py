@@ -157,6 +157,23 @@ def pyplot():
     return plt
 
 
+def legend_over_data(ax, *twins, ncol: int = 3, room: float = 0.3) -> None:
+    """One legend for ax and its twin axes, in a band at the top that each axis keeps
+    clear of data (room: the band's share of the height): a legend placed over the data
+    by matplotlib's "best" hides points whenever the lines cross the whole panel."""
+    handles, labels = [], []
+    for a in (ax, *twins):
+        h, l = a.get_legend_handles_labels()
+        handles += h
+        labels += l
+        bottom, top = a.get_ylim()
+        if a.get_yscale() == "log":
+            a.set_ylim(bottom, top * (top / bottom) ** (room / (1 - room)))
+        else:
+            a.set_ylim(bottom, top + (top - bottom) * room / (1 - room))
+    ax.legend(handles, labels, loc="upper center", ncol=ncol, fontsize=8)
+
+
 def write_report(path: str, title: str, setup: str, header: list, rows: list,
                  answers: list) -> None:
     """report.md: the set-up, the measured table, and each handout question followed by

@@ -15,8 +15,8 @@ import time
 from stormpy.bench.netns import IFACE, SERVER_V4
 from stormpy.bench.report import write_csv
 from stormpy.lab import veth
-from stormpy.lab.common import (PORT, LabError, Server, gen, latency_us, note, pyplot,
-                                skip_reason_xdp, sysctls, write_report)
+from stormpy.lab.common import (PORT, LabError, Server, gen, latency_us, legend_over_data, note,
+                                pyplot, skip_reason_xdp, sysctls, write_report)
 
 NUMBER = 4
 IDEA = ("RSS-like spreading on a two-queue veth by the XDP program against RPS and RFS on "
@@ -222,8 +222,8 @@ def plot(path: str, rows: list) -> None:
                                      (18, "probed flows received on their worker's CPU"))):
         spread.bar([x + (i - 1) * width for x in xs], [r[col] for r in rows], width, label=name)
     spread.set_ylabel("%")
-    spread.set_ylim(0, 119)
-    spread.legend(fontsize=8, loc="upper left")
+    spread.set_ylim(0, 100)
+    legend_over_data(spread, ncol=1, room=0.25)
     bottom = [0.0] * len(rows)
     for col, name in ((13, "worker 0 (CPU 0)"), (14, "worker 1 (CPU 1)"),
                       (15, "NAPI threads, ksoftirqd")):
@@ -236,7 +236,7 @@ def plot(path: str, rows: list) -> None:
         lat.bar([x + (i - 1) * width for x in xs], [r[col] for r in rows], width, label=name)
     lat.set_ylabel(f"latency, us (open loop at {RATE:,} q/s)")
     lat.set_yscale("log")
-    lat.legend(fontsize=8)
+    legend_over_data(lat)
     for ax in (spread, cpu, lat):
         ax.set_xticks(list(xs))
         ax.set_xticklabels([r[0] for r in rows], rotation=20, ha="right")

@@ -16,8 +16,8 @@ from stormpy.bench.netns import IFACE, SERVER_V4
 from stormpy.bench.processes import REPO_ROOT, start_logged, stop_process
 from stormpy.bench.report import write_csv
 from stormpy.control import request
-from stormpy.lab.common import (SERVER_CPU, LabError, Server, gen, latency_us, note, pyplot,
-                                ring_args, skip_reason_xdp, write_report)
+from stormpy.lab.common import (SERVER_CPU, LabError, Server, gen, latency_us, legend_over_data,
+                                note, pyplot, ring_args, skip_reason_xdp, write_report)
 
 NUMBER = 6
 IDEA = ("TX queues and bufferbloat: DNS latency through a saturated slow link with a long "
@@ -247,7 +247,7 @@ def plot(path: str, rows: list) -> None:
     left.set_ylabel("DNS latency, ms")
     left.set_title(f"{DNS_RATE} q/s through a saturated {LINK_MBIT} Mbit/s link", fontsize=10)
     left.set_yscale("log")
-    left.legend()
+    legend_over_data(left, ncol=2)   # and room for the losses written over the bars
     left.grid(True, axis="y", alpha=0.3)
     if ring:
         right = axes[0][1]
@@ -259,12 +259,11 @@ def plot(path: str, rows: list) -> None:
         twin = right.twinx()
         twin.plot(names, [r[10] for r in ring], marker="^", color="#c0392b", label="replies/s")
         twin.set_ylabel("replies/s")
-        twin.set_ylim(0, 1.4 * max(r[10] for r in ring))   # room for the legends
+        twin.set_ylim(bottom=0)
         right.set_title(f"AF_XDP TX byte limit, closed loop, {OUTSTANDING} in flight",
                         fontsize=10)
         right.set_xlabel(f"AF_XDP --tx-limit (bytes), --tx-flush-us {FLUSH_US}")
-        right.legend(loc="upper left")
-        twin.legend(loc="upper right")
+        legend_over_data(right, twin)
         right.grid(True, alpha=0.3)
     fig.suptitle("Lab 6: TX queues and bufferbloat")
     fig.tight_layout()
