@@ -158,8 +158,9 @@ void sp_response_shift(const struct sp_table *t, const struct sp_response *r, si
 {
     const uint8_t *b = t->arena + r->bytes_off;
     const struct sp_patch *p = t->patches + r->patch_off;
+    bool whole = stored_len >= r->len;   /* every pointer inside: validated when added */
     for (uint16_t i = SP_ECHO_PATCHES(r); i < r->npatch; i++) {
-        if (p[i].dst + 2u > stored_len)
+        if (!whole && p[i].dst + 2u > stored_len)
             continue;
         /* one 16-bit store, not two byte stores, which compilers leave apart here */
         uint16_t v = sp_shifted_pointer(b + p[i].dst, ins_len, p[i].len);
