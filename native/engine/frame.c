@@ -14,9 +14,10 @@ static inline size_t mtu_cap(const struct sp_frame_config *cfg, size_t l2, size_
     return cfg->mtu && cap > l2 + cfg->mtu ? l2 + cfg->mtu : cap;
 }
 
-enum sp_frame_kind sp_frame_parse(const struct sp_frame_config *cfg, const struct sp_frame *frame,
-                                  uint8_t *tx, size_t cap, struct sp_frame_query *fq,
-                                  size_t *stack, struct sp_frame_counters *c)
+/* sp_frame_parse(), and sp_frame_parse_unchecked() when defer (a constant: inlined). */
+static inline __attribute__((always_inline)) enum sp_frame_kind
+parse(const struct sp_frame_config *cfg, const struct sp_frame *frame, uint8_t *tx, size_t cap,
+      struct sp_frame_query *fq, size_t *stack, struct sp_frame_counters *c, bool defer)
 {
     const uint8_t *rx = frame->data;
     size_t len = frame->len;
@@ -48,7 +49,9 @@ enum sp_frame_kind sp_frame_parse(const struct sp_frame_config *cfg, const struc
         c->not_ours++;
         return SP_FRAME_NOT_OURS;
     }
-    if (!sp_udpip_checksums_ok(rx + l2, u, frame->l4_verified)) {   /* what the kernel drops */
+    /* what the kernel drops */
+    if (defer ? !sp_udpip_headers_ok(rx + l2, u, frame->l4_verified, &fq->unchecked)
+              : !sp_udpip_checksums_ok(rx + l2, u, frame->l4_verified)) {
         c->malformed++;
         return SP_FRAME_DROPPED;
     }
@@ -59,6 +62,31 @@ enum sp_frame_kind sp_frame_parse(const struct sp_frame_config *cfg, const struc
     fq->l2 = l2;
     fq->headers = l2 + sp_udpip_header_len(u->family);
     return SP_FRAME_QUERY;
+}
+
+enum sp_frame_kind sp_frame_parse(const struct sp_frame_config *cfg, const struct sp_frame *frame,
+                                  uint8_t *tx, size_t cap, struct sp_frame_query *fq,
+                                  size_t *stack, struct sp_frame_counters *c)
+{
+    fq->unchecked = 0;
+    return parse(cfg, frame, tx, cap, fq, stack, c, false);
+}
+
+enum sp_frame_kind sp_frame_parse_unchecked(const struct sp_frame_config *cfg,
+                                            const struct sp_frame *frame, uint8_t *tx,
+                                            size_t cap, struct sp_frame_query *fq,
+                                            size_t *stack, struct sp_frame_counters *c)
+{
+    return parse(cfg, frame, tx, cap, fq, stack, c, true);
+}
+
+bool sp_frame_payload_unusual(const uint8_t *rx, const struct sp_frame_query *fq,
+                              struct sp_frame_counters *c)
+{
+    if (sp_udpip_partial_sum_ok(rx + fq->l2, &fq->u))
+        return true;
+    c->malformed++;
+    return false;
 }
 
 size_t sp_frame_payload_cap(const struct sp_frame_config *cfg, const struct sp_frame_query *fq,

@@ -38,9 +38,11 @@ static inline uint32_t addresses_sum(const struct sp_udpip *u)
     return sp_ip_addresses_sum(u->family, u->src, u->dst);
 }
 
-bool sp_udpip_checksums_ok(const uint8_t *ip, const struct sp_udpip *u, bool l4_verified)
+bool sp_udpip_headers_ok(const uint8_t *ip, const struct sp_udpip *u, bool l4_verified,
+                         uint64_t *unchecked)
 {
     size_t l4 = u->payload_off - SP_UDP_HEADER_LEN;
+    *unchecked = 0;
     /* a right header sums to 0xffff, in either byte order */
     if (u->family == 4) {
         size_t ihl = (size_t)(ip[0] & 0x0f) * 4;
@@ -49,23 +51,39 @@ bool sp_udpip_checksums_ok(const uint8_t *ip, const struct sp_udpip *u, bool l4_
         if (!sp_csum_acc_is_ffff(acc))
             return false;
     }
-    uint16_t field = sp_get16(ip + l4 + 6);
-    if (field == 0)
+    if (sp_get16(ip + l4 + 6) == 0)
         return u->family == 4;
     if (l4_verified)
         return true;
-    size_t udp_len = SP_UDP_HEADER_LEN + u->payload_len;
-    /* the pseudo-header added up with the datagram, in the machine's order */
-    uint64_t acc = sp_csum_acc(ip + l4, udp_len, 0);
+    /* the pseudo-header added up with the UDP header, in the machine's order: not 0,
+     * as the checksum field is not */
+    uint64_t acc = sp_csum_acc(ip + l4, SP_UDP_HEADER_LEN, 0);
     acc = u->family == 4 ? sp_csum_acc(u->dst, 4, sp_csum_acc(u->src, 4, acc))
                          : sp_csum_acc(u->dst, 16, sp_csum_acc(u->src, 16, acc));
-    acc = sp_csum_acc_word(acc, sp_csum_native(PROTO_UDP) + sp_csum_native((uint32_t)udp_len));
-    if (sp_csum_acc_is_ffff(acc))
-        return true;
+    size_t udp_len = SP_UDP_HEADER_LEN + u->payload_len;
+    *unchecked =
+        sp_csum_acc_word(acc, sp_csum_native(PROTO_UDP) + sp_csum_native((uint32_t)udp_len));
+    return true;
+}
+
+bool sp_udpip_partial_sum_ok(const uint8_t *ip, const struct sp_udpip *u)
+{
     /* A sender on this host (a veth peer, a container) hands over CHECKSUM_PARTIAL
      * frames: the field holds only the pseudo-header sum, for a device that never
      * runs. The kernel trusts those; so do we. */
-    return field == sp_csum_reduce(addresses_sum(u) + PROTO_UDP + (uint32_t)udp_len);
+    uint32_t udp_len = (uint32_t)(SP_UDP_HEADER_LEN + u->payload_len);
+    return sp_get16(ip + u->payload_off - SP_UDP_HEADER_LEN + 6) ==
+           sp_csum_reduce(addresses_sum(u) + PROTO_UDP + udp_len);
+}
+
+bool sp_udpip_checksums_ok(const uint8_t *ip, const struct sp_udpip *u, bool l4_verified)
+{
+    uint64_t unchecked;
+    if (!sp_udpip_headers_ok(ip, u, l4_verified, &unchecked))
+        return false;
+    return !unchecked ||
+           sp_csum_acc_is_ffff(sp_csum_acc(ip + u->payload_off, u->payload_len, unchecked)) ||
+           sp_udpip_partial_sum_ok(ip, u);
 }
 
 size_t sp_udpip_write_reply(uint8_t *out, const struct sp_udpip *req, size_t payload_len,

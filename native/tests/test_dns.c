@@ -47,6 +47,10 @@ static enum sp_dns_verdict parse_both(const uint8_t *m, size_t n, struct sp_dns_
     }
     CHECK_EQ(plain.edns, q->edns);
     CHECK_EQ(plain.edns_size, q->edns_size);
+    /* the whole message's sum made on the way, where the question came uncompressed,
+     * is the message's (the frame paths check the query's UDP checksum with it) */
+    if (q->message_summed)
+        CHECK_EQ(sp_csum_acc_reduce(q->message_acc), sp_csum_acc_reduce(sp_csum_acc(m, n, 0)));
     return v;
 }
 
@@ -317,6 +321,46 @@ static void test_answer(void)
     sp_table_free(t);
 }
 
+/* Names of every length, with nothing, an OPT, an OPT with a cookie (odd), or stray
+ * bytes after the question: each message's sum is made on the way (parse_both()). */
+static void test_message_sum(void)
+{
+    static const uint8_t cookie[12] = {0, 10, 0, 8, 1, 2, 3, 4, 5, 6, 7, 8};
+    uint8_t m[600], name[256];
+    struct sp_dns_query q;
+    for (size_t len = 1; len <= 255; len++) {
+        size_t at = 0;           /* labels of up to 63 bytes, letters by position */
+        while (at + 2 < len) {   /* room for a length byte, one byte, and the root */
+            size_t label = len - 1 - at - 1 < 63 ? len - 1 - at - 1 : 63;
+            name[at++] = (uint8_t)label;
+            for (size_t i = 0; i < label; i++, at++)
+                name[at] = (uint8_t)('A' + (at * 7) % 26);
+        }
+        name[at] = 0;
+        if (at + 1 != len)
+            continue;           /* one byte left over: no label of 0 bytes */
+        for (int after = 0; after < 4; after++) {
+            size_t n = make_query(m, (const char *)name, len, 1);
+            if (after == 1 || after == 2)
+                n = add_opt(m, n, 1232, 0, after == 2);
+            if (after == 2) {   /* the OPT's RDLENGTH, then its option */
+                m[n - 1] = sizeof(cookie);
+                memcpy(m + n, cookie, sizeof(cookie));
+                n += sizeof(cookie);
+            }
+            if (after == 3)
+                m[n++] = 0x5a;
+            enum sp_dns_verdict v = parse_both(m, n, &q);
+            CHECK_EQ(v, after == 3 ? SP_DNS_FORMERR : SP_DNS_LOOKUP);
+            CHECK(q.message_summed);
+        }
+    }
+    /* compressed: summed the long way, by the caller */
+    size_t n = make_query(m, "\x03www\xc0\x0b", 6, 1);
+    CHECK_EQ(parse_both(m, n, &q), SP_DNS_LOOKUP);
+    CHECK(!q.message_summed);
+}
+
 int main(void)
 {
     test_parse_plain();
@@ -325,6 +369,7 @@ int main(void)
     test_parse_header_rules();
     test_parse_opt_without_question();
     test_parse_names();
+    test_message_sum();
     test_answer();
     return check_report("test_dns");
 }

@@ -58,6 +58,14 @@ bool sp_dns_rate_limit(struct sp_dns_worker *d, uint8_t family, const uint8_t *s
     }
 }
 
+__attribute__((noinline, cold)) bool
+sp_dns_payload_rechecked(const uint8_t *rx, const struct sp_frame_query *fq,
+                         struct sp_frame_counters *c)
+{
+    uint64_t acc = sp_csum_acc(rx + fq->l2 + fq->u.payload_off, fq->u.payload_len, 0);
+    return sp_frame_payload_checked(rx, fq, acc, c);
+}
+
 /* sp_dns_frame_answer(), inlined where it is called: in the batch loop below too. */
 static inline __attribute__((always_inline)) size_t
 frame_answer(const struct sp_table *t, struct sp_dns_worker *d, const struct sp_frame_config *cfg,
@@ -66,7 +74,7 @@ frame_answer(const struct sp_table *t, struct sp_dns_worker *d, const struct sp_
     struct sp_frame_query fq;
     size_t stack;
     const uint8_t *rx = frame->data;
-    if (sp_frame_parse(cfg, frame, tx, cap, &fq, &stack, c) != SP_FRAME_QUERY)
+    if (sp_frame_parse_unchecked(cfg, frame, tx, cap, &fq, &stack, c) != SP_FRAME_QUERY)
         return stack;
     size_t dns_cap = sp_frame_payload_cap(cfg, &fq, cap);
     if (!dns_cap)
@@ -76,6 +84,8 @@ frame_answer(const struct sp_table *t, struct sp_dns_worker *d, const struct sp_
     enum sp_dns_verdict v = sp_dns_parse_summed(msg, fq.u.payload_len, q);
     const struct sp_response *r = v == SP_DNS_LOOKUP ? sp_dns_lookup(t, q) : NULL;
     if (d->rrl && !sp_dns_rate_limit(d, fq.u.family, fq.u.src, &v, r))
+        return 0;
+    if (!sp_dns_payload_checked(rx, &fq, q, c))
         return 0;
     return frame_reply(t, d, q, cfg, rx, &fq, v, r, tx, dns_cap);
 }
@@ -128,13 +138,13 @@ answer_group(const struct sp_table *t, struct sp_dns_worker *d, const struct sp_
     for (unsigned j = 0; j < n; j++) {   /* parse and hash; the first slot fetched */
         size_t stack;
         r[j] = NULL;
-        query[j] = sp_frame_parse(cfg, &rx[j], tx[j].data, tx[j].cap, &fq[j], &stack, c) ==
-                       SP_FRAME_QUERY &&
+        query[j] = sp_frame_parse_unchecked(cfg, &rx[j], tx[j].data, tx[j].cap, &fq[j], &stack,
+                                            c) == SP_FRAME_QUERY &&
                    sp_frame_payload_cap(cfg, &fq[j], tx[j].cap);
         if (!query[j])
             continue;
         verdict[j] = sp_dns_parse_summed(rx[j].data + fq[j].l2 + fq[j].u.payload_off,
-                                  fq[j].u.payload_len, &q[j]);
+                                         fq[j].u.payload_len, &q[j]);
         if (verdict[j] == SP_DNS_LOOKUP) {
             look[nlook] = (uint8_t)j;
             hash[nlook++] = sp_table_prefetch_slot(t, sp_dns_first_tag(&q[j]), q[j].name_hash);
@@ -174,6 +184,8 @@ answer_group(const struct sp_table *t, struct sp_dns_worker *d, const struct sp_
         if (!query[j])
             continue;
         if (d->rrl && !sp_dns_rate_limit(d, fq[j].u.family, fq[j].u.src, &verdict[j], r[j]))
+            continue;
+        if (!sp_dns_payload_checked(rx[j].data, &fq[j], &q[j], c))
             continue;
         if (pool) {
             if (sp_precopy_reply(pool, t, d, &q[j], cfg, rx[j].data, &fq[j], verdict[j], r[j],

@@ -135,7 +135,7 @@ static inline uint64_t load_last(const uint8_t *p, size_t n, const uint8_t *end)
 /* The question at p (q->question_len bytes before end): copied as sent, its name
  * lower-cased and hashed for the table, and (with_sum) the whole summed for the reply's
  * checksum, in one pass of 16 bytes at a time, then 8, then the rest. */
-static inline __attribute__((always_inline)) void
+static inline __attribute__((always_inline)) uint64_t
 take_question(const uint8_t *p, const uint8_t *end, struct sp_dns_query *q, bool with_sum)
 {
     size_t name_len = q->name_len, i = 0;
@@ -176,6 +176,7 @@ take_question(const uint8_t *p, const uint8_t *end, struct sp_dns_query *q, bool
     }
     q->name_hash = h;
     q->question_sum = with_sum ? sp_csum_acc_done(acc) : 0;
+    return acc;
 }
 
 /* Skips an owner name in a resource record without decompressing it. */
@@ -253,6 +254,7 @@ parse(const uint8_t *msg, size_t len, struct sp_dns_query *q, bool with_sum)
     q->edns = false;
     q->edns_do = false;
     q->edns_version = 0;
+    q->message_summed = false;
     q->edns_size = 0;
     if (len < SP_DNS_HEADER_LEN || (msg[2] & SP_DNS_QR))
         return SP_DNS_DROP;
@@ -288,7 +290,18 @@ parse(const uint8_t *msg, size_t len, struct sp_dns_query *q, bool with_sum)
             return SP_DNS_FORMERR;
         q->name_len = (uint8_t)(pos - SP_DNS_HEADER_LEN);
         q->question_len = (uint16_t)(q->name_len + 4);
-        take_question(msg + SP_DNS_HEADER_LEN, msg + len, q, with_sum);
+        uint64_t acc = take_question(msg + SP_DNS_HEADER_LEN, msg + len, q, with_sum);
+        if (with_sum) {   /* the whole message: the header, and what follows the question */
+            uint32_t head;
+            memcpy(&head, msg, 4);
+            acc = sp_csum_acc_word(sp_csum_acc_word(acc, head), counts);
+            if (pos + 4 < len) {     /* at an odd offset, byte-swapped */
+                uint32_t rest = sp_csum_acc_reduce(sp_csum_acc(msg + pos + 4, len - pos - 4, 0));
+                acc = sp_csum_acc_word(acc, pos & 1 ? sp_csum_swap16(rest) : rest);
+            }
+            q->message_acc = acc;
+            q->message_summed = true;
+        }
     }
     uint16_t qtype = sp_get16(msg + pos), qclass = sp_get16(msg + pos + 2);
     q->qtype = qtype;

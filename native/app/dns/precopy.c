@@ -285,7 +285,7 @@ precopy_answer(struct sp_precopy *p, const struct sp_table *t, struct sp_dns_wor
     struct sp_frame_query fq;
     size_t n;
     const uint8_t *rx = frame->data;
-    if (sp_frame_parse(cfg, frame, tx->data, tx->cap, &fq, &n, c) != SP_FRAME_QUERY) {
+    if (sp_frame_parse_unchecked(cfg, frame, tx->data, tx->cap, &fq, &n, c) != SP_FRAME_QUERY) {
         if (n) {
             *out = *tx;
             out->len = (uint32_t)n;
@@ -298,6 +298,8 @@ precopy_answer(struct sp_precopy *p, const struct sp_table *t, struct sp_dns_wor
     enum sp_dns_verdict v = sp_dns_parse_summed(rx + fq.l2 + fq.u.payload_off, fq.u.payload_len, q);
     const struct sp_response *r = v == SP_DNS_LOOKUP ? sp_dns_lookup(t, q) : NULL;
     if (d->rrl && !sp_dns_rate_limit(d, fq.u.family, fq.u.src, &v, r))
+        return 0;
+    if (!sp_dns_payload_checked(rx, &fq, q, c))
         return 0;
     return sp_precopy_reply(p, t, d, q, cfg, rx, &fq, v, r, tx, out);
 }

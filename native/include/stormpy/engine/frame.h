@@ -21,6 +21,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "stormpy/proto/csum.h"
 #include "stormpy/proto/eth.h"
 #include "stormpy/proto/udpip.h"
 
@@ -64,6 +65,10 @@ struct sp_frame_query {
     size_t l2;               /* Ethernet header, with the VLAN tag if any */
     size_t headers;          /* l2 + IP + UDP headers of the reply */
     struct sp_udpip u;
+    /* From sp_frame_parse_unchecked(), when not 0: the UDP checksum is still to be
+     * checked, by sp_frame_payload_checked(), before the frame is answered (the sum
+     * the payload's completes: sp_udpip_headers_ok()). */
+    uint64_t unchecked;
 };
 
 /* What sp_frame_parse() found in a frame. */
@@ -131,6 +136,23 @@ static inline bool sp_datagram_source_refused(uint8_t family, const uint8_t *src
 enum sp_frame_kind sp_frame_parse(const struct sp_frame_config *cfg, const struct sp_frame *rx,
                                   uint8_t *tx, size_t cap, struct sp_frame_query *fq,
                                   size_t *stack, struct sp_frame_counters *c);
+/* sp_frame_parse() with the UDP checksum left to the caller, which reads the payload
+ * anyway and can add it up on the way (DNS's question): when fq->unchecked, the frame
+ * is not answered before sp_frame_payload_checked() says it may be... */
+enum sp_frame_kind sp_frame_parse_unchecked(const struct sp_frame_config *cfg,
+                                            const struct sp_frame *rx, uint8_t *tx,
+                                            size_t cap, struct sp_frame_query *fq,
+                                            size_t *stack, struct sp_frame_counters *c);
+/* ...given payload_acc, sp_csum_acc() of the UDP payload as at an even offset: false
+ * (counted malformed, dropped as the kernel drops it) when the checksum is wrong. */
+bool sp_frame_payload_unusual(const uint8_t *rx, const struct sp_frame_query *fq,
+                              struct sp_frame_counters *c);
+static inline bool sp_frame_payload_checked(const uint8_t *rx, const struct sp_frame_query *fq,
+                                            uint64_t payload_acc, struct sp_frame_counters *c)
+{
+    return !fq->unchecked || sp_csum_acc_is_ffff(sp_csum_acc_word(fq->unchecked, payload_acc)) ||
+           sp_frame_payload_unusual(rx, fq, c);
+}
 /* The room for the payload in a reply frame of cap bytes (MTU applied); 0: none. */
 size_t sp_frame_payload_cap(const struct sp_frame_config *cfg, const struct sp_frame_query *fq,
                             size_t cap);

@@ -38,6 +38,17 @@ bool sp_udpip_parse(const uint8_t *ip, size_t len, struct sp_udpip *u);
  * header's and the zero checksum's rules still apply. */
 bool sp_udpip_checksums_ok(const uint8_t *ip, const struct sp_udpip *u, bool l4_verified);
 
+/* sp_udpip_checksums_ok() in steps, for a caller that reads the payload anyway and
+ * adds it up on the way (DNS): the checks but the UDP sum's. *unchecked is 0, or the
+ * sum the payload's completes (the pseudo-header's and UDP header's, as sp_csum_acc()
+ * adds up): then the datagram is right when sp_csum_acc_is_ffff() of the two added,
+ * or sp_udpip_partial_sum_ok(). */
+bool sp_udpip_headers_ok(const uint8_t *ip, const struct sp_udpip *u, bool l4_verified,
+                         uint64_t *unchecked);
+/* A checksum field holding the pseudo-header's sum alone (CHECKSUM_PARTIAL), which
+ * sp_udpip_checksums_ok() accepts. */
+bool sp_udpip_partial_sum_ok(const uint8_t *ip, const struct sp_udpip *u);
+
 /* Header length of a reply for this family. */
 static inline size_t sp_udpip_header_len(uint8_t family)
 {

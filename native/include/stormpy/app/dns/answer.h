@@ -5,8 +5,8 @@
  * where the kernel keeps the headers.
  *
  * sp_dns_frame_answer() is exactly
- *   sp_frame_parse -> sp_frame_payload_cap -> sp_dns_parse_summed/sp_dns_lookup
- *   -> sp_dns_rate_limit -> sp_dns_frame_reply;
+ *   sp_frame_parse_unchecked -> sp_frame_payload_cap -> sp_dns_parse_summed/sp_dns_lookup
+ *   -> sp_dns_rate_limit -> sp_dns_payload_checked -> sp_dns_frame_reply;
  * precopy mode (precopy.h), which decides where a reply goes only after it has seen
  * the query, and the DNS responder (app/rules) take the steps one by one.
  */
@@ -22,6 +22,27 @@
 #include "stormpy/engine/frame.h"
 #include "stormpy/engine/table.h"
 #include "stormpy/io.h"
+#include "stormpy/proto/csum.h"
+
+/* sp_dns_payload_checked() the long way: the payload summed again. */
+bool sp_dns_payload_rechecked(const uint8_t *rx, const struct sp_frame_query *fq,
+                              struct sp_frame_counters *c);
+
+/* The query's UDP checksum where sp_frame_parse_unchecked() left it, from the sum
+ * sp_dns_parse_summed() made of the message on its way: false (counted malformed)
+ * when wrong, and the frame is not answered. Checked just before the reply is written:
+ * here the check costs the fewest registers, and a damaged frame has been looked up
+ * (which writes nothing) and, at worst, counted by rate limiting, as a sender that
+ * computes its checksums could have it counted anyway. */
+static inline bool sp_dns_payload_checked(const uint8_t *rx, const struct sp_frame_query *fq,
+                                          const struct sp_dns_query *q,
+                                          struct sp_frame_counters *c)
+{
+    return !fq->unchecked ||
+           (q->message_summed &&
+            sp_csum_acc_is_ffff(sp_csum_acc_word(fq->unchecked, q->message_acc))) ||
+           sp_dns_payload_rechecked(rx, fq, c);
+}
 
 /* The reply to the received frame rx: its length written to tx (at most cap), or 0
  * for no reply. */

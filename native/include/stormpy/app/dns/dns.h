@@ -147,6 +147,7 @@ struct sp_dns_query {
     bool edns;
     bool edns_do;
     uint8_t edns_version;
+    bool message_summed;     /* message_acc holds the message's sum */
     uint16_t edns_size;
     uint16_t qtype;
     uint16_t qclass;
@@ -155,6 +156,10 @@ struct sp_dns_query {
     uint32_t question_sum;   /* partial checksum of the question, as at an even offset
                                 (sp_dns_parse_summed() only; 0 from sp_dns_parse()) */
     uint64_t name_hash;      /* the table's hash of name_lower (sp_key_hash_*) */
+    /* The whole message's sum as sp_csum_acc() adds it up, made on the question's way
+     * (sp_dns_parse_summed() of a question sent without a pointer: message_summed), so
+     * that the query's UDP checksum is checked without reading it again. */
+    uint64_t message_acc;
     /* Padded past the longest name and question: the name is written and hashed 16 or
      * 8 bytes at a time and compared 8 at a time, the question copied out 16 at a time. */
     uint8_t name_lower[SP_DNS_NAME_MAX + 1 + 8];
