@@ -228,9 +228,13 @@ static inline size_t count_rcode(struct sp_dns_counters *c, uint16_t rcode, size
 /* An answer from the table r: by rcode and by zone. */
 static inline size_t count_answer(struct sp_dns_counters *c, const struct sp_response *r, size_t n)
 {
-    if (n)
+    if (n) {
         c->zone[SP_DNS_USER_ZONE(r->user)]++;
-    return count_rcode(c, SP_DNS_USER_RCODE(r->user), n);
+        c->rcode[SP_DNS_USER_HEADER_RCODE(r->user)]++;
+    } else {
+        c->dropped++;
+    }
+    return n;
 }
 
 size_t sp_dns_full_len(const struct sp_response *r, const struct sp_dns_query *q,

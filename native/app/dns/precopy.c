@@ -243,8 +243,7 @@ size_t sp_precopy_reply(struct sp_precopy *p, const struct sp_table *t, struct s
             uint8_t *payload = s->data + fq->headers;
             uint32_t sum = sp_csum_add(sp_dns_copy_rewrite(t, r, msg, q, payload), s->extra_sum);
             sp_frame_write_headers(cfg, rx, fq, s->data, full, sum);
-            uint16_t rcode = SP_DNS_USER_RCODE(r->user);
-            d->counters.rcode[rcode < 16 ? rcode : 16]++;
+            d->counters.rcode[SP_DNS_USER_HEADER_RCODE(r->user)]++;
             d->counters.zone[SP_DNS_USER_ZONE(r->user)]++;
             p->counters.hits++;
             return send_slot(p, s, out);

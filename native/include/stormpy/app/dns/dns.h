@@ -86,6 +86,9 @@ enum sp_dns_verdict {
  * referral, where only sibling glue is optional (RFC 9471: in-domain glue that does
  * not fit makes the answer TC). */
 #define SP_DNS_USER_RCODE(u) ((uint16_t)((u) & 0x3f))
+/* The same, as the compilers store it: the header's 4 bits (no extended rcode comes
+ * from the table), so a counter needs no clamp. */
+#define SP_DNS_USER_HEADER_RCODE(u) ((size_t)(u) & 0x0f)
 /* The response has a DNSSEC form (RRSIGs, NSEC/NSEC3 proofs), stored right after it
  * in the table's response array: a query with the DO bit gets that one instead. */
 #define SP_DNS_USER_SIGNED (1u << 6)
