@@ -132,6 +132,44 @@ static void test_parse_edns(void)
     CHECK_EQ(parse_both(m, n + sizeof(opt), &q), SP_DNS_FORMERR);
 }
 
+/* The usual OPT (the last 11 bytes, no options) is read without the records' walk;
+ * the same OPT carrying an empty option takes the walk: both read the same fields,
+ * for every payload size, version, extended rcode and flags tried. And an OPT owned
+ * by another name, or in the authority section, is the walk's to judge. */
+static void test_usual_opt_reads_as_the_walk(void)
+{
+    uint8_t m[512];
+    struct sp_dns_query usual, walked;
+    uint32_t x = 12345;
+    for (int i = 0; i < 2000; i++) {
+        x = x * 1103515245u + 12345u;
+        size_t n = add_opt(m, make_query(m, WWW, 17, 1), (uint16_t)(x >> 8),
+                           (uint8_t)(i % 3 == 0 ? x >> 3 : 0), (int)(x >> 30) & 1);
+        m[n - 6] = (uint8_t)(x >> 24);                      /* the extended rcode */
+        m[n - 3] |= (uint8_t)(x >> 16) & 0x7f;               /* the other flags */
+        enum sp_dns_verdict v = parse_both(m, n, &usual);
+        const uint8_t empty_option[4] = {0xfd, 0xe9, 0, 0};  /* a local option, no data */
+        m[n - 1] = 4;
+        memcpy(m + n, empty_option, 4);
+        CHECK_EQ(parse_both(m, n + 4, &walked), v);
+        CHECK(usual.edns && walked.edns);
+        CHECK_EQ(usual.edns_size, walked.edns_size);
+        CHECK_EQ(usual.edns_version, walked.edns_version);
+        CHECK_EQ(usual.edns_do, walked.edns_do);
+        CHECK_EQ(v, usual.edns_version ? SP_DNS_BADVERS : SP_DNS_LOOKUP);
+    }
+    size_t n = make_query(m, WWW, 17, 1);   /* owned by "a.", not the root */
+    const uint8_t named[13] = {1, 'a', 0, 0, 41, 0x04, 0xd0, 0, 0, 0x80, 0, 0, 0};
+    memcpy(m + n, named, sizeof(named));
+    m[11] = 1;
+    CHECK_EQ(parse_both(m, n + sizeof(named), &usual), SP_DNS_LOOKUP);   /* as the walk reads it */
+    CHECK(usual.edns && usual.edns_do && usual.edns_size == 1232);
+    n = add_opt(m, make_query(m, WWW, 17, 1), 1232, 0, 1);
+    m[9] = 1;                               /* counted in the authority section */
+    m[11] = 0;
+    CHECK_EQ(parse_both(m, n, &usual), SP_DNS_FORMERR);
+}
+
 static void test_parse_header_rules(void)
 {
     uint8_t m[512];
@@ -366,6 +404,7 @@ int main(void)
     test_parse_plain();
     test_lowercase_every_byte();
     test_parse_edns();
+    test_usual_opt_reads_as_the_walk();
     test_parse_header_rules();
     test_parse_opt_without_question();
     test_parse_names();

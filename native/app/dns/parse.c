@@ -237,10 +237,29 @@ static enum sp_dns_verdict parse_records(const uint8_t *msg, size_t len, size_t 
 
 static enum sp_dns_verdict unusual_verdict(const struct sp_dns_query *q);
 
+/* The OPT record most queries end with, read without parse_records()'s walk: the
+ * message's last 11 bytes, owned by the root, with no options, the only record after
+ * the question. False for any other, which parse_records() then reads. */
+static inline bool usual_opt(const uint8_t *msg, size_t len, size_t pos, struct sp_dns_query *q)
+{
+    static const uint8_t only_opt[6] = {0, 0, 0, 0, 0, 1};
+    const uint8_t *opt = msg + pos;
+    if (len - pos != SP_DNS_OPT_LEN || memcmp(msg + 6, only_opt, 6) != 0 || opt[0] != 0 ||
+        sp_get16(opt + 1) != SP_DNS_TYPE_OPT || sp_get16(opt + 9) != 0)
+        return false;
+    q->edns_size = sp_get16(opt + 3);
+    q->edns_version = opt[6];
+    q->edns_do = (opt[7] & 0x80) != 0;
+    q->edns = true;
+    return true;
+}
+
 /* parse_records() from pos with the header's counts. */
 static inline enum sp_dns_verdict records_after(const uint8_t *msg, size_t len, size_t pos,
                                                struct sp_dns_query *q)
 {
+    if (usual_opt(msg, len, pos, q))
+        return SP_DNS_LOOKUP;
     return parse_records(msg, len, pos, (unsigned)sp_get16(msg + 6) + sp_get16(msg + 8),
                          sp_get16(msg + 10), q);
 }
