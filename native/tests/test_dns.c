@@ -132,14 +132,14 @@ static void test_parse_edns(void)
     CHECK_EQ(parse_both(m, n + sizeof(opt), &q), SP_DNS_FORMERR);
 }
 
-/* The usual OPT (the last 11 bytes, no options) is read without the records' walk;
- * the same OPT carrying an empty option takes the walk: both read the same fields,
+/* The usual OPT (ending the message, no option or one) is read without the records'
+ * walk; the same OPT carrying two options takes the walk: all read the same fields,
  * for every payload size, version, extended rcode and flags tried. And an OPT owned
  * by another name, or in the authority section, is the walk's to judge. */
 static void test_usual_opt_reads_as_the_walk(void)
 {
     uint8_t m[512];
-    struct sp_dns_query usual, walked;
+    struct sp_dns_query usual, one, walked;
     uint32_t x = 12345;
     for (int i = 0; i < 2000; i++) {
         x = x * 1103515245u + 12345u;
@@ -148,14 +148,21 @@ static void test_usual_opt_reads_as_the_walk(void)
         m[n - 6] = (uint8_t)(x >> 24);                      /* the extended rcode */
         m[n - 3] |= (uint8_t)(x >> 16) & 0x7f;               /* the other flags */
         enum sp_dns_verdict v = parse_both(m, n, &usual);
+        const uint8_t cookie[12] = {0, 10, 0, 8, 1, 2, 3, 4, 5, 6, 7, 8};
+        m[n - 1] = sizeof(cookie);
+        memcpy(m + n, cookie, sizeof(cookie));
+        CHECK_EQ(parse_both(m, n + sizeof(cookie), &one), v);
         const uint8_t empty_option[4] = {0xfd, 0xe9, 0, 0};  /* a local option, no data */
-        m[n - 1] = 4;
-        memcpy(m + n, empty_option, 4);
-        CHECK_EQ(parse_both(m, n + 4, &walked), v);
-        CHECK(usual.edns && walked.edns);
+        m[n - 1] = sizeof(cookie) + 4;
+        memcpy(m + n + sizeof(cookie), empty_option, 4);
+        CHECK_EQ(parse_both(m, n + sizeof(cookie) + 4, &walked), v);
+        CHECK(usual.edns && one.edns && walked.edns);
         CHECK_EQ(usual.edns_size, walked.edns_size);
         CHECK_EQ(usual.edns_version, walked.edns_version);
         CHECK_EQ(usual.edns_do, walked.edns_do);
+        CHECK_EQ(one.edns_size, walked.edns_size);
+        CHECK_EQ(one.edns_version, walked.edns_version);
+        CHECK_EQ(one.edns_do, walked.edns_do);
         CHECK_EQ(v, usual.edns_version ? SP_DNS_BADVERS : SP_DNS_LOOKUP);
     }
     size_t n = make_query(m, WWW, 17, 1);   /* owned by "a.", not the root */
@@ -164,6 +171,13 @@ static void test_usual_opt_reads_as_the_walk(void)
     m[11] = 1;
     CHECK_EQ(parse_both(m, n + sizeof(named), &usual), SP_DNS_LOOKUP);   /* as the walk reads it */
     CHECK(usual.edns && usual.edns_do && usual.edns_size == 1232);
+    n = add_opt(m, make_query(m, WWW, 17, 1), 1232, 0, 1);
+    const uint8_t short_option[5] = {0, 10, 0, 8, 1};     /* says 8 bytes, has 1 */
+    m[n - 1] = sizeof(short_option);
+    memcpy(m + n, short_option, sizeof(short_option));
+    CHECK_EQ(parse_both(m, n + sizeof(short_option), &usual), SP_DNS_FORMERR);
+    m[n - 1] = 2;                           /* less than an option's code and length */
+    CHECK_EQ(parse_both(m, n + 2, &usual), SP_DNS_FORMERR);
     n = add_opt(m, make_query(m, WWW, 17, 1), 1232, 0, 1);
     m[9] = 1;                               /* counted in the authority section */
     m[11] = 0;

@@ -237,15 +237,19 @@ static enum sp_dns_verdict parse_records(const uint8_t *msg, size_t len, size_t 
 
 static enum sp_dns_verdict unusual_verdict(const struct sp_dns_query *q);
 
-/* The OPT record most queries end with, read without parse_records()'s walk: the
- * message's last 11 bytes, owned by the root, with no options, the only record after
- * the question. False for any other, which parse_records() then reads. */
+/* The OPT record most queries end with, read without parse_records()'s walk: the only
+ * record after the question, owned by the root, ending the message, with no options or
+ * one (a cookie, as dig sends). False for any other, which parse_records() then reads. */
 static inline bool usual_opt(const uint8_t *msg, size_t len, size_t pos, struct sp_dns_query *q)
 {
     static const uint8_t only_opt[6] = {0, 0, 0, 0, 0, 1};
     const uint8_t *opt = msg + pos;
-    if (len - pos != SP_DNS_OPT_LEN || memcmp(msg + 6, only_opt, 6) != 0 || opt[0] != 0 ||
-        sp_get16(opt + 1) != SP_DNS_TYPE_OPT || sp_get16(opt + 9) != 0)
+    if (len - pos < SP_DNS_OPT_LEN || memcmp(msg + 6, only_opt, 6) != 0 || opt[0] != 0 ||
+        sp_get16(opt + 1) != SP_DNS_TYPE_OPT)
+        return false;
+    size_t rdlen = sp_get16(opt + 9);
+    if (len - pos != SP_DNS_OPT_LEN + rdlen ||
+        (rdlen && (rdlen < 4 || 4u + sp_get16(opt + SP_DNS_OPT_LEN + 2) != rdlen)))
         return false;
     q->edns_size = sp_get16(opt + 3);
     q->edns_version = opt[6];
