@@ -115,6 +115,16 @@ sp_dns_frames_answer(const struct sp_table *t, struct sp_dns_worker *d,
     return used;
 }
 
+/* One frame of a group through the stages: its fields side by side, so that a stage
+ * reaches them from one pointer, not by an index into five arrays of five strides. */
+struct group_frame {
+    struct sp_dns_query q;
+    struct sp_frame_query fq;
+    const struct sp_response *r;
+    enum sp_dns_verdict verdict;
+    bool query;                    /* a DNS query, with room for its answer */
+};
+
 /* The stages of a group (answer.h), then each frame answered in order: into tx[used]
  * (memcpy mode, pool NULL: a constant where this is inlined), or by the pool into
  * out[sent], with *taken the TX buffers of tx used. Returns the replies. */
@@ -124,11 +134,7 @@ answer_group(const struct sp_table *t, struct sp_dns_worker *d, const struct sp_
              struct sp_frame_counters *c, struct sp_precopy *pool, struct sp_frame *out,
              unsigned *taken)
 {
-    struct sp_frame_query fq[SP_DNS_GROUP];
-    struct sp_dns_query q[SP_DNS_GROUP];
-    bool query[SP_DNS_GROUP];      /* a DNS query, with room for its answer */
-    enum sp_dns_verdict verdict[SP_DNS_GROUP];
-    const struct sp_response *r[SP_DNS_GROUP];
+    struct group_frame f[SP_DNS_GROUP];
     uint64_t hash[SP_DNS_GROUP];   /* the first lookup's tagged hash, for each of look[] */
     const struct sp_table_hint *hint[SP_DNS_GROUP];   /* and what stage 2 found for it */
     uint8_t look[SP_DNS_GROUP];    /* the frames to look up */
@@ -136,18 +142,19 @@ answer_group(const struct sp_table *t, struct sp_dns_worker *d, const struct sp_
     if (n > SP_DNS_GROUP)
         n = SP_DNS_GROUP;
     for (unsigned j = 0; j < n; j++) {   /* parse and hash; the first slot fetched */
+        struct group_frame *g = &f[j];
         size_t stack;
-        r[j] = NULL;
-        query[j] = sp_frame_parse_unchecked(cfg, &rx[j], tx[j].data, tx[j].cap, &fq[j], &stack,
+        g->r = NULL;
+        g->query = sp_frame_parse_unchecked(cfg, &rx[j], tx[j].data, tx[j].cap, &g->fq, &stack,
                                             c) == SP_FRAME_QUERY &&
-                   sp_frame_payload_cap(cfg, &fq[j], tx[j].cap);
-        if (!query[j])
+                   sp_frame_payload_cap(cfg, &g->fq, tx[j].cap);
+        if (!g->query)
             continue;
-        verdict[j] = sp_dns_parse_summed(rx[j].data + fq[j].l2 + fq[j].u.payload_off,
-                                         fq[j].u.payload_len, &q[j]);
-        if (verdict[j] == SP_DNS_LOOKUP) {
+        g->verdict = sp_dns_parse_summed(rx[j].data + g->fq.l2 + g->fq.u.payload_off,
+                                         g->fq.u.payload_len, &g->q);
+        if (g->verdict == SP_DNS_LOOKUP) {
             look[nlook] = (uint8_t)j;
-            hash[nlook++] = sp_table_prefetch_slot(t, sp_dns_first_tag(&q[j]), q[j].name_hash);
+            hash[nlook++] = sp_table_prefetch_slot(t, sp_dns_first_tag(&g->q), g->q.name_hash);
         }
     }
     for (unsigned k = 0; k < nlook; k++)
@@ -156,17 +163,17 @@ answer_group(const struct sp_table *t, struct sp_dns_worker *d, const struct sp_
         sp_table_prefetch_key(t, hint[k]);
     unsigned nmissed = 0;
     for (unsigned k = 0; k < nlook; k++) {   /* the first keys, their answers' bytes fetched */
-        unsigned j = look[k];
-        r[j] = sp_dns_lookup_first(t, &q[j], hash[k], hint[k]);
-        if (r[j])
-            sp_response_prefetch(t, r[j]);
+        struct group_frame *g = &f[look[k]];
+        g->r = sp_dns_lookup_first(t, &g->q, hash[k], hint[k]);
+        if (g->r)
+            sp_response_prefetch(t, g->r);
         else
-            look[nmissed++] = (uint8_t)j;  /* NODATA, NXDOMAIN, wildcards: a second round */
+            look[nmissed++] = look[k];  /* NODATA, NXDOMAIN, wildcards: a second round */
     }
     uint64_t rest[SP_DNS_GROUP][2];
     const struct sp_table_hint *rest_hint[SP_DNS_GROUP][2];
     for (unsigned k = 0; k < nmissed; k++)
-        sp_dns_prefetch_rest(t, &q[look[k]], rest[k]);
+        sp_dns_prefetch_rest(t, &f[look[k]].q, rest[k]);
     for (unsigned k = 0; k < nmissed; k++)
         for (unsigned i = 0; i < 2; i++)
             rest_hint[k][i] = rest[k][i] ? sp_table_prefetch_entry(t, rest[k][i]) : NULL;
@@ -174,27 +181,28 @@ answer_group(const struct sp_table *t, struct sp_dns_worker *d, const struct sp_
         for (unsigned i = 0; i < 2; i++)
             sp_table_prefetch_key(t, rest_hint[k][i]);
     for (unsigned k = 0; k < nmissed; k++) {
-        unsigned j = look[k];
-        r[j] = sp_dns_lookup_rest(t, &q[j]);
-        if (r[j])
-            sp_response_prefetch(t, r[j]);
+        struct group_frame *g = &f[look[k]];
+        g->r = sp_dns_lookup_rest(t, &g->q);
+        if (g->r)
+            sp_response_prefetch(t, g->r);
     }
     unsigned used = 0, sent = 0;
     for (unsigned j = 0; j < n; j++) {   /* the answers, in the frames' order */
-        if (!query[j])
+        struct group_frame *g = &f[j];
+        if (!g->query)
             continue;
-        if (d->rrl && !sp_dns_rate_limit(d, fq[j].u.family, fq[j].u.src, &verdict[j], r[j]))
+        if (d->rrl && !sp_dns_rate_limit(d, g->fq.u.family, g->fq.u.src, &g->verdict, g->r))
             continue;
-        if (!sp_dns_payload_checked(rx[j].data, &fq[j], &q[j], c))
+        if (!sp_dns_payload_checked(rx[j].data, &g->fq, &g->q, c))
             continue;
         if (pool) {
-            if (sp_precopy_reply(pool, t, d, &q[j], cfg, rx[j].data, &fq[j], verdict[j], r[j],
+            if (sp_precopy_reply(pool, t, d, &g->q, cfg, rx[j].data, &g->fq, g->verdict, g->r,
                                  &tx[used], &out[sent]))
                 used += out[sent++].pool < 0;
             continue;
         }
-        size_t len = frame_reply(t, d, &q[j], cfg, rx[j].data, &fq[j], verdict[j], r[j],
-                                 tx[used].data, sp_frame_payload_cap(cfg, &fq[j], tx[used].cap));
+        size_t len = frame_reply(t, d, &g->q, cfg, rx[j].data, &g->fq, g->verdict, g->r,
+                                 tx[used].data, sp_frame_payload_cap(cfg, &g->fq, tx[used].cap));
         if (len)
             tx[used++].len = (uint32_t)len;
     }
