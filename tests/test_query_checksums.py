@@ -5,6 +5,7 @@ datagram damaged must be caught, and the same damage with its checksum repaired 
 not be, on every path: one frame at a time, in groups with prefetch stages, precopy.
 scapy recomputes each checksum: the oracle is the kernel's rule, not the server's."""
 import random
+import socket
 import struct
 
 import pytest
@@ -75,7 +76,6 @@ def pseudo_sum(pkt):
     if IP in pkt:
         words = bytes(map(int, (l3.src + "." + l3.dst).split(".")))
     else:
-        import socket
         words = socket.inet_pton(socket.AF_INET6, l3.src) + socket.inet_pton(socket.AF_INET6, l3.dst)
     total = sum(struct.unpack(f"!{len(words) // 2}H", words)) + 17 + udp_len
     while total >> 16:

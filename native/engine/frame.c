@@ -80,10 +80,10 @@ enum sp_frame_kind sp_frame_parse_unchecked(const struct sp_frame_config *cfg,
     return parse(cfg, frame, tx, cap, fq, stack, c, true);
 }
 
-bool sp_frame_payload_unusual(const uint8_t *rx, const struct sp_frame_query *fq,
-                              struct sp_frame_counters *c)
+bool sp_frame_payload_checked(const uint8_t *rx, const struct sp_frame_query *fq,
+                              uint64_t payload_acc, struct sp_frame_counters *c)
 {
-    if (sp_udpip_partial_sum_ok(rx + fq->l2, &fq->u))
+    if (sp_udpip_payload_ok(rx + fq->l2, &fq->u, fq->unchecked, payload_acc))
         return true;
     c->malformed++;
     return false;

@@ -82,8 +82,7 @@ bool sp_udpip_checksums_ok(const uint8_t *ip, const struct sp_udpip *u, bool l4_
     if (!sp_udpip_headers_ok(ip, u, l4_verified, &unchecked))
         return false;
     return !unchecked ||
-           sp_csum_acc_is_ffff(sp_csum_acc(ip + u->payload_off, u->payload_len, unchecked)) ||
-           sp_udpip_partial_sum_ok(ip, u);
+           sp_udpip_payload_ok(ip, u, unchecked, sp_csum_acc(ip + u->payload_off, u->payload_len, 0));
 }
 
 size_t sp_udpip_write_reply(uint8_t *out, const struct sp_udpip *req, size_t payload_len,

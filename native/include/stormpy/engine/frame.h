@@ -21,7 +21,6 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "stormpy/proto/csum.h"
 #include "stormpy/proto/eth.h"
 #include "stormpy/proto/udpip.h"
 
@@ -143,18 +142,11 @@ enum sp_frame_kind sp_frame_parse_unchecked(const struct sp_frame_config *cfg,
                                             const struct sp_frame *rx, uint8_t *tx,
                                             size_t cap, struct sp_frame_query *fq,
                                             size_t *stack, struct sp_frame_counters *c);
-/* The rare case of sp_frame_payload_checked() below: a field holding the pseudo-header's
- * sum alone (sp_udpip_partial_sum_ok()), or a wrong checksum, counted malformed. */
-bool sp_frame_payload_unusual(const uint8_t *rx, const struct sp_frame_query *fq,
-                              struct sp_frame_counters *c);
 /* ...given payload_acc, sp_csum_acc() of the UDP payload as at an even offset: false
- * (counted malformed, dropped as the kernel drops it) when the checksum is wrong. */
-static inline bool sp_frame_payload_checked(const uint8_t *rx, const struct sp_frame_query *fq,
-                                            uint64_t payload_acc, struct sp_frame_counters *c)
-{
-    return !fq->unchecked || sp_csum_acc_is_ffff(sp_csum_acc_word(fq->unchecked, payload_acc)) ||
-           sp_frame_payload_unusual(rx, fq, c);
-}
+ * (counted malformed, dropped as the kernel drops it) when the checksum is wrong
+ * (sp_udpip_payload_ok()). */
+bool sp_frame_payload_checked(const uint8_t *rx, const struct sp_frame_query *fq,
+                              uint64_t payload_acc, struct sp_frame_counters *c);
 /* The room for the payload in a reply frame of cap bytes (MTU applied); 0: none. */
 size_t sp_frame_payload_cap(const struct sp_frame_config *cfg, const struct sp_frame_query *fq,
                             size_t cap);

@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "stormpy/proto/csum.h"
+
 #include "stormpy/proto/ip.h"
 
 #define SP_UDP_HEADER_LEN 8
@@ -48,6 +50,14 @@ bool sp_udpip_headers_ok(const uint8_t *ip, const struct sp_udpip *u, bool l4_ve
 /* A checksum field holding the pseudo-header's sum alone (CHECKSUM_PARTIAL), which
  * sp_udpip_checksums_ok() accepts. */
 bool sp_udpip_partial_sum_ok(const uint8_t *ip, const struct sp_udpip *u);
+/* The rule itself, given sp_udpip_headers_ok()'s *unchecked and the payload's sum
+ * (sp_csum_acc() of it, as at an even offset). */
+static inline bool sp_udpip_payload_ok(const uint8_t *ip, const struct sp_udpip *u,
+                                       uint64_t unchecked, uint64_t payload_acc)
+{
+    return !unchecked || sp_csum_acc_is_ffff(sp_csum_acc_word(unchecked, payload_acc)) ||
+           sp_udpip_partial_sum_ok(ip, u);
+}
 
 /* Header length of a reply for this family. */
 static inline size_t sp_udpip_header_len(uint8_t family)
