@@ -36,11 +36,9 @@ static inline bytes16 lower16(bytes16 v)
  * arithmetic with its four 64-bit constants. */
 static inline uint64_t lower8_in_vector(uint64_t v)
 {
-    bytes16 x = {0};
-    memcpy(&x, &v, 8);
-    x = lower16(x);
-    memcpy(&v, &x, 8);
-    return v;
+    typedef uint64_t words2 __attribute__((vector_size(16)));
+    words2 x = {v, 0};      /* built in the register: a memcpy() went through the stack */
+    return ((words2)lower16((bytes16)x))[0];
 }
 
 /* Reads the question name at pos into q, decompressing. Each pointer must point
