@@ -81,17 +81,17 @@ static inline struct entry *entry_at(const struct sp_table *t, uint32_t entry_pl
 
 static inline uint64_t hash_key(uint64_t tag, const uint8_t *k, size_t n)
 {
-    uint64_t h = sp_key_hash_start(n), v;
-    for (; n >= 8; k += 8, n -= 8) {
-        memcpy(&v, k, 8);
-        h = sp_key_hash_word(h, v);
-    }
-    if (n) {
-        v = 0;
+    uint64_t h = sp_key_hash_start(n), v = 0;   /* as sp_key_hash_padded() (table.h) */
+    if (n < 8) {
         memcpy(&v, k, n);
+        return hash_tagged(sp_key_hash_word(h, v), tag);
+    }
+    for (size_t i = 0; i + 8 < n; i += 8) {
+        memcpy(&v, k + i, 8);
         h = sp_key_hash_word(h, v);
     }
-    return hash_tagged(h, tag);
+    memcpy(&v, k + n - 8, 8);
+    return hash_tagged(sp_key_hash_word(h, v), tag);
 }
 
 /* The whole hash of e's key, as the index placed it. */

@@ -405,6 +405,7 @@ static void test_message_sum(void)
             enum sp_dns_verdict v = parse_both(m, n, &q);
             CHECK_EQ(v, after == 3 ? SP_DNS_FORMERR : SP_DNS_LOOKUP);
             CHECK(q.message_summed);
+            CHECK(derived_right(&q));   /* every name length: the hash's last word too */
         }
     }
     /* compressed: summed the long way, by the caller */

@@ -52,6 +52,35 @@ static void test_lookup(void)
     sp_table_free(t);
 }
 
+/* A key of every length is found by the hash a parser makes on the way
+ * (sp_key_hash_padded()), which must be the one the builder placed it by. */
+static void test_hash_every_length(void)
+{
+    enum { LONGEST = 255 };
+    struct sp_table_builder *b = sp_table_builder_new();
+    uint8_t resp[16] = {0}, keys[LONGEST + 1][LONGEST + 8];
+    memset(keys, 0, sizeof(keys));
+    for (size_t len = 1; len <= LONGEST; len++) {
+        for (size_t i = 0; i < len; i++)
+            keys[len][i] = (uint8_t)(len * 31 + i * 7);
+        int64_t r = sp_table_add_response(b, resp, sizeof(resp), NULL, 0, (uint32_t)len);
+        CHECK_EQ(sp_table_add_key(b, 3, keys[len], (uint32_t)len, (uint32_t)r), 0);
+    }
+    struct sp_table *t = sp_table_builder_finish(b);
+    int found = 0, unfound = 0;
+    for (size_t len = 1; len <= LONGEST; len++) {
+        const struct sp_response *r =
+            sp_table_find_hashed(t, 3, sp_key_hash_padded(keys[len], len), keys[len], len);
+        found += r != NULL && r->user == len;
+        keys[len][len - 1] ^= 1;     /* the last byte counts */
+        unfound += sp_table_find_hashed(t, 3, sp_key_hash_padded(keys[len], len), keys[len],
+                                        len) == NULL;
+    }
+    CHECK_EQ(found, LONGEST);
+    CHECK_EQ(unfound, LONGEST);
+    sp_table_free(t);
+}
+
 /* A name's keys under several tags share its bytes; only equal bytes are shared. */
 static void test_shared_key_bytes(void)
 {
@@ -544,6 +573,7 @@ static void test_hash_spreads_names(void)
 int main(void)
 {
     test_lookup();
+    test_hash_every_length();
     test_shared_key_bytes();
     test_invalid_patches();
     test_render_and_sum();

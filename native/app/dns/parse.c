@@ -130,15 +130,39 @@ static inline uint64_t load_last(const uint8_t *p, size_t n, const uint8_t *end)
 #endif
 }
 
+/* A question whose name is shorter than 8 bytes (the root, a TLD): its name, type and
+ * class in one or two words, loaded in bounds. */
+static inline __attribute__((always_inline)) uint64_t
+take_short_question(const uint8_t *p, const uint8_t *end, struct sp_dns_query *q, bool with_sum)
+{
+    size_t name_len = q->name_len, rest = name_len + 4;
+    uint64_t v = rest >= 8 ? (memcpy(&v, p, 8), v) : load_last(p, rest, end), lower, acc;
+    memcpy(q->question, &v, 8);
+    acc = sp_csum_acc_word(0, v);
+    lower = lower8_in_vector(v);
+    memcpy(q->name_lower, &lower, 8);
+    q->name_hash = sp_key_hash_word(sp_key_hash_start(name_len), sp_keep_bytes(lower, name_len));
+    if (rest > 8) {
+        v = load_last(p + 8, rest - 8, end);
+        memcpy(q->question + 8, &v, 8);
+        acc = sp_csum_acc_word(acc, v);
+    }
+    q->question_sum = with_sum ? sp_csum_acc_done(acc) : 0;
+    return acc;
+}
+
 /* The question at p (q->question_len bytes before end): copied as sent, its name
- * lower-cased and hashed for the table, and (with_sum) the whole summed for the reply's
- * checksum, in one pass of 16 bytes at a time, then 8, then the rest. */
+ * lower-cased and hashed for the table (as sp_key_hash_padded(): the name's last 8
+ * bytes overlap the word before), and (with_sum) the whole summed for the reply's
+ * checksum, in one pass of 16 bytes at a time, then 8, then the name's last word. */
 static inline __attribute__((always_inline)) uint64_t
 take_question(const uint8_t *p, const uint8_t *end, struct sp_dns_query *q, bool with_sum)
 {
     size_t name_len = q->name_len, i = 0;
+    if (__builtin_expect(name_len < 8, 0))
+        return take_short_question(p, end, q, with_sum);
     uint64_t h = sp_key_hash_start(name_len), acc = 0, v, lower;
-    for (; i + 16 <= name_len; i += 16) {        /* the name's 16-byte pieces */
+    for (; i + 16 < name_len; i += 16) {         /* the name's 16-byte pieces */
         bytes16 raw, low;
         memcpy(&raw, p + i, 16);
         memcpy(q->question + i, &raw, 16);
@@ -150,30 +174,40 @@ take_question(const uint8_t *p, const uint8_t *end, struct sp_dns_query *q, bool
         acc = sp_csum_acc_word(sp_csum_acc_word(acc, halves[0]), halves[1]);
         h = sp_key_hash_word(sp_key_hash_word(h, lows[0]), lows[1]);
     }
-    for (; i + 8 <= name_len; i += 8) {          /* the name's whole words */
+    if (i + 8 < name_len) {                      /* a whole word before the last */
         memcpy(&v, p + i, 8);
         memcpy(q->question + i, &v, 8);
         acc = sp_csum_acc_word(acc, v);
         lower = lower8_in_vector(v);
         memcpy(q->name_lower + i, &lower, 8);
         h = sp_key_hash_word(h, lower);
+        i += 8;
     }
-    /* the rest: r (0 to 7) bytes of the name, then type and class, in one or two words */
-    size_t r = name_len - i, rest = r + 4;
-    v = rest >= 8 ? (memcpy(&v, p + i, 8), v) : load_last(p + i, rest, end);
-    memcpy(q->question + i, &v, 8);
-    acc = sp_csum_acc_word(acc, v);
+    /* the name's last 8 bytes (1 to 8 of them new), then type and class */
+    memcpy(&v, p + name_len - 8, 8);
+    memcpy(q->question + name_len - 8, &v, 8);
     lower = lower8_in_vector(v);
-    memcpy(q->name_lower + i, &lower, 8);
-    if (r)
-        h = sp_key_hash_word(h, sp_keep_bytes(lower, r));
-    if (rest > 8) {
-        v = load_last(p + i + 8, rest - 8, end);
-        memcpy(q->question + i + 8, &v, 8);
-        acc = sp_csum_acc_word(acc, v);
+    memcpy(q->name_lower + name_len - 8, &lower, 8);
+    q->name_hash = sp_key_hash_word(h, lower);
+    uint32_t type_class;
+    memcpy(&type_class, p + name_len, 4);
+    memcpy(q->question + name_len, &type_class, 4);
+    if (!with_sum) {
+        q->question_sum = 0;
+        return 0;
     }
-    q->name_hash = h;
-    q->question_sum = with_sum ? sp_csum_acc_done(acc) : 0;
+    /* Bytes [i, name_len) are v's last d (an even offset, as i); type and class follow
+     * at name_len, placed one byte up in their word at an odd offset: each byte summed
+     * at its offset's parity, which is all the sum sees of where it is. */
+    size_t d = name_len - i;
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    acc = sp_csum_acc_word(acc, v >> (64 - 8 * d));
+    acc = sp_csum_acc_word(acc, (uint64_t)type_class << (8 * (name_len & 1)));
+#else
+    acc = sp_csum_acc_word(acc, v << (64 - 8 * d));
+    acc = sp_csum_acc_word(acc, ((uint64_t)type_class << 32) >> (8 * (name_len & 1)));
+#endif
+    q->question_sum = sp_csum_acc_done(acc);
     return acc;
 }
 

@@ -178,9 +178,11 @@ const struct sp_response *sp_table_find(const struct sp_table *t, uint64_t tag,
 
 /* The hash of a key's bytes, made 8 bytes at a time, so that a parser that walks a
  * key anyway (DNS's question name) hashes it on the way: sp_key_hash_start(), then
- * sp_key_hash_word() for each 8 bytes as the machine loads them, the last word with
- * only its remaining bytes kept (sp_keep_bytes()). The tag is mixed in per lookup,
- * so one name's hash serves every tag it is looked up under. */
+ * sp_key_hash_word() for each whole word before the key's last byte, and last the 8
+ * bytes that end the key (overlapping the word before: loaded in bounds, nothing to
+ * mask). A key shorter than 8 bytes is one word, its first bytes kept (sp_keep_bytes()).
+ * The tag is mixed in per lookup, so one name's hash serves every tag it is looked up
+ * under. */
 #define SP_KEY_HASH_MUL 0x9e3779b97f4a7c15ULL
 
 static inline uint64_t sp_key_hash_start(size_t len)
@@ -202,11 +204,16 @@ static inline uint64_t sp_key_hash_word(uint64_t h, uint64_t word)
 static inline uint64_t sp_key_hash_padded(const uint8_t *key, size_t key_len)
 {
     uint64_t h = sp_key_hash_start(key_len), w;
-    for (size_t i = 0; i < key_len; i += 8) {
-        memcpy(&w, key + i, 8);
-        h = sp_key_hash_word(h, key_len - i < 8 ? sp_keep_bytes(w, key_len - i) : w);
+    if (key_len < 8) {
+        memcpy(&w, key, 8);
+        return sp_key_hash_word(h, sp_keep_bytes(w, key_len));
     }
-    return h;
+    for (size_t i = 0; i + 8 < key_len; i += 8) {
+        memcpy(&w, key + i, 8);
+        h = sp_key_hash_word(h, w);
+    }
+    memcpy(&w, key + key_len - 8, 8);
+    return sp_key_hash_word(h, w);
 }
 
 /* sp_table_find() for a key whose hash is known (sp_key_hash_*), in a buffer readable
