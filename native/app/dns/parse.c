@@ -34,9 +34,10 @@ static inline bytes16 lower16(bytes16 v)
 
 /* lower8() in a vector register: on x86-64 fewer instructions than the word's own
  * arithmetic with its four 64-bit constants. */
+typedef uint64_t words2 __attribute__((vector_size(16)));
+
 static inline uint64_t lower8_in_vector(uint64_t v)
 {
-    typedef uint64_t words2 __attribute__((vector_size(16)));
     words2 x = {v, 0};      /* built in the register: a memcpy() went through the stack */
     return ((words2)lower16((bytes16)x))[0];
 }
@@ -168,10 +169,11 @@ take_question(const uint8_t *p, const uint8_t *end, struct sp_dns_query *q, bool
         memcpy(q->question + i, &raw, 16);
         low = lower16(raw);
         memcpy(q->name_lower + i, &low, 16);
-        uint64_t halves[2], lows[2];
-        memcpy(halves, &raw, 16);
-        memcpy(lows, &low, 16);
-        acc = sp_csum_acc_word(sp_csum_acc_word(acc, halves[0]), halves[1]);
+        uint64_t first, second;   /* loaded again: out of the vector, through the stack */
+        memcpy(&first, p + i, 8);
+        memcpy(&second, p + i + 8, 8);
+        words2 lows = (words2)low;
+        acc = sp_csum_acc_word(sp_csum_acc_word(acc, first), second);
         h = sp_key_hash_word(sp_key_hash_word(h, lows[0]), lows[1]);
     }
     if (i + 8 < name_len) {                      /* a whole word before the last */
