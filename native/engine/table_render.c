@@ -153,37 +153,44 @@ uint32_t sp_response_sum_with(const struct sp_table *t, const struct sp_response
     return sp_csum_reduce(sum + sp_get16(head) + sp_get16(head + 2));
 }
 
-void sp_response_shift(const struct sp_table *t, const struct sp_response *r, size_t ins_len,
-                       size_t stored_len, uint8_t *out)
+/* Out of line: a few answers (NXDOMAIN, a wildcard's) move pointers, and inlined, the loop
+ * took its registers from the functions every answer runs through. */
+__attribute__((noinline)) void
+sp_response_shift(const struct sp_table *t, const struct sp_response *r, size_t ins_len,
+                  size_t stored_len, uint8_t *out)
 {
     const uint8_t *b = t->arena + r->bytes_off;
-    const struct sp_patch *p = t->patches + r->patch_off;
-    bool whole = stored_len >= r->len;   /* every pointer inside: validated when added */
-    for (uint16_t i = SP_ECHO_PATCHES(r); i < r->npatch; i++) {
-        if (!whole && p[i].dst + 2u > stored_len)
-            continue;
-        /* one 16-bit store, not two byte stores, which compilers leave apart here */
-        uint16_t v = sp_shifted_pointer(b + p[i].dst, ins_len, p[i].len);
+    const struct sp_patch *p = t->patches + r->patch_off, *end = p + r->npatch;
+    p += SP_ECHO_PATCHES(r);
+    if (stored_len >= r->len) {    /* every pointer inside: validated when added */
+        for (; p < end; p++) {
+            /* one 16-bit store, not two byte stores, which compilers leave apart here */
+            uint16_t v = sp_shifted_pointer(b + p->dst, ins_len, p->len);
 #if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-        v = __builtin_bswap16(v);
+            v = __builtin_bswap16(v);
 #endif
-        memcpy(out + p[i].dst + ins_len, &v, 2);
+            memcpy(out + p->dst + ins_len, &v, 2);
+        }
+        return;
     }
+    for (; p < end; p++)
+        if (p->dst + 2u <= stored_len)
+            sp_put16(out + p->dst + ins_len, sp_shifted_pointer(b + p->dst, ins_len, p->len));
 }
 
 /* A sum is kept modulo 0xffff (2^16 is 1 there), where a word's bytes swapped, as a
  * word at an odd offset adds them, are the word times 256: so each pointer's change,
  * new less old, is added as it is or times 256, all in one integer, reduced once. */
-uint32_t sp_response_shift_sum(const struct sp_table *t, const struct sp_response *r,
-                               size_t ins_len, uint32_t sum)
+__attribute__((noinline)) uint32_t
+sp_response_shift_sum(const struct sp_table *t, const struct sp_response *r, size_t ins_len,
+                      uint32_t sum)
 {
     const uint8_t *b = t->arena + r->bytes_off;
-    const struct sp_patch *p = t->patches + r->patch_off;
+    const struct sp_patch *p = t->patches + r->patch_off, *end = p + r->npatch;
     int64_t change = 0;
-    for (uint16_t i = SP_ECHO_PATCHES(r); i < r->npatch; i++) {
-        int64_t d = (int64_t)sp_shifted_pointer(b + p[i].dst, ins_len, p[i].len) -
-                    sp_get16(b + p[i].dst);
-        change += (p[i].dst + ins_len) & 1 ? d * 256 : d;
+    for (p += SP_ECHO_PATCHES(r); p < end; p++) {
+        int64_t d = (int64_t)sp_shifted_pointer(b + p->dst, ins_len, p->len) - sp_get16(b + p->dst);
+        change += (p->dst + ins_len) & 1 ? d * 256 : d;
     }
     change %= 0xffff;
     return sum + (uint32_t)(change < 0 ? change + 0xffff : change);

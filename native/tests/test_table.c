@@ -224,6 +224,9 @@ static void test_shifted_pointers(void)
         CHECK_EQ(sp_csum_fold(sp_response_sum(t, r, &req)), sp_csum_fold(sp_csum_partial(out, n, 0)));
         CHECK_EQ(sp_response_render_prefix(t, r, &req, 20, out, sizeof(out)), 20 + qlen);
         CHECK_EQ(sp_get16(out + qlen + 16), 0xc000 | (12 + 4 + qlen - 10));
+        /* a prefix that ends with a pointer keeps it, moved */
+        CHECK_EQ(sp_response_render_prefix(t, r, &req, 22, out, sizeof(out)), 22 + qlen);
+        CHECK_EQ(sp_get16(out + qlen + 20), 0xc000 | (12 + qlen + 2));
     }
     sp_table_free(t);
 }
