@@ -517,6 +517,8 @@ SHA256 = "0c72ac70b745ac19998811b131d662c9ac69dbdbe7cb23e5b514b56664c5d3d6"
     "s SVCB 1 t port=1 port=2", "s SVCB 0 t alpn=h2", "s SVCB 1 t mandatory=port alpn=h2",
     "s SVCB 1 t mandatory=alpn,alpn alpn=h2", "s SVCB 1 t no-default-alpn",
     "l LOC 91 0 0 N 0 0 0 E 0m",
+    "s SVCB 1 t port=65536", "s SVCB 1 t port=99999", "s SVCB 1 t port=-1",
+    's SVCB 1 t ech="AAAA"', 'u URI 1 1 ""', "z ZONEMD 1 1 1 00",
 ])
 def test_the_c_reader_refuses_what_dnspython_refuses(record, tmp_path, monkeypatch):
     """ldns keeps the low bits of a number too wide for its field, reads '1x' as a TTL
@@ -548,6 +550,29 @@ def test_the_c_reader_keeps_the_edge_values_dnspython_reads(record, tmp_path, mo
     rdtype = dns.rdatatype.from_text(record.split()[2] if record.split()[1][0].isdigit()
                                      else record.split()[1])
     assert read.zone.get_rdataset(owner, rdtype) == reference.zone.get_rdataset(owner, rdtype)
+
+
+@pytest.mark.parametrize("record", [
+    "s SVCB 1 t key3=53", 's SVCB 1 t key3="\\000\\053"', "s SVCB 1 t key1=\\002h2",
+    's HTTPS 1 t alpn="h\\,2"', "c CNAME \\@", "c CNAME \\@.example.", "c CNAME @.",
+    "m MX 1 \\@.x", 'n NAPTR 1 1 "" "" "" \\@', 't TXT "x"x"y"',
+])
+def test_the_c_reader_leaves_to_dnspython_what_ldns_reads_otherwise(record, tmp_path,
+                                                                     monkeypatch):
+    """ldns reads a name starting with an escaped @ as the origin, a quote inside a word
+    as text, keyNNNNN of a known SVCB key in that key's presentation form and keeps an
+    alpn's \\, as text: records dnspython (and Knot DNS) read otherwise. The C reader
+    declines the file, and dnspython's reading is served."""
+    z = tmp_path / "odd.zone"
+    z.write_text(HEAD + record + "\n")
+    assert native.load(str(z), None) is None
+    owner = dns.name.from_text(record.split()[0], dns.name.from_text("e.test."))
+    rdtype = dns.rdatatype.from_text(record.split()[1])
+    read = []
+    for loader in ("c", "python"):
+        monkeypatch.setenv("STORMPY_ZONE_LOADER", loader)
+        read.append(load_zone(str(z)).zone.get_rdataset(owner, rdtype))
+    assert read[0] == read[1] and read[0] is not None
 
 
 def test_a_record_without_ttl_takes_the_same_ttl_from_either_reader(tmp_path, monkeypatch):

@@ -216,6 +216,8 @@ static const char *svcb_refused(const uint8_t *p, size_t len, size_t listed)
             if (vlen == 0 || vlen % 2)
                 return "an SVCB mandatory list that is not a list of keys";
         }
+        if (key == 5 && (vlen < 6 || sp_get16(p + at + 4) != vlen - 2u))
+            return "an SVCB ech value that is not an ECHConfigList";
         alpn |= key == 1;
         no_default_alpn |= key == 2;
         at += 4 + (size_t)vlen;
@@ -239,6 +241,69 @@ static const char *svcb_refused(const uint8_t *p, size_t len, size_t listed)
     return NULL;
 }
 
+/* Text ldns reads otherwise than dnspython (and Knot DNS): a name starting "@" or an
+ * escaped "@" other than the bare "@" (\@, \@.x, @.x: ldns reads each as the
+ * origin), and a quote opened inside a word (x"y": ldns keeps the quotes as text,
+ * dnspython starts a new string; an SVCB value, key="...", both read alike). */
+static const char *text_refused(const char *rest)
+{
+    bool quoted = false;
+    char prev = ' ';
+    for (const char *p = rest; *p; prev = *p++) {
+        if (*p == '\\' && p[1]) {
+            if (!quoted && isspace((unsigned char)prev) &&
+                (p[1] == '@' || strncmp(p + 1, "064", 3) == 0))
+                return "a name starting with an escaped @, which ldns reads as the origin";
+            prev = *++p;
+            continue;
+        }
+        if (*p == '"') {
+            if (!quoted && !isspace((unsigned char)prev) && prev != '"' && prev != '=')
+                return "a quote opened inside a word";
+            quoted = !quoted;
+        } else if (!quoted && *p == '@' && isspace((unsigned char)prev) && p[1] &&
+                   !isspace((unsigned char)p[1])) {
+            return "a name starting with @ that is not the bare @";
+        }
+    }
+    return NULL;
+}
+
+/* SVCB parameters ldns reads otherwise than dnspython: a port past 16 bits (ldns keeps
+ * the low bits), a known key in its generic keyNNNNN form (ldns reads the value as the
+ * key's presentation form, RFC 9460 as its wire form; keys from 16 up are opaque to
+ * both) and escapes (ldns keeps "\,"
+ * in an alpn list as text). */
+static const char *svcb_text_refused(const char *rest)
+{
+    const char *tok;
+    size_t n;
+    for (int field = 0; field < 2; field++)      /* the priority and the target */
+        if (!next_token(&rest, &tok, &n))
+            return NULL;
+    while (next_token(&rest, &tok, &n)) {
+        if (memchr(tok, '\\', n) != NULL)
+            return "an escape in an SVCB parameter";
+        size_t digits = 0;
+        while (n > 3 + digits && isdigit((unsigned char)tok[3 + digits]))
+            digits++;
+        if (digits && strncasecmp(tok, "key", 3) == 0 &&
+            (digits == 1 || (digits == 2 && tok[3] == '1' && tok[4] < '6')))
+            return "a key below 16 (one a reader may know) in its generic keyNNNNN form";
+        if (n >= 5 && strncasecmp(tok, "port=", 5) == 0) {
+            const char *v = tok + 5;
+            size_t vn = n - 5;
+            if (vn >= 2 && v[0] == '"' && v[vn - 1] == '"') {
+                v++;
+                vn -= 2;
+            }
+            if (!number_within(v, vn, UINT16_MAX))
+                return "an SVCB port that is not an unsigned 16-bit integer";
+        }
+    }
+    return NULL;
+}
+
 const char *sp_zone_record_refused(const char *text, const ldns_rr *rr, const uint8_t *rdata,
                                    size_t len)
 {
@@ -256,6 +321,8 @@ const char *sp_zone_record_refused(const char *text, const ldns_rr *rr, const ui
         }
     }
     const char *why = fields_refused(rest, rr);
+    if (why == NULL)
+        why = text_refused(rest);
     if (why)
         return why;
     uint16_t type = (uint16_t)ldns_rr_get_type(rr);
@@ -279,7 +346,14 @@ const char *sp_zone_record_refused(const char *text, const ldns_rr *rr, const ui
         return NULL;
     case LDNS_RR_TYPE_SVCB:
     case LDNS_RR_TYPE_HTTPS:
+        if ((why = svcb_text_refused(rest)) != NULL)
+            return why;
         return svcb_refused(rdata, len, mandatory_listed(rest));
+    case LDNS_RR_TYPE_URI:
+        return len <= 4 ? "a URI record without a target" : NULL;
+    case LDNS_RR_TYPE_ZONEMD:   /* RFC 8976 2.2.3 and 2.2.4 */
+        return len < 6 + 12 || rdata[5] == 0 ? "a ZONEMD digest shorter than 12 octets or of "
+                                               "hash algorithm 0" : NULL;
     case LDNS_RR_TYPE_LOC:
         return "a LOC record (its ranges are dnspython's to check)";
     default:
