@@ -125,6 +125,27 @@ def test_zone_files_that_used_to_end_in_a_traceback(content, fragments, tmp_path
     assert_one_line_error(stormpy("check-zone", str(z), timeout=30), *fragments)
 
 
+LABEL62 = "b" * 62
+LONG_RELATIVE = ".".join([LABEL62] * 4)     # 252 octets: past 255 once e.test. is added
+
+
+@pytest.mark.parametrize("content, line", [
+    (ZONE_HEAD + "ns A 192.0.2.1\n" + LONG_RELATIVE + " A 192.0.2.5\n", 6),
+    (ZONE_HEAD + "ns A 192.0.2.1\n" + LONG_RELATIVE + " A 192.0.2.5", 6),       # no newline
+    (ZONE_HEAD + "ns A 192.0.2.1\nx CNAME " + LONG_RELATIVE + "\n", 6),
+    (f"$ORIGIN {LONG_RELATIVE}.test.\n$TTL 300\n@ SOA ns h 1 2 3 4 5\n@ NS ns\n", 1),
+])
+def test_a_name_past_255_octets_once_the_origin_is_added_is_named_with_its_line(
+        content, line, tmp_path):
+    """ldns joins a relative name to the origin past 255 octets: the C reader ended in a
+    MemoryError traceback for an owner and served a record with such a name in rdata.
+    Knot DNS refuses the zone ("maximal domain name length has exceeded")."""
+    z = tmp_path / "long.zone"
+    z.write_text(content)
+    assert_one_line_error(stormpy("check-zone", str(z), timeout=30), f"long.zone:{line}:",
+                          "255 octets")
+
+
 def test_a_value_that_does_not_parse_is_shown_with_its_line(tmp_path):
     z = tmp_path / "ip.zone"
     z.write_text(ZONE_HEAD + "ns1 IN A 300.1.1.1 ; a typo\n")

@@ -215,7 +215,13 @@ static int record(struct reader *r, unsigned line)
     ldns_rdf *owner = ldns_rr_owner(rr);
     ldns_buffer_clear(r->rdata);
     const char *refused = NULL;
-    if (ldns_rr_get_class(rr) != LDNS_RR_CLASS_IN)
+    bool too_long = ldns_rdf_size(owner) > SP_ZONE_NAME_MAX;
+    for (size_t i = 0; i < ldns_rr_rd_count(rr); i++)   /* ldns joins names to the origin */
+        too_long |= ldns_rdf_get_type(ldns_rr_rdf(rr, i)) == LDNS_RDF_TYPE_DNAME &&
+                    ldns_rdf_size(ldns_rr_rdf(rr, i)) > SP_ZONE_NAME_MAX;   /* unchecked */
+    if (too_long)
+        rc = decline(r, line, "a name longer than 255 octets", NULL);
+    else if (ldns_rr_get_class(rr) != LDNS_RR_CLASS_IN)
         rc = decline(r, line, "a class other than IN", NULL);
     else if (ldns_rr_rdata2buffer_wire(r->rdata, rr) != LDNS_STATUS_OK)
         rc = decline(r, line, "rdata ldns cannot write", NULL);

@@ -174,6 +174,9 @@ def load_zone(path: str, origin: str | None = None, native: bool = True) -> Zone
                                         f"record at {owner or 'a name'} ({e})")) from None
     except ValueError as e:                 # dnspython: "add() has non-origin SOA"
         raise ZoneError(_soa_message(path, e)) from None
+    except dns.name.NameTooLong as e:      # an owner name, raised as its field is read
+        raise ZoneError(_reader_message(path, e, lambda owner: "a name longer than 255 octets",
+                                        newline_read=False)) from None
     except dns.exception.DNSException as e:
         raise ZoneError(f"{path}: {e}") from None
     except OSError as e:
@@ -254,16 +257,21 @@ def _line_text(source: str, line: int) -> str:
     return "this line"
 
 
-def _reader_message(path: str, e: Exception, problem) -> str:
+def _reader_message(path: str, e: Exception, problem, newline_read: bool = True) -> str:
     """dnspython's message names neither the owner nor the line; its reader, still on
-    the traceback, knows both. It has read the record's newline unless the file ended.
-    problem(owner) says what is wrong with the record."""
+    the traceback, knows both. It has read the record's newline unless the file ended,
+    or (newline_read False) the error came from a field, which is on the line unless
+    the newline after it was read. problem(owner) says what is wrong with the record."""
     reader = next((frame.f_locals["self"] for frame, _ in traceback.walk_tb(e.__traceback__)
                    if isinstance(frame.f_locals.get("self"), dns.zonefile.Reader)), None)
     if reader is None:
         return f"{path}: {problem(None)}"
     where, line = reader.tok.where()
-    return _at(path, where, line if reader.tok.eof else line - 1, problem(reader.last_name))
+    if newline_read:
+        back = not reader.tok.eof
+    else:           # a newline the tokenizer gave back was counted all the same
+        back = getattr(reader.tok, "ungotten_char", None) == "\n"
+    return _at(path, where, line - 1 if back else line, problem(reader.last_name))
 
 
 def _cname_message(path: str, e: dns.zonefile.CNAMEAndOtherData) -> str:
