@@ -146,6 +146,15 @@ def test_a_name_past_255_octets_once_the_origin_is_added_is_named_with_its_line(
                           "255 octets")
 
 
+@pytest.mark.parametrize("ttl", ["4294967296", "99999999999999999999", "1x", "1h30"])
+def test_a_ttl_out_of_range_or_mistyped_is_called_a_ttl(ttl, tmp_path):
+    """dnspython reads a field that is no TTL as the type: 'unknown rdatatype
+    '4294967296'' said nothing of the TTL (Knot: 'number is bigger than 32 bits')."""
+    z = tmp_path / "ttl.zone"
+    z.write_text(ZONE_HEAD + f"ns {ttl} A 192.0.2.1\n")
+    assert_one_line_error(stormpy("check-zone", str(z)), "ttl.zone:5:", f"{ttl} is not a TTL")
+
+
 def test_a_value_that_does_not_parse_is_shown_with_its_line(tmp_path):
     z = tmp_path / "ip.zone"
     z.write_text(ZONE_HEAD + "ns1 IN A 300.1.1.1 ; a typo\n")

@@ -242,6 +242,9 @@ def _syntax_message(path: str, origin: dns.name.Name | None, e: dns.exception.Sy
     msg = m.group("msg")
     if msg.startswith("Text input is malformed"):     # dnspython's word for a bad value
         msg = f"a value that does not parse in: {_line_text(_source(path, where), line)}"
+    elif (ttl := re.fullmatch(r"unknown rdatatype '(\d[^']*)'", msg)) is not None:
+        msg = (f"{ttl.group(1)} is not a TTL (seconds up to 4294967295, or with units as "
+               f"in 1h30m), and no record type")   # dnspython read it as the type
     return _at(path, where, line, msg)
 
 
