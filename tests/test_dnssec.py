@@ -35,7 +35,8 @@ SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "zones", "sign
 LONG = ".".join(["l" * 60] * 3) + ".long." + ORIGIN      # past 255 octets once rewritten
 NAMES = ["", "www", "alias", "chain", "ext", "dangling", "towild", "nothere", "zzz", "0",
          "x.www", "wild", "x.wild", "b.wild", "y.x.wild", "*.wild", "a.cwild", "c.ent", "ent",
-         "a.b.c.ent", "x.c.ent", "y.ent2", "q.y.ent2", "mail", "secure", "x.secure", "ns.secure",
+         "a.b.c.ent", "x.c.ent", "y.ent2", "q.y.ent2", "x.srv", "y.x.srv", "_tcp.x.srv", "*.srv",
+         "y.*.srv", "_tcp.*.srv", "srv", "mail", "secure", "x.secure", "ns.secure",
          "insecure", "x.insecure", "insec2", "deep.insec2", "x.deep.insec2", "old", "x.old",
          "a.b.old", "long", "toold", LONG,
          "liosf0rlmqmtemetkskrb85s38qfiohq"]    # the NSEC3 hash of the apex: no name

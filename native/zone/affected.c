@@ -136,8 +136,14 @@ uint32_t sp_zone_affected(const struct sp_zone *z, uint8_t *mark)
     for (uint32_t i = 0; i < z->nchanged; i++) {
         const struct sp_zone_changed *c = &z->changed[i];
         changed(&k, c->name);
-        for (uint32_t p = parent_of(z, c->name); p != SP_ZONE_NONE; p = parent_of(z, p))
+        for (uint32_t p = parent_of(z, c->name); p != SP_ZONE_NONE; p = parent_of(z, p)) {
             affect(&k, p, SP_ZONE_ABOVE);
+            /* a wildcard made or unmade an empty non-terminal: its parent answers below
+             * itself NODATA where it answered NXDOMAIN, or the other way */
+            uint32_t wild_parent = is_wildcard(z, p) ? parent_of(z, p) : SP_ZONE_NONE;
+            if (wild_parent != SP_ZONE_NONE)
+                affect(&k, wild_parent, SP_ZONE_WILD_PARENT);
+        }
     }
     for (uint32_t i = 0; i < z->nchanged; i++) {
         const struct sp_zone_changed *c = &z->changed[i];

@@ -328,9 +328,10 @@ static int emit_name(struct compiler *c, uint32_t name, int64_t *nxdomain)
     if (node == SP_ZONE_NONE)
         return emit_nxdomain(c, name, nxdomain);
     rc = answer(c, SP_ZONE_NONE, name, 0, &c->other);
+    bool held = z->names[node].nrrsets != 0;   /* else NODATA to every type: no BELOW keys */
     if (rc == SP_ZONE_OK)
-        rc = add(c, SP_DNS_BELOW_OTHER, 0, name, &c->other, SP_DNS_USER_WILDCARD);
-    return rc == SP_ZONE_OK ? typed_keys(c, name, node, true) : rc;
+        rc = add(c, SP_DNS_BELOW_OTHER, 0, name, &c->other, held ? SP_DNS_USER_WILDCARD : 0);
+    return rc == SP_ZONE_OK && held ? typed_keys(c, name, node, true) : rc;
 }
 
 static void compiler_free(struct compiler *c)

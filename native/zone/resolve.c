@@ -221,16 +221,20 @@ int sp_zone_resolve(const struct sp_zone *z, uint32_t name, uint32_t below, uint
             return 0;
         }
         uint32_t node = c.id;
-        if (node != SP_ZONE_NONE && z->names[node].nrrsets == 0) {   /* empty non-terminal */
-            negative(z, a, 0, &c, node);
-            return 0;
-        }
         if (node == SP_ZONE_NONE) {
             node = z->names[c.ce].wildcard;
             if (node == SP_ZONE_NONE) {
                 negative(z, a, RCODE_NXDOMAIN, &c, c.ce);
                 return 0;
             }
+        }
+        /* an empty non-terminal, or a wildcard that is one: it exists, so it matches and
+         * has no RRset of any type (RFC 4592 2.2.1) */
+        if (z->names[node].nrrsets == 0) {
+            negative(z, a, 0, &c, node);
+            return 0;
+        }
+        if (node != c.id) {
             a->expanded[a->nexpanded].name = point(&c);
             a->expanded[a->nexpanded++].wildcard = node;
         }

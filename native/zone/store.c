@@ -386,7 +386,7 @@ static int link_parents(struct sp_zone *z)
             memcpy(parent, w + 1 + w[0], plen);
             if (w[0] && w[1] == 0)
                 z->nul_labels = true;
-            bool wildcard = w[0] == 1 && w[1] == '*' && z->names[n].nrrsets;
+            bool wildcard = w[0] == 1 && w[1] == '*';     /* held, or an empty non-terminal */
             uint32_t p = sp_zone_intern(z, parent, plen);
             if (p == SP_ZONE_NONE)
                 return SP_ZONE_NOMEM;

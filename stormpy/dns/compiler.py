@@ -147,18 +147,20 @@ class ZoneIndex:
             if dname is not None:
                 return self._synthesized(name, dname, answer)
             node, owner = self.nodes.get(name), name
-            if node is None:
-                if name in self.names:       # empty non-terminal
-                    return Answer(answer=answer, authority=[self.negative_soa],
-                                  denial=("nodata", name, name), expanded=expanded)
+            if node is None and name not in self.names:
                 closest = self.closest_encloser(name)
                 owner = dns.name.Name((WILD,) + closest.labels)
-                node = self.nodes.get(owner)
-                if node is None:
+                if owner not in self.names:
                     return Answer(rcode=dns.rcode.NXDOMAIN, answer=answer,
                                   authority=[self.negative_soa],
                                   denial=("nxdomain", name, closest), expanded=expanded)
-                expanded.append((name, owner))
+                node = self.nodes.get(owner)
+                if node is not None:
+                    expanded.append((name, owner))
+            if node is None:     # an empty non-terminal, or a wildcard that is one: it
+                # exists, so it matches and has no RRset of any type (RFC 4592 2.2.1)
+                return Answer(answer=answer, authority=[self.negative_soa],
+                              denial=("nodata", name, owner), expanded=expanded)
             if qtype in (ANY, RRSIG):        # RFC 8482: one RRset, the lowest type
                 rrsets = node if qtype == ANY else self.sigs.get(owner, {})
                 if rrsets:
@@ -367,14 +369,15 @@ def _emit_zone(ix: ZoneIndex, deeper: list, out: _Emitter) -> None:
         if name in ix.dnames:
             out.add(_core.DNS_BELOW_OTHER, IN, 0, name, enc.variable(sample, 0), spliced=True)
             continue
-        wild = ix.nodes.get(dns.name.Name((WILD,) + name.labels))
-        if wild is None:
+        wild_name = dns.name.Name((WILD,) + name.labels)
+        if wild_name not in ix.names:
             if nxdomain_cache is None or enc.signed:   # signed: each name's own proofs
                 nxdomain_cache = enc.variable(sample, OTHER_TYPE, shared=not enc.signed)
             out.add(_core.DNS_BELOW_OTHER, IN, 0, name, nxdomain_cache)
             continue
+        wild = ix.nodes.get(wild_name, {})    # none: NODATA to every type, no BELOW keys
         other = enc.variable(sample, OTHER_TYPE)
-        out.add(_core.DNS_BELOW_OTHER, IN, 0, name, other, wildcard=True)
+        out.add(_core.DNS_BELOW_OTHER, IN, 0, name, other, wildcard=bool(wild))
         types = set(wild) | {ANY, RRSIG}
         if CNAME in wild:
             types |= ix.types | {DS, NSEC}

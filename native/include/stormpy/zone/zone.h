@@ -54,7 +54,7 @@ struct sp_zone_name {
     uint8_t dead : 1;      /* no longer in the zone (a patch took its records): skipped */
     uint8_t hidden : 1;    /* an NSEC3 record's hashed owner: no name of the zone (dead) */
     uint32_t cut_top;      /* the topmost cut at or above it, or SP_ZONE_NONE */
-    uint32_t wildcard;     /* its child '*' when that holds records, or SP_ZONE_NONE */
+    uint32_t wildcard;     /* its child '*' (records or an empty non-terminal), or NONE */
 };
 
 struct sp_zone_rrset {
