@@ -107,6 +107,26 @@ def test_include_missing(tmp_path):
 ZONE_HEAD = "$ORIGIN e.test.\n$TTL 300\n@ SOA ns admin 1 3600 600 86400 120\n@ NS ns\n"
 
 
+def test_a_nested_include_is_relative_to_the_file_it_is_in(tmp_path):
+    """As in Knot DNS, sub/a.inc's "$INCLUDE deeper/b.inc" is sub/deeper/b.inc (it was
+    looked for beside the top file): an error there is named with that path, and a file
+    in sub/ including itself by its own name is a loop."""
+    (tmp_path / "sub" / "deeper").mkdir(parents=True)
+    z = tmp_path / "top.zone"
+    z.write_text(ZONE_HEAD + "$INCLUDE sub/a.inc\n")
+    a, b = tmp_path / "sub" / "a.inc", tmp_path / "sub" / "deeper" / "b.inc"
+    a.write_text("a A 192.0.2.1\n$INCLUDE deeper/b.inc\n")
+    b.write_text("b A 192.0.2.2\n")
+    r = stormpy("check-zone", str(z))
+    assert r.returncode == 0 and "loaded, 4 records" in r.stdout, r.stderr
+    b.write_text("b A 192.0.2.999\n")
+    for command in ("check-zone", "serve-dns"):
+        assert_one_line_error(stormpy(command, str(z)), f"{b}:1:", f"(included from {z})")
+    a.write_text("a A 192.0.2.1\n$INCLUDE a.inc\n")
+    assert_one_line_error(stormpy("check-zone", str(z), timeout=30), "$INCLUDE a.inc",
+                          "includes a file it is in")
+
+
 @pytest.mark.parametrize("content, fragments", [
     (b"", ["no records"]),
     (b"; a truncated deploy\n", ["no records"]),

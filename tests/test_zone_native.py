@@ -604,3 +604,29 @@ def test_a_big_file_left_to_dnspython_says_why_at_info(tmp_path, monkeypatch, ca
         assert native.load(str(z), None) is None
     assert "read by dnspython, not ldns" in caplog.text and "$GENERATE" in caplog.text
     assert "slower" in caplog.text
+
+
+def test_a_nested_include_is_read_from_the_including_files_directory(tmp_path, monkeypatch):
+    """$INCLUDE names a file relative to the file it is in, as Knot DNS reads it: both
+    readers looked for sub/inc1.inc's deeper/inc2.inc beside the top file, and served
+    the decoy there. The C reader and dnspython serve the same records."""
+    (tmp_path / "sub" / "deeper").mkdir(parents=True)
+    (tmp_path / "deeper").mkdir()
+    top = tmp_path / "top.zone"
+    top.write_text(HEAD + "$INCLUDE sub/inc1.inc\n")
+    (tmp_path / "sub" / "inc1.inc").write_text("inc1 A 192.0.2.90\n$INCLUDE deeper/inc2.inc\n")
+    (tmp_path / "sub" / "deeper" / "inc2.inc").write_text("inc2 A 192.0.2.91\n")
+    (tmp_path / "deeper" / "inc2.inc").write_text("decoy A 192.0.2.92\n")
+    assert native.load(str(top), None) is not None              # read by the C reader
+    names = {}
+    for loader in ("c", "python"):
+        monkeypatch.setenv("STORMPY_ZONE_LOADER", loader)
+        zone = load_zone(str(top), native=loader == "c")
+        names[loader] = sorted(n.to_text() for n, _ in zone.zone.iterate_rdatasets())
+        table, _ = compile_zones([zone])
+        answer = dns.message.from_wire(table.dns_answer(
+            dns.message.make_query("inc2.e.test", "A").to_wire()))
+        assert [rd.to_text() for rr in answer.answer for rd in rr] == ["192.0.2.91"], loader
+    assert names["c"] == names["python"]
+    assert "decoy.e.test." not in names["c"] and "inc2.e.test." in names["c"]
+    assert_same_answers([str(top)], monkeypatch)

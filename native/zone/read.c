@@ -36,7 +36,8 @@ struct reader {
     bool zone_origin_set;
     uint8_t zone_origin[SP_ZONE_NAME_MAX];
     size_t zone_origin_len;
-    char base[4096];         /* the top file's directory: $INCLUDE paths start there */
+    char base[4096];         /* the directory of the file being read: its $INCLUDE
+                                paths start there, as in Knot DNS */
 };
 
 static int decline(struct reader *r, unsigned line, const char *why, const char *detail)
@@ -269,9 +270,20 @@ static char *slurp(const char *path, size_t *len)
 
 static int read_file(struct reader *r, const char *path, unsigned depth);
 
+static void set_base(struct reader *r, const char *path)
+{
+    snprintf(r->base, sizeof(r->base), "%s", path);
+    char *slash = strrchr(r->base, '/');
+    if (slash != NULL)
+        *slash = 0;                 /* "/x": "", and include() adds the "/" */
+    else
+        snprintf(r->base, sizeof(r->base), ".");
+}
+
 /* $INCLUDE file [origin]: the file read with the origin given (else the current one);
  * the origin, owner and $TTL come back afterwards, as in dnspython. Relative paths
- * start from the top file's directory, as the Python loader reads them. */
+ * start from the including file's directory, as Knot DNS and the Python loader read
+ * them. */
 static int include(struct reader *r, char *arg, unsigned line, unsigned depth)
 {
     char *file = arg, *origin = arg;
@@ -356,6 +368,9 @@ static int read_file(struct reader *r, const char *path, unsigned depth)
     const char *saved_text = r->text;
     size_t saved_len = r->len, saved_pos = r->pos;
     unsigned saved_line = r->line;
+    char saved_base[sizeof(r->base)];
+    memcpy(saved_base, r->base, sizeof(saved_base));
+    set_base(r, path);
     r->len = len;
     r->text = text;
     r->pos = 0;
@@ -365,6 +380,7 @@ static int read_file(struct reader *r, const char *path, unsigned depth)
     r->len = saved_len;
     r->pos = saved_pos;
     r->line = saved_line;
+    memcpy(r->base, saved_base, sizeof(r->base));
     free(text);
     return rc;
 }
@@ -372,12 +388,6 @@ static int read_file(struct reader *r, const char *path, unsigned depth)
 int sp_zone_read(struct sp_zone *z, const char *path, const char *origin)
 {
     struct reader r = {.z = z, .line = 1};
-    snprintf(r.base, sizeof(r.base), "%s", path);
-    char *slash = strrchr(r.base, '/');
-    if (slash != NULL)
-        *slash = 0;
-    else
-        snprintf(r.base, sizeof(r.base), ".");
     r.rdata = ldns_buffer_new(4096);
     int rc = r.rdata ? SP_ZONE_OK : SP_ZONE_NOMEM;
     if (rc == SP_ZONE_OK && origin != NULL) {

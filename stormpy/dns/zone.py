@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import re
 import struct
@@ -13,6 +14,7 @@ import dns.exception
 import dns.name
 import dns.rdataclass
 import dns.rdatatype
+import dns.tokenizer
 import dns.zone
 import dns.zonefile
 
@@ -51,11 +53,60 @@ def _in_directory_of(path: str):
             os.chdir(old)
 
 
+class _Tokenizer(dns.tokenizer.Tokenizer):
+    """dnspython's tokenizer, but the file named after $INCLUDE is joined to `base`,
+    this file's directory relative to the working directory (the top file's): dnspython
+    opens it from the working directory, Knot DNS from the including file's."""
+
+    def __init__(self, f, filename: str, base: str = ""):
+        super().__init__(f, filename)
+        self.base, self._after_include = base, False
+
+    def get(self, want_leading=False, want_comment=False):
+        token = super().get(want_leading, want_comment)
+        if self._after_include and (token.is_identifier() or token.is_quoted_string()):
+            token = dns.tokenizer.Token(token.ttype, os.path.join(self.base, token.value))
+        # only the reader's loop asks for both, at the start of each line
+        self._after_include = (want_leading and want_comment and token.is_identifier()
+                               and token.value.upper() == "$INCLUDE")
+        return token
+
+
+class _Reader(dns.zonefile.Reader):
+    """The reader, each file it includes read with _Tokenizer."""
+
+    @property
+    def tok(self):
+        return self._tok
+
+    @tok.setter
+    def tok(self, tok):
+        if not isinstance(tok, _Tokenizer):      # an included file, as dnspython opened it
+            tok = _Tokenizer(tok.file, tok.filename, os.path.dirname(tok.filename))
+        self._tok = tok
+
+
+def _parse(f, filename: str, origin: dns.name.Name | None, check: bool,
+           base: str = "") -> dns.zone.Zone:
+    """dns.zone.from_file, read with _Reader; the working directory is the top file's,
+    base the directory of the file f is, relative to it."""
+    zone = dns.zone.Zone(origin, dns.rdataclass.IN, relativize=False)
+    with zone.writer(True) as txn:
+        reader = _Reader(_Tokenizer(f, filename, base), dns.rdataclass.IN, txn,
+                         allow_include=True)
+        try:
+            reader.read()
+        except dns.zonefile.UnknownOrigin:
+            raise dns.zone.UnknownOrigin from None
+    if check:
+        zone.check_origin()
+    return zone
+
+
 def _read(path: str, origin: dns.name.Name | None, check: bool = True) -> dns.zone.Zone:
     with _in_directory_of(path) as abspath, open(abspath, encoding="utf-8") as f:
         try:
-            return dns.zone.from_file(f, origin=origin, relativize=False, allow_include=True,
-                                      check_origin=check, filename=path)
+            return _parse(f, path, origin, check)
         except AssertionError:       # dnspython's check of a zone that has no origin
             raise ZoneError(f"{path}: no records: a zone file needs at least the SOA and NS "
                             f"records at its origin") from None
@@ -63,9 +114,8 @@ def _read(path: str, origin: dns.name.Name | None, check: bool = True) -> dns.zo
 
 def _include_loop(path: str) -> str | None:
     """The first $INCLUDE that leads back to a file including it, as text for the
-    message; dnspython would follow it until it runs out of file descriptors."""
-    top = os.path.dirname(os.path.abspath(path))
-
+    message; dnspython would follow it until it runs out of file descriptors. Each
+    name is relative to the directory of the file it is in (as written, not resolved)."""
     def visit(file: str, chain: tuple) -> str | None:
         if not os.path.isfile(file):
             return None                  # a pipe is read once, by the reader
@@ -76,15 +126,15 @@ def _include_loop(path: str) -> str | None:
             return None                  # the reader says what is wrong with it
         for m in _INCLUDE.finditer(text):
             name = os.fsdecode(m.group(1))
-            target = os.path.realpath(os.path.join(top, name))
+            included = os.path.join(os.path.dirname(file), name)
+            target = os.path.realpath(included)
             if target in chain:
                 return f"$INCLUDE {name} in {os.path.basename(file)} includes a file it is in"
-            if len(chain) < 16 and (why := visit(target, chain + (target,))):
+            if len(chain) < 16 and (why := visit(included, chain + (target,))):
                 return why
         return None
 
-    start = os.path.realpath(path)
-    return visit(start, (start,))
+    return visit(os.path.abspath(path), (os.path.realpath(path),))
 
 
 _INCLUDE = re.compile(rb"^\$INCLUDE[ \t]+([^\s;]+)", re.IGNORECASE | re.MULTILINE)
@@ -237,6 +287,8 @@ def _syntax_message(path: str, origin: dns.name.Name | None, e: dns.exception.Sy
     if not m:
         return f"{path}: {e}"
     where, line = m.group("file"), int(m.group("line"))
+    if origin is None and (reader := _reader_in(e)) is not None:
+        origin = reader.zone_origin       # from $ORIGIN: an included file has none
     if line > 1 and _prefix_fails(path, _source(path, where), line - 1, origin):
         line -= 1
     msg = m.group("msg")
@@ -265,8 +317,7 @@ def _reader_message(path: str, e: Exception, problem, newline_read: bool = True)
     the traceback, knows both. It has read the record's newline unless the file ended,
     or (newline_read False) the error came from a field, which is on the line unless
     the newline after it was read. problem(owner) says what is wrong with the record."""
-    reader = next((frame.f_locals["self"] for frame, _ in traceback.walk_tb(e.__traceback__)
-                   if isinstance(frame.f_locals.get("self"), dns.zonefile.Reader)), None)
+    reader = _reader_in(e)
     if reader is None:
         return f"{path}: {problem(None)}"
     where, line = reader.tok.where()
@@ -275,6 +326,11 @@ def _reader_message(path: str, e: Exception, problem, newline_read: bool = True)
     else:           # a newline the tokenizer gave back was counted all the same
         back = getattr(reader.tok, "ungotten_char", None) == "\n"
     return _at(path, where, line - 1 if back else line, problem(reader.last_name))
+
+
+def _reader_in(e: Exception) -> dns.zonefile.Reader | None:
+    return next((frame.f_locals["self"] for frame, _ in traceback.walk_tb(e.__traceback__)
+                 if isinstance(frame.f_locals.get("self"), dns.zonefile.Reader)), None)
 
 
 def _cname_message(path: str, e: dns.zonefile.CNAMEAndOtherData) -> str:
@@ -307,8 +363,8 @@ def _prefix_fails(path: str, source: str, lines: int, origin: dns.name.Name | No
         return False
     try:
         with _in_directory_of(path):
-            dns.zone.from_text(prefix, origin=origin, relativize=False, allow_include=True,
-                               check_origin=False)
+            _parse(io.StringIO(prefix), source, origin, check=False,
+                   base=os.path.dirname(os.path.abspath(source)))
     except dns.exception.SyntaxError:
         return True
     except Exception:
