@@ -145,6 +145,31 @@ def test_zone_files_that_used_to_end_in_a_traceback(content, fragments, tmp_path
     assert_one_line_error(stormpy("check-zone", str(z), timeout=30), *fragments)
 
 
+@pytest.mark.parametrize("records, fragments", [
+    ("x CNAME ns\nx CNAME www\n", ["two.zone:7: x.e.test. has two CNAME records"]),
+    ("d DNAME ns.e.test.\nd DNAME e.test.\n", ["two.zone:7: d.e.test. has two DNAME records"]),
+    ("@ SOA ns admin 2 3600 600 86400 120\n", ["two.zone:6: a second SOA record at e.test.",
+                                               "serial 2", "serial 1"]),
+])
+def test_a_second_cname_dname_or_soa_at_a_name_is_refused(records, fragments, tmp_path):
+    """dnspython kept the last of two silently (a second SOA's serial was served to
+    secondaries). Knot DNS refuses a zone with two CNAMEs or two DNAMEs at a name
+    ("multiple CNAME records") and keeps the first of two SOAs: either way the file
+    is not what its author meant."""
+    z = tmp_path / "two.zone"
+    z.write_text(ZONE_HEAD + "ns A 192.0.2.1\n" + records)
+    for command in ("check-zone", "serve-dns"):
+        assert_one_line_error(stormpy(command, str(z)), *fragments)
+
+
+def test_the_same_cname_or_soa_twice_is_one_record(tmp_path):
+    z = tmp_path / "same.zone"
+    z.write_text(ZONE_HEAD + "ns A 192.0.2.1\nx CNAME ns\nx CNAME NS.e.test.\n"
+                 "@ SOA ns admin 1 3600 600 86400 120\n")
+    r = stormpy("check-zone", str(z))
+    assert r.returncode == 0 and "loaded, 4 records" in r.stdout, r.stderr
+
+
 LABEL62 = "b" * 62
 LONG_RELATIVE = ".".join([LABEL62] * 4)     # 252 octets: past 255 once e.test. is added
 

@@ -312,8 +312,8 @@ static int group(struct sp_zone *z)
                     last->ttl = r->ttl;
                 continue;
             }
-            if (r->type == TYPE_CNAME || r->type == TYPE_SOA)
-                return decline(z, "a CNAME or SOA with more than one record", r->name);
+            if (r->type == TYPE_CNAME || r->type == TYPE_SOA || r->type == TYPE_DNAME)
+                return decline(z, "a CNAME, DNAME or SOA with more than one record", r->name);
             if (last->count == UINT16_MAX)
                 return decline(z, "an RRset of 65535 records or more", r->name);
             last->count++;

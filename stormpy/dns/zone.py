@@ -86,12 +86,40 @@ class _Reader(dns.zonefile.Reader):
         self._tok = tok
 
 
+class _SecondRecord(dns.exception.DNSException):
+    """A second record, other than the first, of a type a name has one of."""
+
+    def __init__(self, name: dns.name.Name, first, second):
+        super().__init__()
+        self.name, self.first, self.second = name, first, second
+
+    def problem(self, _owner) -> str:
+        kind = dns.rdatatype.to_text(self.first.rdtype)
+        if kind == "SOA":
+            return (f"a second SOA record at {self.name}, serial {self.second.serial} (the "
+                    f"first has serial {self.first.serial}); a zone has one SOA record")
+        rfc = "RFC 2181 section 10.1" if kind == "CNAME" else "RFC 6672"
+        return (f"{self.name} has two {kind} records, {self.first} and {self.second}; a "
+                f"name has one {kind} at most ({rfc})")
+
+
+def _one_of_a_kind(txn, name, rdataset) -> None:
+    """dnspython keeps the last of two CNAMEs, DNAMEs or SOAs at a name; Knot DNS refuses
+    the first two ("multiple CNAME records") and keeps the first SOA. Either way the
+    file says two things: it is refused. The same record twice is one record."""
+    if rdataset.rdtype in (dns.rdatatype.CNAME, dns.rdatatype.DNAME, dns.rdatatype.SOA):
+        held = txn.get(name, rdataset.rdtype)
+        if held and rdataset[0] not in held:
+            raise _SecondRecord(name, held[0], rdataset[0])
+
+
 def _parse(f, filename: str, origin: dns.name.Name | None, check: bool,
            base: str = "") -> dns.zone.Zone:
     """dns.zone.from_file, read with _Reader; the working directory is the top file's,
     base the directory of the file f is, relative to it."""
     zone = dns.zone.Zone(origin, dns.rdataclass.IN, relativize=False)
     with zone.writer(True) as txn:
+        txn.check_put_rdataset(_one_of_a_kind)
         reader = _Reader(_Tokenizer(f, filename, base), dns.rdataclass.IN, txn,
                          allow_include=True)
         try:
@@ -215,6 +243,8 @@ def load_zone(path: str, origin: str | None = None, native: bool = True) -> Zone
         raise ZoneError(_syntax_message(path, name, e)) from None
     except dns.zonefile.CNAMEAndOtherData as e:
         raise ZoneError(_cname_message(path, e)) from None
+    except _SecondRecord as e:
+        raise ZoneError(_reader_message(path, e, e.problem)) from None
     except UnicodeDecodeError as e:
         line = _first_non_utf8_line(path)
         raise ZoneError(f"{path}:{line}: bytes that are not UTF-8 text ({e.reason})" if line
