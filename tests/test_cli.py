@@ -170,6 +170,34 @@ def test_the_same_cname_or_soa_twice_is_one_record(tmp_path):
     assert r.returncode == 0 and "loaded, 4 records" in r.stdout, r.stderr
 
 
+@pytest.mark.parametrize("record, fragments", [
+    ("bücher A 192.0.2.2\n", ["utf8.zone:6: bücher", "xn--bcher-kva"]),
+    ("y CNAME straße\n", ["utf8.zone:6: straße", "xn--strae-oqa"]),
+    ("m MX 10 mail.straße.example.\n", ["utf8.zone:6:", "mail.xn--strae-oqa.example."]),
+    ("$ORIGIN bücher.e.test.\nwww A 192.0.2.2\n", ["utf8.zone:6:", "xn--bcher-kva.e.test."]),
+    ("Bücher A 192.0.2.2\n", ["utf8.zone:6: Bücher", "A-label (xn--"]),
+])
+def test_a_name_in_utf8_is_refused_with_its_line_and_a_labels(record, fragments, tmp_path):
+    """dnspython turned UTF-8 names into IDNA 2003 A-labels: "straße" was served as
+    strasse, while clients ask for the IDNA 2008 form, xn--strae-oqa. Knot DNS refuses
+    such a name ("invalid domain name character"); the error says what to write where
+    IDNA 2008 surely agrees (a lowercase label of letters), else how."""
+    z = tmp_path / "utf8.zone"
+    z.write_text(ZONE_HEAD + "ns A 192.0.2.1\n" + record)
+    for command in ("check-zone", "serve-dns"):
+        assert_one_line_error(stormpy(command, str(z)), *fragments)
+    z.write_text("@ 60 SOA ns h 1 2 3 4 5\n@ NS ns\nns A 192.0.2.7\n")
+    assert_one_line_error(stormpy("check-zone", str(z), "--origin", "straße.test"),
+                          "--origin straße.test", "xn--strae-oqa.test")
+
+
+def test_utf8_inside_a_txt_string_is_still_served_as_its_bytes(tmp_path):
+    z = tmp_path / "txt.zone"
+    z.write_text(ZONE_HEAD + 'ns A 192.0.2.1\nt TXT "grüße" straße\n')
+    r = stormpy("check-zone", str(z))
+    assert r.returncode == 0 and "loaded, 4 records" in r.stdout, r.stderr
+
+
 LABEL62 = "b" * 62
 LONG_RELATIVE = ".".join([LABEL62] * 4)     # 252 octets: past 255 once e.test. is added
 
