@@ -31,8 +31,7 @@ bool sp_udpip_parse(const uint8_t *ip, size_t len, struct sp_udpip *u)
            parse_udp(ip, h.l4, h.end, u);
 }
 
-/* The pseudo-header's addresses (sp_ip_addresses_sum()): the same with source and
- * destination swapped, so a reply reuses the query's. */
+/* The pseudo-header's addresses' reduced sum (network order). */
 static inline uint32_t addresses_sum(const struct sp_udpip *u)
 {
     return sp_ip_addresses_sum(u->family, u->src, u->dst);
@@ -92,20 +91,20 @@ size_t sp_udpip_write_reply(uint8_t *out, const struct sp_udpip *req, size_t pay
     uint16_t udp_len = (uint16_t)(SP_UDP_HEADER_LEN + payload_len);
     uint8_t *udp = out + ip_len;
 
-    uint32_t addresses = addresses_sum(req);
+    uint64_t addresses = sp_ip_addresses_acc(req->family, req->src, req->dst);
     sp_ip_write_reply_summed(out, req->family, req->dst, req->src, PROTO_UDP, udp_len, ttl,
                              addresses);
     sp_put16(udp, req->dport);
     sp_put16(udp + 2, req->sport);
     sp_put16(udp + 4, udp_len);
-    sp_put16(udp + 6, 0);
 
     /* Pseudo-header + UDP header + payload; swapping addresses and ports does not
-     * change their sum, only the lengths are new (once in each header). All in network
-     * order, folded once: below 2^19. */
-    uint32_t sum = addresses + PROTO_UDP + 2u * udp_len + req->sport + req->dport +
-                   sp_csum_reduce(payload_sum);
-    uint16_t check = sp_csum_fold(sum);
-    sp_put16(udp + 6, check ? check : 0xffff);
+     * change their sum, only the lengths are new (once in each header). The
+     * network-order part below 2^33: no carry lost. */
+    uint16_t check = sp_csum_acc_fold(sp_csum_acc_net(
+        addresses, (uint64_t)PROTO_UDP + 2u * udp_len + req->sport + req->dport + payload_sum));
+    if (!check)
+        check = 0xffff;   /* 0 means "no checksum"; 0xffff is the same sum */
+    memcpy(udp + 6, &check, 2);
     return ip_len + SP_UDP_HEADER_LEN;
 }

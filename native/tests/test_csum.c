@@ -63,6 +63,36 @@ static void test_acc_is_ffff_matches_the_fold(void)
           !sp_csum_acc_is_ffff(0xfffe) && sp_csum_acc_is_ffff(0xffffull << 40));
 }
 
+/* sp_csum_acc_fold() is the complemented sp_csum_acc_reduce(), whatever the carries
+ * (its halves' sum overflowing, all ones, 0); sp_csum_acc_net() adds a network-order sum
+ * as its bytes swapped would be. */
+static uint64_t rand64(void)
+{
+    return (uint64_t)rand() << 42 ^ (uint64_t)rand() << 21 ^ (uint64_t)rand();
+}
+
+static void test_acc_fold_matches_the_reduce(void)
+{
+    static const uint64_t edges[] = {0, 1, 0xffff, 0x10000, 0xffffffff, 0x100000000ull,
+                                     0xffff0000ffffull, 0xfffffffffffeull, UINT64_MAX,
+                                     UINT64_MAX - 1, 0x8000000080000000ull};
+    for (size_t i = 0; i < sizeof(edges) / sizeof(edges[0]); i++)
+        CHECK_EQ(sp_csum_acc_fold(edges[i]), (uint16_t)~sp_csum_acc_reduce(edges[i]));
+    srand(5);
+    int right = 0, rounds = 200000;
+    for (int round = 0; round < rounds; round++) {
+        uint64_t acc = rand64() >> (rand() % 64);
+        uint64_t net = rand64() >> 24;   /* below 2^40 */
+        uint64_t low = acc >> 2;         /* room for the shifted sum */
+        uint32_t want = sp_csum_reduce(sp_csum_native(sp_csum_acc_reduce(low)) +
+                                       sp_csum_reduce((uint32_t)net) +
+                                       sp_csum_reduce((uint32_t)(net >> 32)));
+        right += sp_csum_acc_fold(acc) == (uint16_t)~sp_csum_acc_reduce(acc) &&
+                 sp_csum_native(sp_csum_acc_fold(sp_csum_acc_net(low, net))) == (uint16_t)~want;
+    }
+    CHECK_EQ(right, rounds);
+}
+
 static void test_rfc1071_example(void)
 {
     /* RFC 1071 section 3: the sum of these words is 0xddf2. */
@@ -187,6 +217,7 @@ int main(void)
     test_partial_matches_reference();
     test_rfc1071_example();
     test_acc_is_ffff_matches_the_fold();
+    test_acc_fold_matches_the_reduce();
     test_update16_matches_recompute();
     test_odd_offset_swap();
     test_udpip_roundtrip(4);

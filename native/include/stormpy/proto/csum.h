@@ -119,6 +119,29 @@ static inline __attribute__((always_inline)) bool sp_csum_acc_is_ffff(uint64_t a
     return acc != 0 && acc % 0xffff == 0;
 }
 
+/* A partial sum in network order (below 2^40) added to an accumulator whose words are in
+ * the machine's order: a byte swap is a multiplication by 256 modulo 0xffff, so on a
+ * little-endian machine it is a shift, and the sum's bytes need not be swapped. The
+ * caller keeps acc below 2^63 (a few words' sum, not one sp_csum_acc() wrapped). */
+static inline __attribute__((always_inline)) uint64_t sp_csum_acc_net(uint64_t acc, uint64_t net)
+{
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    return acc + (net << 8);
+#else
+    return acc + net;
+#endif
+}
+
+/* The checksum field (complemented) for what sp_csum_acc() added up, in the machine's
+ * order: for a 16-bit store, no byte swap. Each half added to the other by a rotation,
+ * whose carry out of the low half lands in the high one: the end-around carry, in four
+ * instructions a fold. */
+static inline __attribute__((always_inline)) uint16_t sp_csum_acc_fold(uint64_t acc)
+{
+    uint32_t h = (uint32_t)((acc + (acc >> 32 | acc << 32)) >> 32);
+    return (uint16_t)~((h + (h >> 16 | h << 16)) >> 16);
+}
+
 /* Add two partial sums without losing carries. */
 static inline __attribute__((always_inline)) uint32_t sp_csum_add(uint32_t a, uint32_t b)
 {
