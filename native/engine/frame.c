@@ -100,6 +100,6 @@ void sp_frame_write_headers(const struct sp_frame_config *cfg, const uint8_t *rx
                             const struct sp_frame_query *fq, uint8_t *tx, size_t payload_len,
                             uint32_t payload_sum)
 {
-    sp_eth_write_reply(tx, rx + 6, rx, rx, fq->l2);   /* back to the sender's MAC */
+    sp_eth_write_back(tx, rx, fq->l2);
     sp_udpip_write_reply(tx + fq->l2, &fq->u, payload_len, payload_sum, cfg->ttl);
 }

@@ -50,4 +50,20 @@ static inline void sp_eth_write_reply(uint8_t *tx, const uint8_t *dst, const uin
         memcpy(tx + 12, request + 12, SP_VLAN_TAG_LEN + 2);
 }
 
+/* sp_eth_write_reply() back to the sender of request, from the address it was sent to:
+ * the two MACs in two 8-byte copies, the second overwriting the first's 2 bytes too many
+ * (both inside the request's l2 >= SP_ETH_HEADER_LEN bytes), for half the moves. */
+static inline void sp_eth_write_back(uint8_t *tx, const uint8_t *request, size_t l2)
+{
+    uint64_t sender, receiver;
+    memcpy(&sender, request + 6, 8);
+    memcpy(&receiver, request, 8);
+    memcpy(tx, &sender, 8);
+    memcpy(tx + 6, &receiver, 8);
+    if (l2 == SP_ETH_HEADER_LEN)
+        memcpy(tx + 12, request + 12, 2);
+    else
+        memcpy(tx + 12, request + 12, SP_VLAN_TAG_LEN + 2);
+}
+
 #endif
