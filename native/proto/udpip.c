@@ -27,7 +27,7 @@ static bool parse_udp(const uint8_t *ip, size_t l4, size_t end, struct sp_udpip 
 bool sp_udpip_parse(const uint8_t *ip, size_t len, struct sp_udpip *u)
 {
     struct sp_ip h;
-    return sp_ip_parse(ip, len, PROTO_UDP, &u->family, u->src, u->dst, &h) &&
+    return sp_ip_parse_as(ip, len, PROTO_UDP, &u->family, u->src, u->dst, &h, false) &&
            parse_udp(ip, h.l4, h.end, u);
 }
 

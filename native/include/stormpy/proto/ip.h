@@ -27,9 +27,11 @@ struct sp_ip {
 /* False when truncated, not `proto`, a fragment (IPv4 MF or offset), with IPv6
  * extension headers, or when the length fields disagree with len. IPv4 options are
  * skipped. Writes *family (4 or 6) and the addresses into src and dst (16 bytes each;
- * IPv4 in the first 4, the rest zero), the caller's own fields. */
-static inline bool sp_ip_parse(const uint8_t *ip, size_t len, uint8_t proto, uint8_t *family,
-                               uint8_t *src, uint8_t *dst, struct sp_ip *out)
+ * IPv4 in the first 4, the rest zero unless !zero_rest: then left as they were, for a
+ * caller that never reads them), the caller's own fields. */
+static inline __attribute__((always_inline)) bool
+sp_ip_parse_as(const uint8_t *ip, size_t len, uint8_t proto, uint8_t *family, uint8_t *src,
+               uint8_t *dst, struct sp_ip *out, bool zero_rest)
 {
     if (len < 1)
         return false;
@@ -43,8 +45,10 @@ static inline bool sp_ip_parse(const uint8_t *ip, size_t len, uint8_t proto, uin
         if ((sp_get16(ip + 6) & 0x3fff) != 0 || ip[9] != proto)
             return false;
         *family = 4;
-        memset(src, 0, 16);
-        memset(dst, 0, 16);
+        if (zero_rest) {
+            memset(src, 0, 16);
+            memset(dst, 0, 16);
+        }
         memcpy(src, ip + 12, 4);
         memcpy(dst, ip + 16, 4);
         out->l4 = ihl;
@@ -65,6 +69,12 @@ static inline bool sp_ip_parse(const uint8_t *ip, size_t len, uint8_t proto, uin
         return true;
     }
     return false;
+}
+
+static inline bool sp_ip_parse(const uint8_t *ip, size_t len, uint8_t proto, uint8_t *family,
+                               uint8_t *src, uint8_t *dst, struct sp_ip *out)
+{
+    return sp_ip_parse_as(ip, len, proto, family, src, dst, out, true);
 }
 
 /* The reduced partial sum (network order) of two addresses of a family: the
