@@ -106,13 +106,13 @@ sp_dns_frames_answer(const struct sp_table *t, struct sp_dns_worker *d,
                      const struct sp_frame_config *cfg, const struct sp_frame *rx, unsigned n,
                      struct sp_frame *tx, struct sp_frame_counters *c)
 {
-    unsigned used = 0;
+    struct sp_frame *out = tx;   /* a pointer, not an index: no multiply by the stride */
     for (unsigned i = 0; i < n; i++) {
-        size_t len = frame_answer(t, d, cfg, &rx[i], tx[used].data, tx[used].cap, c);
+        size_t len = frame_answer(t, d, cfg, &rx[i], out->data, out->cap, c);
         if (len)
-            tx[used++].len = (uint32_t)len;
+            (out++)->len = (uint32_t)len;
     }
-    return used;
+    return (unsigned)(out - tx);
 }
 
 /* One frame of a group through the stages: its fields side by side, so that a stage
