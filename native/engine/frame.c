@@ -30,8 +30,9 @@ parse(const struct sp_frame_config *cfg, const struct sp_frame *frame, uint8_t *
         return SP_FRAME_DROPPED;
     }
     struct sp_udpip *u = &fq->u;
-    if ((type != SP_ETHERTYPE_IPV4 && type != SP_ETHERTYPE_IPV6) ||
-        !sp_udpip_parse(rx + l2, len - l2, u) || u->family != (type == SP_ETHERTYPE_IPV4 ? 4 : 6) ||
+    if (!(type == SP_ETHERTYPE_IPV4   ? sp_udpip_parse_ipv4(rx + l2, len - l2, u)
+          : type == SP_ETHERTYPE_IPV6 ? sp_udpip_parse_ipv6(rx + l2, len - l2, u)
+                                      : false) ||
         u->dport != cfg->port) {
         /* ARP, ICMP, other ports, fragments, damage: the kernel's, unless we own the port */
         if (cfg->own_stack) {

@@ -24,11 +24,27 @@ static bool parse_udp(const uint8_t *ip, size_t l4, size_t end, struct sp_udpip 
     return true;
 }
 
-bool sp_udpip_parse(const uint8_t *ip, size_t len, struct sp_udpip *u)
+static inline __attribute__((always_inline)) bool
+parse(const uint8_t *ip, size_t len, uint8_t want, struct sp_udpip *u)
 {
     struct sp_ip h;
-    return sp_ip_parse_as(ip, len, PROTO_UDP, &u->family, u->src, u->dst, &h, false) &&
+    return sp_ip_parse_as(ip, len, PROTO_UDP, &u->family, u->src, u->dst, &h, false, want) &&
            parse_udp(ip, h.l4, h.end, u);
+}
+
+bool sp_udpip_parse(const uint8_t *ip, size_t len, struct sp_udpip *u)
+{
+    return parse(ip, len, 0, u);
+}
+
+bool sp_udpip_parse_ipv4(const uint8_t *ip, size_t len, struct sp_udpip *u)
+{
+    return parse(ip, len, 4, u);
+}
+
+bool sp_udpip_parse_ipv6(const uint8_t *ip, size_t len, struct sp_udpip *u)
+{
+    return parse(ip, len, 6, u);
 }
 
 /* The pseudo-header's addresses' reduced sum (network order). */

@@ -212,6 +212,26 @@ static void test_udpip_rejects(void)
         CHECK(!sp_udpip_parse(pkt, cut, &u));
 }
 
+/* The family the link header names: its packets parsed as sp_udpip_parse() parses
+ * them, the other family's refused. */
+static void test_udpip_parse_family(void)
+{
+    uint8_t payload[8] = {1, 2, 3}, pkt[128];
+    struct sp_udpip u;
+    size_t len = build_request(pkt, 4, payload, sizeof(payload));
+    CHECK(sp_udpip_parse_ipv4(pkt, len, &u) && u.family == 4 && u.dport == 53 &&
+          u.payload_len == sizeof(payload));
+    CHECK(!sp_udpip_parse_ipv6(pkt, len, &u));
+    for (size_t cut = 0; cut < len; cut++)
+        CHECK(!sp_udpip_parse_ipv4(pkt, cut, &u));
+    len = build_request(pkt, 6, payload, sizeof(payload));
+    CHECK(sp_udpip_parse_ipv6(pkt, len, &u) && u.family == 6 && u.dport == 53 &&
+          u.payload_len == sizeof(payload));
+    CHECK(!sp_udpip_parse_ipv4(pkt, len, &u));
+    for (size_t cut = 0; cut < len; cut++)
+        CHECK(!sp_udpip_parse_ipv6(pkt, cut, &u));
+}
+
 int main(void)
 {
     test_partial_matches_reference();
@@ -223,5 +243,6 @@ int main(void)
     test_udpip_roundtrip(4);
     test_udpip_roundtrip(6);
     test_udpip_rejects();
+    test_udpip_parse_family();
     return check_report("test_csum");
 }

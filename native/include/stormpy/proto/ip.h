@@ -28,14 +28,15 @@ struct sp_ip {
  * extension headers, or when the length fields disagree with len. IPv4 options are
  * skipped. Writes *family (4 or 6) and the addresses into src and dst (16 bytes each;
  * IPv4 in the first 4, the rest zero unless !zero_rest: then left as they were, for a
- * caller that never reads them), the caller's own fields. */
+ * caller that never reads them), the caller's own fields. want: 4 or 6 for a packet
+ * that must be of that family (its link header's type said so), 0 for either. */
 static inline __attribute__((always_inline)) bool
 sp_ip_parse_as(const uint8_t *ip, size_t len, uint8_t proto, uint8_t *family, uint8_t *src,
-               uint8_t *dst, struct sp_ip *out, bool zero_rest)
+               uint8_t *dst, struct sp_ip *out, bool zero_rest, uint8_t want)
 {
     if (len < 1)
         return false;
-    if ((ip[0] >> 4) == 4) {
+    if ((ip[0] >> 4) == 4 && want != 6) {
         if (len < SP_IPV4_HEADER_LEN)
             return false;
         size_t ihl = (size_t)(ip[0] & 0x0f) * 4;
@@ -55,7 +56,7 @@ sp_ip_parse_as(const uint8_t *ip, size_t len, uint8_t proto, uint8_t *family, ui
         out->end = total;
         return true;
     }
-    if ((ip[0] >> 4) == 6) {
+    if ((ip[0] >> 4) == 6 && want != 4) {
         if (len < SP_IPV6_HEADER_LEN)
             return false;
         size_t total = SP_IPV6_HEADER_LEN + (size_t)sp_get16(ip + 4);
@@ -74,7 +75,7 @@ sp_ip_parse_as(const uint8_t *ip, size_t len, uint8_t proto, uint8_t *family, ui
 static inline bool sp_ip_parse(const uint8_t *ip, size_t len, uint8_t proto, uint8_t *family,
                                uint8_t *src, uint8_t *dst, struct sp_ip *out)
 {
-    return sp_ip_parse_as(ip, len, proto, family, src, dst, out, true);
+    return sp_ip_parse_as(ip, len, proto, family, src, dst, out, true, 0);
 }
 
 /* The reduced partial sum (network order) of two addresses of a family: the

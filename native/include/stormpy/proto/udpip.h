@@ -31,6 +31,10 @@ struct sp_udpip {
  * address fills the first 4 bytes of src or dst only: every reader takes 4 by the
  * family, and clearing the other 12 cost every frame 4 stores. */
 bool sp_udpip_parse(const uint8_t *ip, size_t len, struct sp_udpip *u);
+/* sp_udpip_parse() of a packet that must be IPv4, or IPv6 (its link header's type):
+ * false for the other family too, in the version check that is made anyway. */
+bool sp_udpip_parse_ipv4(const uint8_t *ip, size_t len, struct sp_udpip *u);
+bool sp_udpip_parse_ipv6(const uint8_t *ip, size_t len, struct sp_udpip *u);
 
 /* True when the IPv4 header checksum and the UDP checksum of a packet that
  * sp_udpip_parse() accepted are right. An IPv4 UDP checksum of 0 means "none";
