@@ -71,13 +71,13 @@ bool sp_udpip_headers_ok(const uint8_t *ip, const struct sp_udpip *u, bool l4_ve
     if (l4_verified)
         return true;
     /* the pseudo-header added up with the UDP header, in the machine's order: not 0,
-     * as the checksum field is not */
-    uint64_t acc = sp_csum_acc(ip + l4, SP_UDP_HEADER_LEN, 0);
-    acc = u->family == 4 ? sp_csum_acc(u->dst, 4, sp_csum_acc(u->src, 4, acc))
-                         : sp_csum_acc(u->dst, 16, sp_csum_acc(u->src, 16, acc));
-    size_t udp_len = SP_UDP_HEADER_LEN + u->payload_len;
-    *unchecked =
-        sp_csum_acc_word(acc, sp_csum_native(PROTO_UDP) + sp_csum_native((uint32_t)udp_len));
+     * as the protocol is not; the addresses below 2^33 and the rest below 2^25, the
+     * header's word added with its carry */
+    uint64_t udp;
+    memcpy(&udp, ip + l4, SP_UDP_HEADER_LEN);
+    *unchecked = sp_csum_acc_word(
+        udp, sp_csum_acc_net(sp_ip_addresses_acc(u->family, u->src, u->dst),
+                             PROTO_UDP + SP_UDP_HEADER_LEN + (uint64_t)u->payload_len));
     return true;
 }
 
