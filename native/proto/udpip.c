@@ -63,7 +63,7 @@ bool sp_udpip_headers_ok(const uint8_t *ip, const struct sp_udpip *u, bool l4_ve
         size_t ihl = (size_t)(ip[0] & 0x0f) * 4;
         uint64_t acc = ihl == SP_IPV4_HEADER_LEN ? sp_csum_acc(ip, SP_IPV4_HEADER_LEN, 0)
                                                  : sp_csum_acc(ip, ihl, 0);   /* options */
-        if (!sp_csum_acc_is_ffff(acc))
+        if (!sp_csum_acc_nonzero_is_ffff(acc))   /* version 4: not 0 */
             return false;
     }
     if (sp_get16(ip + l4 + 6) == 0)

@@ -142,6 +142,13 @@ static inline __attribute__((always_inline)) uint16_t sp_csum_acc_fold(uint64_t 
     return (uint16_t)~((h + (h >> 16 | h << 16)) >> 16);
 }
 
+/* sp_csum_acc_is_ffff() of what is known not to be 0, without the test: a sum with a
+ * word that is not 0 (the end-around carry never makes 0 of it). */
+static inline __attribute__((always_inline)) bool sp_csum_acc_nonzero_is_ffff(uint64_t acc)
+{
+    return acc % 0xffff == 0;
+}
+
 /* Add two partial sums without losing carries. */
 static inline __attribute__((always_inline)) uint32_t sp_csum_add(uint32_t a, uint32_t b)
 {

@@ -61,7 +61,7 @@ bool sp_udpip_partial_sum_ok(const uint8_t *ip, const struct sp_udpip *u);
 static inline bool sp_udpip_payload_ok(const uint8_t *ip, const struct sp_udpip *u,
                                        uint64_t unchecked, uint64_t payload_acc)
 {
-    return !unchecked || sp_csum_acc_is_ffff(sp_csum_acc_word(unchecked, payload_acc)) ||
+    return !unchecked || sp_csum_acc_nonzero_is_ffff(sp_csum_acc_word(unchecked, payload_acc)) ||
            sp_udpip_partial_sum_ok(ip, u);
 }
 

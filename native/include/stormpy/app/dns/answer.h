@@ -44,7 +44,7 @@ static inline bool sp_dns_payload_checked(const uint8_t *rx, const struct sp_fra
 {
     return !fq->unchecked ||
            (q->message_summed &&
-            sp_csum_acc_is_ffff(sp_csum_acc_word(fq->unchecked, q->message_acc))) ||
+            sp_csum_acc_nonzero_is_ffff(sp_csum_acc_word(fq->unchecked, q->message_acc))) ||
            sp_dns_payload_rechecked(rx, fq, c);
 }
 
