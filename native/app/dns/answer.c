@@ -186,7 +186,8 @@ answer_group(const struct sp_table *t, struct sp_dns_worker *d, const struct sp_
         if (g->r)
             sp_response_prefetch(t, g->r);
     }
-    unsigned used = 0, sent = 0;
+    struct sp_frame *next = tx;   /* the next reply's TX buffer: a pointer, as in the batch */
+    unsigned sent = 0;
     for (unsigned j = 0; j < n; j++) {   /* the answers, in the frames' order */
         struct group_frame *g = &f[j];
         if (!g->query)
@@ -197,20 +198,20 @@ answer_group(const struct sp_table *t, struct sp_dns_worker *d, const struct sp_
             continue;
         if (pool) {
             if (sp_precopy_reply(pool, t, d, &g->q, cfg, rx[j].data, &g->fq, g->verdict, g->r,
-                                 &tx[used], &out[sent]))
-                used += out[sent++].pool < 0;
+                                 next, &out[sent]))
+                next += out[sent++].pool < 0;
             continue;
         }
         size_t len = frame_reply(t, d, &g->q, cfg, rx[j].data, &g->fq, g->verdict, g->r,
-                                 tx[used].data, sp_frame_payload_cap(cfg, &g->fq, tx[used].cap));
+                                 next->data, sp_frame_payload_cap(cfg, &g->fq, next->cap));
         if (len)
-            tx[used++].len = (uint32_t)len;
+            (next++)->len = (uint32_t)len;
     }
     if (pool) {
-        *taken = used;
+        *taken = (unsigned)(next - tx);
         return sent;
     }
-    return used;
+    return (unsigned)(next - tx);
 }
 
 /* Flattened, as sp_dns_frame_answer(), so that each stage is one loop without calls. */
