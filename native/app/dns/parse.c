@@ -32,10 +32,10 @@ static inline bytes16 lower16(bytes16 v)
     return v | (upper & 0x20);
 }
 
-/* lower8() in a vector register: on x86-64 fewer instructions than the word's own
- * arithmetic with its four 64-bit constants. */
 typedef uint64_t words2 __attribute__((vector_size(16)));
 
+/* lower8() in a vector register: on x86-64 fewer instructions than the word's own
+ * arithmetic with its four 64-bit constants. */
 static inline uint64_t lower8_in_vector(uint64_t v)
 {
     words2 x = {v, 0};      /* built in the register: a memcpy() went through the stack */
@@ -169,7 +169,7 @@ take_question(const uint8_t *p, const uint8_t *end, struct sp_dns_query *q, bool
         memcpy(q->question + i, &raw, 16);
         low = lower16(raw);
         memcpy(q->name_lower + i, &low, 16);
-        uint64_t first, second;   /* loaded again: out of the vector, through the stack */
+        uint64_t first, second;   /* from the message again: out of raw, via the stack */
         memcpy(&first, p + i, 8);
         memcpy(&second, p + i + 8, 8);
         words2 lows = (words2)low;
