@@ -78,16 +78,6 @@ static inline bool sp_ip_parse(const uint8_t *ip, size_t len, uint8_t proto, uin
     return sp_ip_parse_as(ip, len, proto, family, src, dst, out, true, 0);
 }
 
-/* The reduced partial sum (network order) of two addresses of a family: the
- * pseudo-header's, and the IPv4 header's, in either order. Constant lengths, so that
- * each is a few additions. */
-static inline __attribute__((always_inline)) uint32_t sp_ip_addresses_sum(uint8_t family, const uint8_t *a, const uint8_t *b)
-{
-    if (family == 4)
-        return sp_csum_acc_done(sp_csum_acc(b, 4, sp_csum_acc(a, 4, 0)));
-    return sp_csum_acc_done(sp_csum_acc(b, 16, sp_csum_acc(a, 16, 0)));
-}
-
 /* The addresses of a family added up as sp_csum_acc() adds them (the pseudo-header's,
  * and the IPv4 header's, in either order), below 2^33: room for a few more words without
  * an end-around carry. Constant lengths, so that each is a few additions. */
@@ -101,6 +91,12 @@ static inline __attribute__((always_inline)) uint64_t sp_ip_addresses_acc(uint8_
     }
     uint64_t acc = sp_csum_acc(b, 16, sp_csum_acc(a, 16, 0));
     return (acc & 0xffffffff) + (acc >> 32);
+}
+
+/* sp_ip_addresses_acc() as a reduced partial sum (network order). */
+static inline __attribute__((always_inline)) uint32_t sp_ip_addresses_sum(uint8_t family, const uint8_t *a, const uint8_t *b)
+{
+    return sp_csum_acc_done(sp_ip_addresses_acc(family, a, b));
 }
 
 /* sp_ip_write_reply() where the caller has the addresses added up (sp_ip_addresses_acc()),
