@@ -233,6 +233,67 @@ static void test_udpip_parse_family(void)
         CHECK(!sp_udpip_parse_ipv6(pkt, cut, &u));
 }
 
+/* The IPv4 header's rules as written out plainly: the parse takes the usual header
+ * (IHL 5, not a fragment) by a masked compare of its first 8 bytes, and any other the
+ * long way; both must say what these say, for every first byte, every fragment bit,
+ * and totals around each bound. */
+static bool ipv4_reference(const uint8_t *p, size_t len, size_t *off, size_t *plen)
+{
+    if (len < 20 || p[0] >> 4 != 4)
+        return false;
+    size_t ihl = (size_t)(p[0] & 15) * 4, total = (size_t)p[2] << 8 | p[3];
+    if (ihl < 20 || total < ihl || total > len || ((p[6] << 8 | p[7]) & 0x3fff) || p[9] != 17)
+        return false;
+    if (ihl + 8 > total)
+        return false;
+    size_t ulen = (size_t)p[ihl + 4] << 8 | p[ihl + 5];
+    if (ulen < 8 || ihl + ulen > total)
+        return false;
+    *off = ihl + 8;
+    *plen = ulen - 8;
+    return true;
+}
+
+static void test_ipv4_header_rules(void)
+{
+    uint8_t pkt[160];
+    for (size_t i = 0; i < sizeof(pkt); i++)
+        pkt[i] = (uint8_t)(i * 13 + 5);
+    pkt[9] = 17;
+    for (unsigned first = 0; first < 256; first++) {
+        for (int bit = -1; bit < 16; bit++) {       /* no flag, then each bit of bytes 6-7 */
+            for (size_t total = 16; total <= 100; total++) {
+                size_t ihl = (first & 15) * 4;
+                uint8_t p[160];
+                memcpy(p, pkt, sizeof(p));
+                p[0] = (uint8_t)first;
+                p[2] = (uint8_t)(total >> 8);
+                p[3] = (uint8_t)total;
+                p[6] = bit >= 8 ? (uint8_t)(1u << (bit - 8)) : 0;
+                p[7] = bit >= 0 && bit < 8 ? (uint8_t)(1u << bit) : 0;
+                if (ihl + 8 <= sizeof(p)) {         /* a UDP length that fits, or not */
+                    size_t ulen = total > ihl ? total - ihl : 0;
+                    p[ihl + 4] = (uint8_t)(ulen >> 8);
+                    p[ihl + 5] = (uint8_t)(ulen - (total & 1));
+                }
+                for (size_t len = total - 1; len <= total + 1; len++) {
+                    size_t off = 0, plen = 0;
+                    bool want = ipv4_reference(p, len, &off, &plen);
+                    struct sp_udpip a, b;
+                    bool any = sp_udpip_parse(p, len, &a), v4 = sp_udpip_parse_ipv4(p, len, &b);
+                    CHECK_EQ(any, want);
+                    CHECK_EQ(v4, want);
+                    if (want && any && v4) {
+                        CHECK(a.payload_off == off && a.payload_len == plen && a.family == 4);
+                        CHECK(b.payload_off == off && b.payload_len == plen && b.family == 4);
+                        CHECK(memcmp(b.src, p + 12, 4) == 0 && memcmp(b.dst, p + 16, 4) == 0);
+                    }
+                }
+            }
+        }
+    }
+}
+
 int main(void)
 {
     test_partial_matches_reference();
@@ -245,5 +306,6 @@ int main(void)
     test_udpip_roundtrip(6);
     test_udpip_rejects();
     test_udpip_parse_family();
+    test_ipv4_header_rules();
     return check_report("test_csum");
 }

@@ -27,6 +27,10 @@ static inline size_t sp_eth_parse(const uint8_t *frame, size_t len, uint16_t *ty
     if (len < SP_ETH_HEADER_LEN)
         return 0;
     uint16_t t = sp_get16(frame + 12);
+    if (t == SP_ETHERTYPE_IPV4) {   /* most frames: one test */
+        *type = t;
+        return SP_ETH_HEADER_LEN;
+    }
     if (t == SP_ETHERTYPE_VLAN || t == SP_ETHERTYPE_QINQ) {
         if (len < SP_ETH_HEADER_LEN + SP_VLAN_TAG_LEN)
             return 0;

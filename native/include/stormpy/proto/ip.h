@@ -30,13 +30,51 @@ struct sp_ip {
  * IPv4 in the first 4, the rest zero unless !zero_rest: then left as they were, for a
  * caller that never reads them), the caller's own fields. want: 4 or 6 for a packet
  * that must be of that family (its link header's type said so), 0 for either. */
+/* An IPv4 header's first 8 bytes as memcpy() loads them, masked to the version, the
+ * header length and the fragment bits (MF, offset): the usual header, without options
+ * and not a fragment, in one compare. */
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define SP_IPV4_USUAL_MASK 0xff3f0000000000ffull
+#define SP_IPV4_USUAL 0x45ull
+#else
+#define SP_IPV4_USUAL_MASK 0xff00000000003fffull
+#define SP_IPV4_USUAL 0x4500000000000000ull
+#endif
+
+/* sp_ip_parse_as()'s IPv4 header of ihl bytes and `total` in all, checked. */
+static inline __attribute__((always_inline)) bool
+sp_ipv4_take(const uint8_t *ip, uint8_t *family, uint8_t *src, uint8_t *dst,
+             struct sp_ip *out, bool zero_rest, size_t ihl, size_t total)
+{
+    *family = 4;
+    if (zero_rest) {
+        memset(src, 0, 16);
+        memset(dst, 0, 16);
+    }
+    memcpy(src, ip + 12, 4);
+    memcpy(dst, ip + 16, 4);
+    out->l4 = ihl;
+    out->end = total;
+    return true;
+}
+
 static inline __attribute__((always_inline)) bool
 sp_ip_parse_as(const uint8_t *ip, size_t len, uint8_t proto, uint8_t *family, uint8_t *src,
                uint8_t *dst, struct sp_ip *out, bool zero_rest, uint8_t want)
 {
     if (len < 1)
         return false;
-    if ((ip[0] >> 4) == 4 && want != 6) {
+    if (want != 6 && len >= SP_IPV4_HEADER_LEN) {
+        uint64_t head;
+        memcpy(&head, ip, 8);
+        if ((head & SP_IPV4_USUAL_MASK) == SP_IPV4_USUAL) {
+            size_t total = sp_get16(ip + 2);
+            if (total < SP_IPV4_HEADER_LEN || total > len || ip[9] != proto)
+                return false;
+            return sp_ipv4_take(ip, family, src, dst, out, zero_rest, SP_IPV4_HEADER_LEN, total);
+        }
+    }
+    if ((ip[0] >> 4) == 4 && want != 6) {   /* with options, or a fragment */
         if (len < SP_IPV4_HEADER_LEN)
             return false;
         size_t ihl = (size_t)(ip[0] & 0x0f) * 4;
@@ -45,16 +83,7 @@ sp_ip_parse_as(const uint8_t *ip, size_t len, uint8_t proto, uint8_t *family, ui
             return false;
         if ((sp_get16(ip + 6) & 0x3fff) != 0 || ip[9] != proto)
             return false;
-        *family = 4;
-        if (zero_rest) {
-            memset(src, 0, 16);
-            memset(dst, 0, 16);
-        }
-        memcpy(src, ip + 12, 4);
-        memcpy(dst, ip + 16, 4);
-        out->l4 = ihl;
-        out->end = total;
-        return true;
+        return sp_ipv4_take(ip, family, src, dst, out, zero_rest, ihl, total);
     }
     if ((ip[0] >> 4) == 6 && want != 4) {
         if (len < SP_IPV6_HEADER_LEN)
