@@ -60,9 +60,9 @@ bool sp_udpip_headers_ok(const uint8_t *ip, const struct sp_udpip *u, bool l4_ve
     *unchecked = 0;
     /* a right header sums to 0xffff, in either byte order */
     if (u->family == 4) {
-        size_t ihl = (size_t)(ip[0] & 0x0f) * 4;
-        uint64_t acc = ihl == SP_IPV4_HEADER_LEN ? sp_csum_acc(ip, SP_IPV4_HEADER_LEN, 0)
-                                                 : sp_csum_acc(ip, ihl, 0);   /* options */
+        /* the IPv4 header is all before the UDP header: its length, parsed once */
+        uint64_t acc = l4 == SP_IPV4_HEADER_LEN ? sp_csum_acc(ip, SP_IPV4_HEADER_LEN, 0)
+                                                : sp_csum_acc(ip, l4, 0);   /* options */
         if (!sp_csum_acc_nonzero_is_ffff(acc))   /* version 4: not 0 */
             return false;
     }
