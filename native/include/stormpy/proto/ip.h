@@ -18,7 +18,8 @@
 #define SP_IPV6_HEADER_LEN 40
 
 /* Where the transport header starts (from the start of the IP header) and where the
- * packet ends by its own length field (never past the received length). */
+ * packet ends by its own length field (never past the received length; below l4 for
+ * an IPv4 total shorter than its header, which a transport header cannot fit). */
 struct sp_ip {
     size_t l4;
     size_t end;
@@ -68,8 +69,10 @@ sp_ip_parse_as(const uint8_t *ip, size_t len, uint8_t proto, uint8_t *family, ui
         uint64_t head;
         memcpy(&head, ip, 8);
         if ((head & SP_IPV4_USUAL_MASK) == SP_IPV4_USUAL) {
+            /* a total below the header's 20 bytes is left to the transport's own check
+             * (UDP's and TCP's header past end), which refuses it */
             size_t total = sp_get16(ip + 2);
-            if (total < SP_IPV4_HEADER_LEN || total > len || ip[9] != proto)
+            if (total > len || ip[9] != proto)
                 return false;
             return sp_ipv4_take(ip, family, src, dst, out, zero_rest, SP_IPV4_HEADER_LEN, total);
         }
