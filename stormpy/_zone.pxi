@@ -18,11 +18,15 @@ cdef class NativeZone:
     """A master file read by ldns into C; compile_into() adds its keys to a builder.
     Raises ZoneDeclined for what the C path does not handle."""
     cdef sp_zone *z
+    # the last compile's answers over 65535 bytes, served SERVFAIL: (count, the first's
+    # name as wire, its type, whether it answers the names below that one)
+    cdef readonly tuple oversized
 
     def __cinit__(self):
         self.z = sp_zone_new()
         if self.z is NULL:
             raise MemoryError()
+        self.oversized = (0, None, 0, False)
 
     def read(self, str path, str origin=None):
         """Read the master file (without the GIL: records_read shows the progress)."""
@@ -49,6 +53,15 @@ cdef class NativeZone:
     def ttl_mismatch(self):
         """(records whose TTL differs from their RRset's, the first one's owner)."""
         return self._counted(self.z.ttl_mismatch, self.z.first_ttl_mismatch)
+
+    cdef _note_oversized(self, sp_zone_compile_stats *stats):
+        cdef const sp_zone_name *n
+        if not stats.oversized:
+            self.oversized = (0, None, 0, False)
+            return
+        n = &self.z.names[stats.oversized_name]
+        self.oversized = (stats.oversized, self.z.arena[n.off:n.off + n.len],
+                          stats.oversized_type, stats.oversized_below)
 
     def _counted(self, uint32_t count, uint32_t name):
         if not count:
@@ -261,6 +274,7 @@ cdef class NativeZone:
             raise MemoryError()
         if rc != SP_ZONE_OK:
             raise ZoneDeclined(self.z.why.decode(errors="replace"))
+        self._note_oversized(&stats)
         return stats.keys, stats.responses
 
     def compile_into(self, TableBuilder builder, uint32_t slot=0):
@@ -276,6 +290,7 @@ cdef class NativeZone:
             raise MemoryError()
         if rc != SP_ZONE_OK:
             raise ZoneDeclined(self.z.why.decode(errors="replace"))
+        self._note_oversized(&stats)
         return stats.keys, stats.responses
 
 

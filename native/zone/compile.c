@@ -49,7 +49,8 @@ static int too_big(struct compiler *c, uint32_t name, uint16_t type)
 }
 
 /* a into f: for the question name, or (name NONE) for any name below `below`, the
- * last `anchor` bytes of which every asker shares. */
+ * last `anchor` bytes of which every asker shares. An answer over 65535 bytes comes
+ * out as SERVFAIL (sp_zone_encode), and c->servfail says so. */
 static bool encode(struct compiler *c, const struct sp_zone_answer *a, struct form *f,
                    uint32_t name, uint32_t below, uint16_t anchor)
 {
@@ -64,7 +65,19 @@ static bool encode(struct compiler *c, const struct sp_zone_answer *a, struct fo
     else
         f->len = sp_zone_encode(z, a, sp_zone_name_wire(z, q), z->names[q].len, f->wire,
                                 &f->drop, &c->soa, f->variable ? &f->shifts : NULL);
+    c->servfail |= (f->wire[3] & 0x0f) == SP_RCODE_SERVFAIL;
     return f->len != 0;
+}
+
+/* A key's answer that came out SERVFAIL: counted, the first named, for the warning
+ * native.py logs (compiler.py's Encoder notes the same). */
+static void note_servfail(struct compiler *c, uint32_t name, uint32_t below, uint16_t type)
+{
+    if (!c->servfail || c->stats->oversized++)
+        return;
+    c->stats->oversized_name = name == SP_ZONE_NONE ? below : name;
+    c->stats->oversized_type = type;
+    c->stats->oversized_below = name == SP_ZONE_NONE;
 }
 
 /* A form for each gap between below's children: the proof differs from gap to gap. */
@@ -125,6 +138,10 @@ static int nsec3_forms(struct compiler *c, struct result *r, uint32_t below, uin
     f->shifts.plain_additional = false;
     if (!fits)
         return too_big(c, below, type);
+    if ((f->wire[3] & 0x0f) == SP_RCODE_SERVFAIL) {     /* no proof to splice in */
+        r->signed_kind = SIGNED_FORM;
+        return SP_ZONE_OK;
+    }
     int rc = store_chain(c);
     if (rc != SP_ZONE_OK)
         return rc;
@@ -150,8 +167,8 @@ static int nsec3_forms(struct compiler *c, struct result *r, uint32_t below, uin
 }
 
 /* r from c->answer (resolved for name, or below `below` when name is NONE). */
-static int forms(struct compiler *c, struct result *r, uint32_t name, uint32_t below,
-                 uint16_t type, uint16_t anchor)
+static int signed_forms(struct compiler *c, struct result *r, uint32_t name, uint32_t below,
+                        uint16_t type, uint16_t anchor)
 {
     if (!encode(c, &c->answer, &r->plain, name, below, anchor))
         return too_big(c, below, type);
@@ -167,6 +184,15 @@ static int forms(struct compiler *c, struct result *r, uint32_t name, uint32_t b
         return too_big(c, below, type);
     r->signed_kind = SIGNED_FORM;
     return SP_ZONE_OK;
+}
+
+static int forms(struct compiler *c, struct result *r, uint32_t name, uint32_t below,
+                 uint16_t type, uint16_t anchor)
+{
+    c->servfail = false;
+    int rc = signed_forms(c, r, name, below, type, anchor);
+    note_servfail(c, name, below, type);
+    return rc;
 }
 
 /* The answer to (name, type), or below `below` when name is NONE, into r. */

@@ -49,6 +49,7 @@ struct compiler {
     struct result other, typed;        /* OTHER's answer at a name, and a type's */
     struct form gap;
     int64_t chain;                     /* an NSEC3 zone's chain, once stored (else -1) */
+    bool servfail;                     /* a form of the answer being made is SERVFAIL */
     struct sp_patch patches[4 + SP_ZONE_SHIFTS_MAX];
 };
 

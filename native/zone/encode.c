@@ -7,6 +7,8 @@
 
 #define MESSAGE_MAX 65535u
 #define ENTRIES_MAX 2048u
+#define OPT_ROOM 11u           /* compiler.py's answer.py OPT_ROOM */
+#define QUESTION_MAX (255u + 4u)
 
 enum { TYPE_CNAME = 5, TYPE_SOA = 6, TYPE_MX = 15 };
 
@@ -15,7 +17,10 @@ struct writer {
     size_t len;
     size_t shift;           /* message offset minus stored offset past the header */
     size_t limit;           /* targets from here on may not be pointed at */
+    size_t max;             /* the message's most bytes (less a filled answer's room) */
     bool compress, overflow;
+    bool fill;              /* additional RRsets past max are left out (zone.h) */
+    uint16_t left_out;
     struct sp_zone_shifts *shifts;      /* a variable response's pointers, or NULL */
     struct sp_zone_soa_place *soa;
     uint16_t nentries;
@@ -36,7 +41,7 @@ static bool same_name(const uint8_t *a, const uint8_t *b, size_t len)
 
 static void put(struct writer *w, const void *bytes, size_t n)
 {
-    if (w->len + n + w->shift > MESSAGE_MAX) {
+    if (w->len + n + w->shift > w->max) {
         w->overflow = true;
         return;
     }
@@ -135,9 +140,11 @@ static void put_synthesized(struct writer *w, const struct sp_zone_answer *a,
     }
 }
 
+/* additional: in a filled answer, an RRset that does not fit is taken back and left
+ * out, and the next one tried (Knot DNS does the same). */
 static uint16_t put_section(struct writer *w, const struct sp_zone *z,
                             const struct sp_zone_answer *a, const struct sp_zone_rref *rrs,
-                            uint16_t n, bool authority)
+                            uint16_t n, bool authority, bool additional)
 {
     uint16_t count = 0;
     for (uint16_t i = 0; i < n; i++) {
@@ -146,6 +153,8 @@ static uint16_t put_section(struct writer *w, const struct sp_zone *z,
             count++;
             continue;
         }
+        size_t len = w->len;
+        uint16_t entries = w->nentries, counted = count, shifted = w->shifts ? w->shifts->n : 0;
         const struct sp_zone_rrset *s = &z->rrsets[rrs[i].rrset];
         for (uint16_t k = 0; k < s->count; k++) {
             const struct sp_zone_rdata *d = &z->rdatas[s->first + k];
@@ -168,8 +177,65 @@ static uint16_t put_section(struct writer *w, const struct sp_zone *z,
             }
             count++;
         }
+        if (w->overflow && w->fill && additional) {
+            w->len = len, w->nentries = entries, count = counted, w->overflow = false;
+            if (w->shifts)
+                w->shifts->n = shifted;
+            w->left_out++;
+        }
     }
     return count;
+}
+
+/* One try at the answer: whole (fill false), or filled; 0 when it does not fit. */
+static size_t encode_pass(struct writer *w, const struct sp_zone *z, const struct sp_zone_answer *a,
+                          const uint8_t *qname, size_t qlen, uint32_t *droppable,
+                          struct sp_zone_shifts *shifts, bool fill)
+{
+    if (w->soa != NULL)
+        w->soa->ttl_at = 0;
+    w->len = 12;
+    w->overflow = false;
+    w->fill = fill;
+    w->left_out = 0;
+    w->nentries = 0;
+    w->compress = qname != NULL;
+    w->shifts = qname != NULL ? shifts : NULL;
+    w->limit = 0x4000;
+    /* a fixed response's offsets count the question; a variable one's count a question
+     * of one label more than `below` (qname), as compiler.py's; uncompressed, it leaves
+     * room for the longest question (len + 255 + 4 <= 65535) */
+    w->shift = w->shifts ? 2 + qlen + 4 : qname != NULL ? qlen + 4 : QUESTION_MAX;
+    /* filled, a variable answer leaves room for the longest question and the OPT */
+    w->max = MESSAGE_MAX - (fill ? OPT_ROOM + (w->shifts ? QUESTION_MAX - w->shift : 0) : 0);
+    if (w->shifts) {         /* the asker's ancestors that all its askers have */
+        size_t anchor = shifts->anchor <= qlen ? shifts->anchor : qlen;
+        w->shifts->question = (uint16_t)(2 + qlen + 4);
+        w->shifts->n = 0;
+        w->limit = 0x4000 - (QUESTION_MAX - w->shifts->question);
+        remember(w, qname + qlen - anchor, anchor, 12 + 2 + qlen - anchor, anchor);
+    } else if (qname != NULL) {
+        remember(w, qname, qlen, 12, qlen);
+    }
+    uint16_t an = put_section(w, z, a, a->an, a->nan, false, false);
+    uint16_t ns = put_section(w, z, a, a->ns, a->nns, true, false);
+    size_t additional = w->len;
+    if (w->shifts && w->shifts->plain_additional) {
+        w->compress = false;
+        w->shifts->additional_at = (uint32_t)additional;
+    }
+    uint16_t ad = put_section(w, z, a, a->ad, a->nad_required, false, true);
+    bool tc = w->left_out != 0;            /* in-domain glue left out */
+    size_t optional = w->len;
+    ad += put_section(w, z, a, a->ad + a->nad_required, a->nad - a->nad_required, false, true);
+    if (w->overflow || (w->shifts && w->len + QUESTION_MAX > MESSAGE_MAX))
+        return 0;
+    uint8_t head[12] = {0, 0, (uint8_t)(0x80 | (a->aa ? 0x04 : 0) | (tc ? 0x02 : 0)),
+                        a->rcode & 0x0f, 0, 1, (uint8_t)(an >> 8), (uint8_t)an, (uint8_t)(ns >> 8),
+                        (uint8_t)ns, (uint8_t)(ad >> 8), (uint8_t)ad};
+    memcpy(w->out, head, 12);
+    *droppable = a->nad > a->nad_required ? (uint32_t)optional : 0;
+    return w->len;
 }
 
 size_t sp_zone_encode(const struct sp_zone *z, const struct sp_zone_answer *a,
@@ -177,45 +243,19 @@ size_t sp_zone_encode(const struct sp_zone *z, const struct sp_zone_answer *a,
                       struct sp_zone_soa_place *soa, struct sp_zone_shifts *shifts)
 {
     static __thread struct writer w;
-    if (soa != NULL)
-        soa->ttl_at = 0;
     w.soa = soa;
     w.out = out;
-    w.len = 12;
-    w.overflow = false;
-    w.nentries = 0;
-    w.compress = qname != NULL;
-    w.shifts = qname != NULL ? shifts : NULL;
-    w.limit = 0x4000;
-    /* a fixed response's offsets count the question; a variable one's count a question
-     * of one label more than `below` (qname), as compiler.py's; uncompressed, it leaves
-     * room for the longest question (len + 255 + 4 <= 65535) */
-    w.shift = w.shifts ? 2 + qlen + 4 : qname != NULL ? qlen + 4 : 255 + 4;
-    if (w.shifts) {         /* the asker's ancestors that all its askers have */
-        size_t anchor = shifts->anchor <= qlen ? shifts->anchor : qlen;
-        w.shifts->question = (uint16_t)(2 + qlen + 4);
-        w.shifts->n = 0;
-        w.limit = 0x4000 - (255 + 4 - w.shifts->question);
-        remember(&w, qname + qlen - anchor, anchor, 12 + 2 + qlen - anchor, anchor);
-    } else if (qname != NULL) {
-        remember(&w, qname, qlen, 12, qlen);
-    }
-    uint16_t an = put_section(&w, z, a, a->an, a->nan, false);
-    uint16_t ns = put_section(&w, z, a, a->ns, a->nns, true);
-    size_t additional = w.len;
-    if (w.shifts && w.shifts->plain_additional) {
-        w.compress = false;
-        w.shifts->additional_at = (uint32_t)additional;
-    }
-    uint16_t ad = put_section(&w, z, a, a->ad, a->nad_required, false);
-    size_t optional = w.len;
-    ad += put_section(&w, z, a, a->ad + a->nad_required, a->nad - a->nad_required, false);
-    if (w.overflow || (w.shifts && w.len + 255 + 4 > 65535))
-        return 0;
-    uint8_t head[12] = {0, 0, (uint8_t)(0x80 | (a->aa ? 0x04 : 0)), a->rcode & 0x0f, 0, 1,
-                        (uint8_t)(an >> 8), (uint8_t)an, (uint8_t)(ns >> 8), (uint8_t)ns,
-                        (uint8_t)(ad >> 8), (uint8_t)ad};
-    memcpy(out, head, 12);
-    *droppable = a->nad > a->nad_required ? (uint32_t)optional : 0;
-    return w.len;
+    size_t len = encode_pass(&w, z, a, qname, qlen, droppable, shifts, false);
+    if (len == 0)
+        len = encode_pass(&w, z, a, qname, qlen, droppable, shifts, true);
+    if (len != 0)
+        return len;
+    static const uint8_t servfail[12] = {0, 0, 0x80, 2, 0, 1, 0, 0, 0, 0, 0, 0};
+    memcpy(out, servfail, sizeof(servfail));
+    *droppable = 0;
+    if (soa != NULL)
+        soa->ttl_at = 0;
+    if (shifts != NULL && qname != NULL)
+        shifts->n = 0;
+    return sizeof(servfail);
 }

@@ -6,6 +6,7 @@ dns.c splices the client's question in at offset 12 (dns.h).
 from __future__ import annotations
 
 import io
+import logging
 import struct
 from dataclasses import dataclass, field
 
@@ -16,13 +17,21 @@ import dns.name
 import dns.rcode
 import dns.rdataclass
 import dns.rdatatype
+import dns.renderer
 import dns.rrset
 
-from stormpy.errors import ZoneError
-
+log = logging.getLogger("stormpy")
 CNAME = dns.rdatatype.CNAME
 SHIFTS_MAX = 500        # pointers a variable answer moves (the table takes 512 patches)
 IN = dns.rdataclass.IN
+# An answer over 65535 bytes is served as Knot DNS serves it over TCP: additional
+# RRsets that do not fit are left out, one at a time (in-domain glue: with TC), and
+# when the answer and authority sections alone do not fit, SERVFAIL. Such a filled
+# answer leaves room for the query's OPT record, so that no asker loses more of it.
+MESSAGE_MAX = 65535
+OPT_ROOM = 11
+QUESTION_MAX = 255 + 4
+FILL_ROOM = MESSAGE_MAX - QUESTION_MAX - OPT_ROOM     # a variable form's, filled
 
 
 @dataclass
@@ -50,9 +59,13 @@ class Answer:
     cover_next_closer: bool = False
 
 
-def _header(answer: Answer, counts: tuple[int, int, int]) -> bytes:
-    flags = dns.flags.QR | (dns.flags.AA if answer.aa else 0) | (answer.rcode & 0xF)
-    return struct.pack("!HHHHHH", 0, flags, 1, *counts)
+def _header_flags(answer: Answer, tc: bool = False) -> int:
+    return (dns.flags.QR | (dns.flags.AA if answer.aa else 0) | (dns.flags.TC if tc else 0) |
+            (answer.rcode & 0xF))
+
+
+def _header(answer: Answer, counts: tuple[int, int, int], tc: bool = False) -> bytes:
+    return struct.pack("!HHHHHH", 0, _header_flags(answer, tc), 1, *counts)
 
 
 def encode_fixed(qname: dns.name.Name, qtype: int, rdclass: int,
@@ -66,15 +79,63 @@ def encode_fixed(qname: dns.name.Name, qtype: int, rdclass: int,
     msg.question = [dns.rrset.RRset(qname, rdclass, qtype)]
     msg.answer, msg.authority, msg.additional = answer.answer, answer.authority, answer.additional
     try:
-        wire = msg.to_wire(max_size=65535)
+        wire = msg.to_wire(max_size=MESSAGE_MAX)
     except dns.exception.TooBig:
-        raise ZoneError(f"the response to {qname} {dns.rdatatype.to_text(qtype)} is larger "
-                        f"than 65535 bytes") from None
+        return _filled_fixed(qname, qtype, rdclass, answer)
     qlen = len(qname.to_wire()) + 4
     droppable = 0
     if _optional_additional(answer):
         msg.additional = answer.additional[:answer.required_additional]
-        droppable = len(msg.to_wire(max_size=65535)) - qlen
+        droppable = len(msg.to_wire(max_size=MESSAGE_MAX)) - qlen
+    return wire[:12] + wire[12 + qlen:], droppable, ()
+
+
+def servfail() -> tuple:
+    """The form of an answer too big for any message (as encode_* give forms)."""
+    return _header(Answer(rcode=dns.rcode.SERVFAIL, aa=False), (0, 0, 0)), 0, ()
+
+
+def oversized(form: tuple) -> bool:
+    """Whether a form encode_* gave is servfail(): no zone answer is SERVFAIL else."""
+    return form[0][3] & 0xF == dns.rcode.SERVFAIL
+
+
+def warn_oversized(path: str, origin: dns.name.Name, count: int, first: tuple | None = None) -> None:
+    """The one line a zone with answers too big for any message (SERVFAIL) is loaded
+    with: how many, and the first as (name, type: 0 for any other, whether it answers
+    the names below name)."""
+    if not count:
+        return
+    name, rdtype, below = first
+    owner = f"*.{name}" if below else name.to_text()
+    what = dns.rdatatype.to_text(rdtype) if rdtype else "(other types)"
+    more = f" (and {count - 1} other answer(s))" if count > 1 else ""
+    log.warning("%s: zone %s: the answer to %s %s is over 65535 bytes: served SERVFAIL%s",
+                path, origin, owner, what, more)
+
+
+def _filled_fixed(qname, qtype: int, rdclass: int, answer: Answer) -> tuple:
+    r = dns.renderer.Renderer(0, _header_flags(answer), MESSAGE_MAX - OPT_ROOM)
+    r.add_question(qname, qtype, rdclass)
+    qlen = r.output.tell() - 12
+    try:
+        for section, rrsets in ((dns.renderer.ANSWER, answer.answer),
+                                (dns.renderer.AUTHORITY, answer.authority)):
+            for rrset in rrsets:
+                r.add_rrset(section, rrset)
+    except dns.exception.TooBig:
+        return servfail()
+    droppable = 0
+    for i, rrset in enumerate(answer.additional):
+        if i == answer.required_additional:
+            droppable = r.output.tell() - qlen
+        try:
+            r.add_rrset(dns.renderer.ADDITIONAL, rrset)
+        except dns.exception.TooBig:
+            if i < answer.required_additional:
+                r.flags |= dns.flags.TC
+    r.write_header()
+    wire = r.get_wire()
     return wire[:12] + wire[12 + qlen:], droppable, ()
 
 
@@ -100,7 +161,7 @@ def section_wire(qname: dns.name.Name | None, rrsets: list, splice=None) -> tupl
 
 
 def encode_variable(qname: dns.name.Name, answer: Answer, anchor: dns.name.Name | None = None,
-                    compress_additional: bool = True) -> tuple[bytes, int, tuple]:
+                    compress_additional: bool = True, room: int | None = None) -> tuple[bytes, int, tuple]:
     """Wire format for a question of unknown length below qname's parent (wildcards,
     NXDOMAIN, referrals below a cut), compressed as for the question qname (a sample
     of those names): the asked name is a pointer to the question's start, and every
@@ -113,39 +174,69 @@ def encode_variable(qname: dns.name.Name, answer: Answer, anchor: dns.name.Name 
     answer (dns.c completes its CNAME) stays uncompressed, as does the additional
     section when not compress_additional (an NSEC3 proof is spliced in before it)."""
     if answer.splice or qname == dns.name.root:
-        return _uncompressed(qname, answer)
+        return _uncompressed(qname, answer, room)
     ref = qname.to_wire() + b"\0\0\0\0"
     out = io.BytesIO()
     out.write(b"\0" * 12 + ref)
     pointers = _Pointers(out, qname, anchor or qname.parent(), 0x3FFF - max(0, 255 + 4 - len(ref)))
-    counts = [_write_section(out, answer.answer, pointers),
-              _write_section(out, answer.authority, pointers), 0]
-    required = answer.required_additional
-    for rrsets in (answer.additional[:required], answer.additional[required:]):
+    limit = None if room is None else room + len(ref)      # as out's offsets count
+    try:
+        counts = [_write_section(out, answer.answer, pointers, limit)[0],
+                  _write_section(out, answer.authority, pointers, limit)[0], 0]
+    except dns.exception.TooBig:
+        return servfail()
+    required, tc = answer.required_additional, False
+    for part, rrsets in enumerate((answer.additional[:required], answer.additional[required:])):
         optional_at = out.tell()
         if not compress_additional:
-            body, count = section_wire(qname, rrsets)
-            out.write(body)
+            count, left_out = _write_uncompressed(out, qname, rrsets, limit)
         else:
-            count = _write_section(out, rrsets, pointers)
+            count, left_out = _write_section(out, rrsets, pointers, limit, skip=True)
         counts[2] += count
-    wire = _header(answer, tuple(counts)) + out.getvalue()[12 + len(ref):]
-    if len(wire) + 255 + 4 > 65535:
-        raise ZoneError(f"the response below {qname.parent()} is larger than 65535 bytes")
+        tc = tc or (part == 0 and left_out > 0)      # in-domain glue left out
+    wire = _header(answer, tuple(counts), tc) + out.getvalue()[12 + len(ref):]
+    if room is None and len(wire) + QUESTION_MAX > MESSAGE_MAX:
+        return encode_variable(qname, answer, anchor, compress_additional, FILL_ROOM)
     droppable = optional_at - len(ref) if _optional_additional(answer) else 0
     shifts = (len(ref),) + tuple(at - len(ref) for at in pointers.shifted) if pointers.shifted else ()
     return wire, droppable, shifts
 
 
-def _uncompressed(qname: dns.name.Name, answer: Answer) -> tuple[bytes, int, tuple]:
+def _write_uncompressed(out: io.BytesIO, qname, rrsets: list, limit: int | None) -> tuple[int, int]:
+    count = left_out = 0
+    for rrset in rrsets:
+        body, n = section_wire(qname, [rrset])
+        if limit is not None and out.tell() + len(body) > limit:
+            left_out += 1
+            continue
+        out.write(body)
+        count += n
+    return count, left_out
+
+
+def _uncompressed(qname: dns.name.Name, answer: Answer, room: int | None = None) -> tuple[bytes, int, tuple]:
     required = answer.required_additional
-    sections = [section_wire(qname, rrsets, answer.splice)
-                for rrsets in (answer.answer, answer.authority, answer.additional[:required],
-                               answer.additional[required:])]
+    head = [section_wire(qname, rrsets, answer.splice) for rrsets in (answer.answer, answer.authority)]
+    parts = [[section_wire(qname, [rrset]) for rrset in rrsets]
+             for rrsets in (answer.additional[:required], answer.additional[required:])]
+    used, tc = 12 + sum(len(body) for body, _ in head), False
+    if room is not None:
+        if used > room:
+            return servfail()
+        for k, part in enumerate(parts):
+            kept = []
+            for body, n in part:
+                if used + len(body) <= room:
+                    kept.append((body, n))
+                    used += len(body)
+                else:
+                    tc = tc or k == 0
+            parts[k] = kept
+    sections = head + [(b"".join(b for b, _ in part), sum(n for _, n in part)) for part in parts]
     counts = (sections[0][1], sections[1][1], sections[2][1] + sections[3][1])
-    wire = _header(answer, counts) + b"".join(b for b, _ in sections)
-    if len(wire) + 255 + 4 > 65535:
-        raise ZoneError(f"the response below {qname.parent()} is larger than 65535 bytes")
+    wire = _header(answer, counts, tc) + b"".join(b for b, _ in sections)
+    if room is None and len(wire) + QUESTION_MAX > MESSAGE_MAX:
+        return _uncompressed(qname, answer, FILL_ROOM)
     droppable = len(wire) - len(sections[3][0]) if _optional_additional(answer) else 0
     return wire, droppable, ()
 
@@ -180,10 +271,23 @@ class _Pointers(dict):
         if at <= self.limit:
             dict.__setitem__(self, name, at)
 
+    def take_back(self, start: int) -> None:
+        """out cut at start, and what was written from there on forgotten."""
+        self.out.seek(start)
+        self.out.truncate()
+        for name in [n for n, at in self.items() if at >= start]:
+            del self[name]
+        while self.shifted and self.shifted[-1] >= start:
+            self.shifted.pop()
 
-def _write_section(out: io.BytesIO, rrsets: list, pointers: _Pointers) -> int:
-    count = 0
+
+def _write_section(out: io.BytesIO, rrsets: list, pointers: _Pointers, limit: int | None = None,
+                   skip: bool = False) -> tuple[int, int]:
+    """(records written, RRsets left out): past limit (an offset in out), an RRset is
+    taken back and left out when skip, else TooBig is raised."""
+    count = left_out = 0
     for rrset in rrsets:
+        start, records = out.tell(), 0
         for rdata in rrset:
             rrset.name.to_wire(out, pointers)
             out.write(struct.pack("!HHI", rrset.rdtype, rrset.rdclass, rrset.ttl))
@@ -194,5 +298,12 @@ def _write_section(out: io.BytesIO, rrsets: list, pointers: _Pointers) -> int:
             out.seek(at)
             out.write(struct.pack("!H", end - at - 2))
             out.seek(end)
-            count += 1
-    return count
+            records += 1
+        if limit is not None and out.tell() > limit:
+            if not skip:
+                raise dns.exception.TooBig
+            pointers.take_back(start)
+            left_out += 1
+            continue
+        count += records
+    return count, left_out

@@ -20,7 +20,7 @@ import dns.rrset
 
 from stormpy import _core
 from stormpy.errors import ZoneError
-from stormpy.dns.answer import IN, Answer, encode_fixed
+from stormpy.dns.answer import IN, Answer, encode_fixed, warn_oversized
 from stormpy.dns.dnssec import Encoder, Gaps, Nsec3Splice
 from stormpy.dns.zone import Zone
 
@@ -336,7 +336,7 @@ def _sample_below(name: dns.name.Name, ix: ZoneIndex):
     return None
 
 
-def _emit_zone(ix: ZoneIndex, deeper: list, out: _Emitter) -> None:
+def _emit_zone(ix: ZoneIndex, deeper: list, out: _Emitter) -> list:
     enc = Encoder(ix)
     nxdomain_cache = None
     for name in sorted(ix.names):
@@ -385,6 +385,7 @@ def _emit_zone(ix: ZoneIndex, deeper: list, out: _Emitter) -> None:
             wire = enc.variable(sample, rdtype)
             if wire != other:
                 out.add(_core.DNS_BELOW, IN, rdtype, name, wire)
+    return enc.oversized      # the answers served SERVFAIL
 
 
 def _emit_chaos(out: _Emitter, version: str | None, identity: str | None) -> None:
@@ -424,9 +425,10 @@ def compile_zones(zones: list[Zone], chaos_version: str | None = None,
         out.used = set()
         out.zone = zone_slots.get(ix.origin, 0)
         try:
-            _emit_zone(ix, deeper, out)
+            oversized = _emit_zone(ix, deeper, out)
         except dns.exception.DNSException as e:
             raise ZoneError(f"{ix.zone.path}: cannot compile zone {ix.origin}: {e}") from None
+        warn_oversized(ix.zone.path, ix.origin, len(oversized), *oversized[:1])
         zone_responses[ix.origin.to_text()] = len(out.used)
     for child in indexes:                          # DS is answered at the parent
         parents = [p for p in indexes if p.origin != child.origin and child.origin.is_subdomain(p.origin)]

@@ -28,7 +28,8 @@ import dns.name
 from dns.rdatatype import DNSKEY, DS, NSEC, NSEC3, NSEC3PARAM, RRSIG
 import dns.rrset
 
-from stormpy.dns.answer import IN, Answer, encode_fixed, encode_variable, section_wire
+from stormpy.dns.answer import (IN, Answer, encode_fixed, encode_variable, oversized,
+                                section_wire)
 
 WILD = b"*"
 
@@ -299,27 +300,43 @@ def _add(out: list, seen: set, rrset) -> None:
 
 class Encoder:
     """A zone's answers (`ix`, the compiler's ZoneIndex, decides them) in wire form:
-    (plain, DNSSEC form or None: signed zones only) for the compiler's emitter."""
+    (plain, DNSSEC form or None: signed zones only) for the compiler's emitter.
+    oversized lists the (name, type, below) whose answer was too big: SERVFAIL."""
 
     def __init__(self, ix):
         self.ix = ix
         self.signed = Signed(ix) if Signed.applies(ix) else None
+        self.oversized: list[tuple] = []
 
     def fixed(self, name: dns.name.Name, rdtype: int) -> tuple:
         answer = self.ix.resolve(name, rdtype)
         signed = self.signed.sign(answer) if self.signed else None
-        return (encode_fixed(name, rdtype, IN, answer),
-                None if signed is None else encode_fixed(name, rdtype, IN, signed))
+        return self._noted((encode_fixed(name, rdtype, IN, answer),
+                            None if signed is None else encode_fixed(name, rdtype, IN, signed)),
+                           name, rdtype, False)
 
     def variable(self, sample: dns.name.Name, rdtype: int, shared: bool = False) -> tuple:
         """shared: the answer serves every name of the zone (an unsigned NXDOMAIN)."""
+        return self._noted(self._variable(sample, rdtype, shared), sample.parent(), rdtype, True)
+
+    def _noted(self, forms: tuple, name: dns.name.Name, rdtype: int, below: bool) -> tuple:
+        plain, signed = forms
+        every = (plain,) + ((signed,) if isinstance(signed, tuple) and isinstance(signed[0], bytes)
+                            else tuple(form for _, form in signed) if isinstance(signed, Gaps)
+                            else ())
+        if any(oversized(form) for form in every):
+            self.oversized.append((name, rdtype, below))
+        return forms
+
+    def _variable(self, sample: dns.name.Name, rdtype: int, shared: bool) -> tuple:
         answer = self.ix.resolve(sample, rdtype)
         plain = encode_variable(sample, answer, self.ix.origin if shared else None)
         if self.signed is None:
             return plain, None
         signed = self.signed.sign(answer, variable=sample)
         if signed is not None and signed.cover_next_closer:
-            return plain, self.signed.splice(sample, signed)
+            spliced = self.signed.splice(sample, signed)
+            return plain, spliced[0] if oversized(spliced[0]) else spliced   # no proof to splice
         if signed is not None:
             return plain, encode_variable(sample, signed)
         gaps = self.signed.gap_samples(sample.parent())

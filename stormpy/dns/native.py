@@ -202,6 +202,7 @@ def recompile(builder, served, zone_slots, stats, whole_bytes, floor=LEFTOVERS_F
         except _core.ZoneDeclined as e:
             log.debug("%s: %s", z.origin, e)
             return None
+        _warn_oversized(z)
         responses[z.origin.to_text()] = responses.get(z.origin.to_text(), 0) + added
     table = builder.finish()
     info = table.info()
@@ -224,6 +225,13 @@ def _python_path(slow: bool, message: str, *args) -> None:
                  *args)
     else:
         log.debug(message, *args)
+
+
+def _warn_oversized(z: NativeZone) -> None:
+    from stormpy.dns.answer import warn_oversized
+    count, name, rdtype, below = z.native.oversized
+    if count:
+        warn_oversized(z.path, z.origin, count, (dns.name.from_wire(name, 0)[0], rdtype, below))
 
 
 def _nested(zones) -> bool:
@@ -252,6 +260,7 @@ def compile_zones(zones, chaos_version, chaos_identity, zone_slots, extend=None)
         except _core.ZoneDeclined as e:
             log.debug("%s: compiling in Python: %s", z.path, e)
             return None
+        _warn_oversized(z)
         zone_responses[z.origin.to_text()] = responses
         keys += added
     chaos = _Emitter()

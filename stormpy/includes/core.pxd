@@ -717,7 +717,10 @@ cdef extern from "stormpy/zone/zone.h" nogil:
         char why[512]
         uint32_t outside, first_outside, ttl_mismatch, first_ttl_mismatch
     struct sp_zone_compile_stats:
-        uint64_t keys, responses
+        uint64_t keys, responses, oversized
+        uint32_t oversized_name
+        uint16_t oversized_type
+        bint oversized_below
     sp_zone *sp_zone_new()
     sp_zone *sp_zone_copy(const sp_zone *z)
     void sp_zone_free(sp_zone *z)

@@ -316,9 +316,12 @@ struct sp_zone_shifts {
  * below qname: the asked name is a pointer to the question, the rest compressed as
  * for a question one label below qname (into the question only at its last
  * shifts->anchor bytes), and shifts lists the pointers. qname NULL: a variable
- * response with nothing but the asked name compressed. Returns the stored length, or
- * 0 when the message would exceed 65535 bytes; *droppable as compiler.py's encoders.
- * soa->ttl_at 0: no SOA stored. */
+ * response with nothing but the asked name compressed. Returns the stored length;
+ * *droppable as compiler.py's encoders. soa->ttl_at 0: no SOA stored. An answer over
+ * 65535 bytes is stored as Knot DNS answers it over TCP (answer.py's encoders): filled,
+ * with room for an OPT record (and a variable one's for the longest question), each
+ * additional RRset that does not fit left out (in-domain glue: with TC); when the
+ * answer and authority sections alone do not fit, a SERVFAIL header, never AA. */
 size_t sp_zone_encode(const struct sp_zone *z, const struct sp_zone_answer *a,
                       const uint8_t *qname, size_t qlen, uint8_t *out, uint32_t *droppable,
                       struct sp_zone_soa_place *soa, struct sp_zone_shifts *shifts);
@@ -379,6 +382,10 @@ bool sp_zone_gap(const struct sp_zone_dnssec *d, uint32_t ancestor, uint32_t i,
 struct sp_zone_compile_stats {
     uint64_t keys;        /* keys added */
     uint64_t responses;   /* distinct responses this zone refers to */
+    uint64_t oversized;   /* answers over 65535 bytes, answered SERVFAIL (sp_zone_encode) */
+    uint32_t oversized_name;    /* the first one's name, or the name it is below */
+    uint16_t oversized_type;    /* and its type (0: any type the name has no key for) */
+    bool oversized_below;       /* the first one answers names below oversized_name */
 };
 
 /* Every key of the zone into b; each response's word carries the zone's counter
