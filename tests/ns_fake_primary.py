@@ -7,7 +7,7 @@ MODEFILE: "good SERIAL" transfers the zone with that serial; "truncated SERIAL" 
 the connection in the middle of a message; "garbled SERIAL" sends a message with
 random bytes in its records; "noend SERIAL" closes before the final SOA; "wrongzone
 SERIAL" transfers another zone's records; "huge SERIAL" a good transfer whose TXT
-RRset at big.example.com. makes an answer over 65535 bytes (it cannot be compiled). Every wait is bounded; it exits on SIGTERM."""
+RRset at big.example.com. makes an answer over 65535 bytes (served SERVFAIL). Every wait is bounded; it exits on SIGTERM."""
 import random
 import socket
 import struct
