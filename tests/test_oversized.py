@@ -17,7 +17,6 @@ import sys
 import dns.flags
 import dns.message
 import dns.rcode
-import dns.rdatatype
 import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
