@@ -3,6 +3,16 @@
 
 #include "stormpy/app/dns/handoff.h"
 
+/* Whether the server process takes q (handoff.h): out of line, as the rate limit. */
+static __attribute__((noinline, cold)) bool
+handed_off(const struct sp_dns_worker *d, const struct sp_dns_query *q, enum sp_dns_verdict verdict,
+           const uint8_t *rx, const struct sp_frame_query *fq)
+{
+    return sp_dns_handoff_wanted(verdict, q) &&
+           sp_dns_handoff_datagram(d->cfg.handoff_fd, fq->u.family, fq->u.src, fq->u.sport,
+                                   fq->u.dst, rx + fq->l2 + fq->u.payload_off, fq->u.payload_len);
+}
+
 /* sp_dns_frame_reply() for the query q (the worker's, or one of a group's), with
  * room for dns_cap bytes of DNS message after the headers (sp_frame_payload_cap()). */
 static inline size_t frame_reply(const struct sp_table *t, struct sp_dns_worker *d,
@@ -13,9 +23,7 @@ static inline size_t frame_reply(const struct sp_table *t, struct sp_dns_worker 
 {
     if (!dns_cap)
         return 0;
-    if (!r && d->cfg.handoff_fd && sp_dns_handoff_wanted(verdict, q) &&
-        sp_dns_handoff_datagram(d->cfg.handoff_fd, fq->u.family, fq->u.src, fq->u.sport,
-                                fq->u.dst, rx + fq->l2 + fq->u.payload_off, fq->u.payload_len))
+    if (!r && d->cfg.handoff_fd && handed_off(d, q, verdict, rx, fq))
         return 0;                             /* the server process answers it */
     uint32_t sum;
     size_t n = sp_dns_answer_summed(t, &d->cfg, rx + fq->l2 + fq->u.payload_off,
@@ -36,8 +44,11 @@ size_t sp_dns_frame_reply(const struct sp_table *t, struct sp_dns_worker *d,
     return frame_reply(t, d, q, cfg, rx, fq, verdict, r, tx, sp_frame_payload_cap(cfg, fq, cap));
 }
 
-bool sp_dns_rate_limit(struct sp_dns_worker *d, uint8_t family, const uint8_t *src,
-                       enum sp_dns_verdict *verdict, const struct sp_response *r)
+/* Out of line: with rate limiting off (the default) the frame loops only test d->rrl,
+ * and its code takes no registers from them. */
+__attribute__((noinline)) bool
+sp_dns_rate_limit(struct sp_dns_worker *d, uint8_t family, const uint8_t *src,
+                  enum sp_dns_verdict *verdict, const struct sp_response *r)
 {
     if (*verdict == SP_DNS_DROP)
         return true;                          /* nothing goes out anyway */

@@ -28,14 +28,12 @@ static inline const struct sp_response *signed_form(const struct sp_response *r,
     return __builtin_expect(q->edns_do, 0) && (r->user & SP_DNS_USER_SIGNED) ? r + 1 : r;
 }
 
-/* signed_form() below the ancestor at offset `suffix` of the name, where the form may
- * be a gap list chosen by the asked name's label just below the ancestor (nsec.c). */
-static inline const struct sp_response *signed_below(const struct sp_table *t,
-                                                     const struct sp_response *r,
-                                                     const struct sp_dns_query *q, size_t suffix)
+/* The DNSSEC form of r (signed) below the ancestor at offset `suffix` of the name: out of
+ * line, as only queries with DO to a signed zone want it. */
+static __attribute__((noinline, cold)) const struct sp_response *
+signed_form_below(const struct sp_table *t, const struct sp_response *r,
+                  const struct sp_dns_query *q, size_t suffix)
 {
-    if (__builtin_expect(!q->edns_do, 1) || !(r->user & SP_DNS_USER_SIGNED))
-        return r;
     const struct sp_response *s = r + 1;
     if (s->user & SP_DNS_USER_GAPS) {
         size_t label = 0;        /* found again here, not carried through the walk */
@@ -44,6 +42,17 @@ static inline const struct sp_response *signed_below(const struct sp_table *t,
         s = sp_dns_gap_pick(t, s, q->name_lower + label);
     }
     return s ? s : r;
+}
+
+/* signed_form() below the ancestor at offset `suffix` of the name, where the form may
+ * be a gap list chosen by the asked name's label just below the ancestor (nsec.c). */
+static inline const struct sp_response *signed_below(const struct sp_table *t,
+                                                     const struct sp_response *r,
+                                                     const struct sp_dns_query *q, size_t suffix)
+{
+    if (__builtin_expect(!q->edns_do, 1) || !(r->user & SP_DNS_USER_SIGNED))
+        return r;
+    return signed_form_below(t, r, q, suffix);
 }
 
 /* The lookup order after EXACT(name, qtype) found nothing (dns.h). */
@@ -389,13 +398,39 @@ answer_spliced(const struct sp_table *t, const struct sp_dns_config *cfg, const 
     return count_rcode(c, out[3] & 0x0f, summed(out, n, sum));
 }
 
-/* An answer from the table's response r: whole, without its additional section, or
- * truncated; with an OPT record when the query had one. */
+/* r's whole answer, rendered at out (n bytes), finished: an OPT record when the query had
+ * one (opt its length, room left for it), the sum when wanted, counted. */
 static inline __attribute__((always_inline)) size_t
-answer_from_table(const struct sp_table *t, const struct sp_dns_config *cfg, const uint8_t *msg,
-                  size_t len, bool tcp, uint8_t *out, size_t cap, struct sp_dns_query *q,
-                  enum sp_dns_verdict verdict, const struct sp_response *r,
-                  struct sp_dns_counters *c, uint32_t *sum)
+answer_whole(const struct sp_table *t, const struct sp_dns_config *cfg, const uint8_t *msg,
+             size_t len, uint8_t *out, size_t n, size_t opt, const struct sp_dns_query *q,
+             const struct sp_response *r, bool shaped, struct sp_dns_counters *c, uint32_t *sum)
+{
+    if (opt) {
+        uint16_t arcount = sp_get16(out + 10);
+        sp_put16(out + 10, (uint16_t)(arcount + 1));
+        write_opt(out + n, q, cfg, 0);
+        if (sum && arcount != 0xffff) {   /* ARCOUNT one more (an even offset), the OPT at n */
+            *sum = sp_csum_reduce(table_sum(t, r, shaped, msg, len, q, out) + 1 +
+                                  opt_sum(q, cfg, n));
+        } else {
+            summed(out, n + opt, sum);
+        }
+        return count_answer(c, r, n + opt);
+    }
+    if (sum)
+        *sum = table_sum(t, r, shaped, msg, len, q, out);
+    return count_answer(c, r, n);
+}
+
+/* An answer from the table's response r, any: whole, without its additional section, or
+ * truncated; with an OPT record when the query had one. Out of line, for the answers
+ * answer_from_table() leaves to it (a slip, one cut to fit, one of another shape than
+ * the DNS patch list), so that their code takes no registers from the usual answer's. */
+static __attribute__((noinline, cold)) size_t
+answer_from_table_unusual(const struct sp_table *t, const struct sp_dns_config *cfg,
+                          const uint8_t *msg, size_t len, bool tcp, uint8_t *out, size_t cap,
+                          struct sp_dns_query *q, enum sp_dns_verdict verdict,
+                          const struct sp_response *r, struct sp_dns_counters *c, uint32_t *sum)
 {
     size_t limit = tcp ? 65535 : sp_dns_udp_limit(q, cfg);
     if (limit > cap)
@@ -433,21 +468,25 @@ answer_from_table(const struct sp_table *t, const struct sp_dns_config *cfg, con
         sp_put16(out + 10, (uint16_t)(kept + (opt ? 1 : 0)));
         return count_answer(c, r, summed(out, n, sum));
     }
-    if (opt) {
-        uint16_t arcount = sp_get16(out + 10);
-        sp_put16(out + 10, (uint16_t)(arcount + 1));
-        write_opt(out + n, q, cfg, 0);
-        if (sum && arcount != 0xffff) {   /* ARCOUNT one more (an even offset), the OPT at n */
-            *sum = sp_csum_reduce(table_sum(t, r, shaped, msg, len, q, out) + 1 +
-                                  opt_sum(q, cfg, n));
-        } else {
-            summed(out, n + opt, sum);
-        }
-        return count_answer(c, r, n + opt);
-    }
-    if (sum)
-        *sum = table_sum(t, r, shaped, msg, len, q, out);
-    return count_answer(c, r, n);
+    return answer_whole(t, cfg, msg, len, out, n, opt, q, r, shaped, c, sum);
+}
+
+/* The usual answer from the table: r whole, with the DNS patch list, and room for it. */
+static inline __attribute__((always_inline)) size_t
+answer_from_table(const struct sp_table *t, const struct sp_dns_config *cfg, const uint8_t *msg,
+                  size_t len, bool tcp, uint8_t *out, size_t cap, struct sp_dns_query *q,
+                  enum sp_dns_verdict verdict, const struct sp_response *r,
+                  struct sp_dns_counters *c, uint32_t *sum)
+{
+    size_t limit = tcp ? 65535 : sp_dns_udp_limit(q, cfg);
+    if (limit > cap)
+        limit = cap;
+    size_t opt = q->edns ? SP_DNS_OPT_LEN : 0;
+    if (__builtin_expect(verdict == SP_DNS_SLIP || !dns_shaped(r) ||
+                         r->len + q->question_len + opt > limit, 0))
+        return answer_from_table_unusual(t, cfg, msg, len, tcp, out, cap, q, verdict, r, c, sum);
+    size_t n = render_dns(t, r, true, msg, q, out, limit - opt);
+    return answer_whole(t, cfg, msg, len, out, n, opt, q, r, true, c, sum);
 }
 
 /* An answer made on the spot (write_error), counted under rcode. */
@@ -459,11 +498,13 @@ static inline size_t error_answer(const uint8_t *msg, const struct sp_dns_query 
     return count_rcode(c, rcode, summed(out, write_error(msg, q, cfg, why, out, cap), sum));
 }
 
-/* sp_dns_answer_parsed(), and the answer's checksum when sum is not NULL. */
-static inline __attribute__((always_inline)) size_t
-answer(const struct sp_table *t, const struct sp_dns_config *cfg, const uint8_t *msg, size_t len,
-       bool tcp, uint8_t *out, size_t cap, struct sp_dns_query *q, enum sp_dns_verdict verdict,
-       const struct sp_response *r, struct sp_dns_counters *c, uint32_t *sum)
+/* Every answer but one from the table to a lookup (errors, REFUSED outside the zones, a
+ * slip): out of line, as answer_from_table_unusual(). */
+static __attribute__((noinline, cold)) size_t
+answer_other_verdict(const struct sp_table *t, const struct sp_dns_config *cfg,
+                     const uint8_t *msg, size_t len, bool tcp, uint8_t *out, size_t cap,
+                     struct sp_dns_query *q, enum sp_dns_verdict verdict,
+                     const struct sp_response *r, struct sp_dns_counters *c, uint32_t *sum)
 {
     switch (verdict) {
     case SP_DNS_LOOKUP:
@@ -494,6 +535,17 @@ answer(const struct sp_table *t, const struct sp_dns_config *cfg, const uint8_t 
         uint16_t why = q->qclass == SP_DNS_CLASS_CH ? SP_RCODE_REFUSED : RCODE_REFUSED_NO_ZONE;
         return error_answer(msg, q, cfg, SP_RCODE_REFUSED, why, out, cap, c, sum);
     }
+    return answer_from_table_unusual(t, cfg, msg, len, tcp, out, cap, q, verdict, r, c, sum);
+}
+
+/* sp_dns_answer_parsed(), and the answer's checksum when sum is not NULL. */
+static inline __attribute__((always_inline)) size_t
+answer(const struct sp_table *t, const struct sp_dns_config *cfg, const uint8_t *msg, size_t len,
+       bool tcp, uint8_t *out, size_t cap, struct sp_dns_query *q, enum sp_dns_verdict verdict,
+       const struct sp_response *r, struct sp_dns_counters *c, uint32_t *sum)
+{
+    if (__builtin_expect(verdict != SP_DNS_LOOKUP || !r, 0))
+        return answer_other_verdict(t, cfg, msg, len, tcp, out, cap, q, verdict, r, c, sum);
     return answer_from_table(t, cfg, msg, len, tcp, out, cap, q, verdict, r, c, sum);
 }
 
