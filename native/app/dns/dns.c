@@ -485,7 +485,7 @@ answer_from_table(const struct sp_table *t, const struct sp_dns_config *cfg, con
     if (__builtin_expect(verdict == SP_DNS_SLIP || !dns_shaped(r) ||
                          r->len + q->question_len + opt > limit, 0))
         return answer_from_table_unusual(t, cfg, msg, len, tcp, out, cap, q, verdict, r, c, sum);
-    size_t n = render_dns(t, r, true, msg, q, out, limit - opt);
+    size_t n = render_dns(t, r, true, msg, q, out, SIZE_MAX);   /* it fits: tested above */
     return answer_whole(t, cfg, msg, len, out, n, opt, q, r, true, c, sum);
 }
 
