@@ -178,7 +178,7 @@ int64_t sp_table_add_response(struct sp_table_builder *b, const uint8_t *bytes, 
     r->insert_at = (uint16_t)(insert >= 0 ? patches[insert].dst : len > UINT16_MAX ? 0 : len);
     r->insert_field = insert >= 0 ? patches[insert].field : SP_NO_INSERT;
     r->echo_head = is_echo_head(patches, npatch, insert, len, r->echo_mask);
-    r->sum_head = sp_csum_partial(bytes, r->insert_at, 0);
+    r->sum_head = head_sum(bytes, r);
     r->sum_tail = sp_csum_partial(bytes + r->insert_at, len - r->insert_at, 0);
     return (int64_t)t->nresponses++;
 }

@@ -98,7 +98,7 @@ int sp_table_rewrite(struct sp_table_builder *b, uint32_t index, uint32_t at,
         return -1;
     uint8_t *p = t->arena + r->bytes_off;
     memcpy(p + at, bytes, len);
-    r->sum_head = sp_csum_partial(p, r->insert_at, 0);
+    r->sum_head = head_sum(p, r);
     r->sum_tail = sp_csum_partial(p + r->insert_at, r->len - r->insert_at, 0);
     return 0;
 }

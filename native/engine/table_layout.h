@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "stormpy/engine/table.h"
+#include "stormpy/proto/csum.h"
 
 /* Zero bytes after the arena's last key: keys are compared a whole word at a time. */
 #define ARENA_PAD 8u
@@ -105,6 +106,14 @@ static inline bool entry_matches(const struct sp_table *t, const struct entry *e
 {
     return e->tag == tag && e->key_len == key_len &&
            memcmp(t->arena + e->key_off, key, key_len) == 0;
+}
+
+/* A response's sum_head (table.h) over its stored bytes, once echo_head and insert_at
+ * are set. The echoed head's 4 bytes start at 0, so the rest starts at an even offset. */
+static inline uint32_t head_sum(const uint8_t *bytes, const struct sp_response *r)
+{
+    size_t from = r->echo_head ? 4 : 0;
+    return sp_csum_partial(bytes + from, r->insert_at - from, 0);
 }
 
 #endif

@@ -140,14 +140,16 @@ uint32_t sp_response_sum_with(const struct sp_table *t, const struct sp_response
         sum += r->insert_at & 1 ? sp_csum_swap(insert_sum) : sp_csum_reduce(insert_sum);
     }
     sum += (r->insert_at + ins_len) & 1 ? sp_csum_swap(r->sum_tail) : sp_csum_reduce(r->sum_tail);
-    if (!r->echo_head || req->field_len[0] < 4)
+    const uint8_t *b = t->arena + r->bytes_off;
+    if (!r->echo_head || req->field_len[0] < 4) {
+        if (r->echo_head)   /* the patches change the stored head: its sum first */
+            sum += sp_get16(b) + sp_get16(b + 2);
         return sp_csum_reduce(patches_sum(t, r, req, ins_len, sum));
-    /* the echoed head: its first 4 bytes, before any insert, as two words replaced
-     * (one's-complement subtraction adds the complement) */
-    const uint8_t *b = t->arena + r->bytes_off, *m = req->field[0];
+    }
+    /* the echoed head: its first 4 bytes, before any insert, are the request's (sum_head
+     * leaves them out) */
     uint8_t head[4] = {b[0], b[1], b[2], b[3]};
-    sp_echo_head(r, m, head);
-    sum += (0xffffu - sp_get16(b)) + (0xffffu - sp_get16(b + 2));
+    sp_echo_head(r, req->field[0], head);
     if (r->npatch > SP_ECHO_PATCHES(r))
         sum = sp_response_shift_sum(t, r, ins_len, sum);
     return sp_csum_reduce(sum + sp_get16(head) + sp_get16(head + 2));

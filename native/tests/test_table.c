@@ -182,6 +182,18 @@ static void test_render_and_sum(void)
     CHECK_EQ(sp_response_render(t, r, &req, out, 20), 0);
     struct sp_request short_msg = {.field = {msg, question}, .field_len = {1, 3}};
     CHECK_EQ(sp_response_render(t, r, &short_msg, out, sizeof(out)), 0);
+    /* a request of 3 bytes: no rendering, but the sum is still the patches' (COPY and the
+     * first COPY_BITS apply, the second has no byte), which start from the stored head
+     * that sum_head leaves out */
+    struct sp_request three = {.field = {msg, question}, .field_len = {3, 5}};
+    uint8_t want[sizeof(stored) + 5];
+    memcpy(want, stored, 12);
+    memcpy(want, msg, 2);
+    want[2] = (uint8_t)((stored[2] & ~1) | (msg[2] & 1));
+    memcpy(want + 12, question, 5);
+    memcpy(want + 17, stored + 12, sizeof(stored) - 12);
+    CHECK_EQ(sp_csum_fold(sp_response_sum(t, r, &three)),
+             sp_csum_fold(sp_csum_partial(want, sizeof(want), 0)));
     sp_table_free(t);
 }
 
@@ -380,6 +392,7 @@ static void test_edit(void)
         uint8_t changed[2] = {0xab, 0xcd};
         CHECK_EQ(sp_table_rewrite(b, 0, 14, changed, 2), 0);
         CHECK_EQ(sp_table_rewrite(b, 0, 15, changed, 2), -1);           /* past its end */
+        CHECK_EQ(sp_table_rewrite(b, 0, 2 + 4 * (round & 1), changed, 2), 0);   /* the head */
         struct sp_table *next = sp_table_builder_finish(b);
         CHECK(next != NULL);
         int right = 0;
@@ -392,6 +405,13 @@ static void test_edit(void)
         const struct sp_response *r0 = sp_table_response(next, 0);
         CHECK(memcmp(sp_response_bytes(next, r0) + 14, changed, 2) == 0);
         CHECK_EQ(r0->sum_tail, sp_csum_partial(sp_response_bytes(next, r0) + 12, 4, 0));
+        /* the sums kept for the rewritten head and tail: a rendering's checksum */
+        const uint8_t head[4] = {1, 2, 3, 4}, question[3] = {7, 8, 9};
+        struct sp_request req = {.field = {head, question}, .field_len = {4, 3}};
+        uint8_t out[32];
+        size_t len = sp_response_render(next, r0, &req, out, sizeof(out));
+        CHECK_EQ(len, sizeof(resp) + 3);
+        CHECK_EQ(sp_csum_fold(sp_response_sum(next, r0, &req)), sp_csum_fold(sp_csum_partial(out, len, 0)));
         if (t != first)
             sp_table_free(t);
         t = next;

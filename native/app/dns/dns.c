@@ -288,9 +288,9 @@ static inline struct sp_request request(const uint8_t *msg, size_t len,
 }
 
 /* The sum of r's answer in out, from the table's stored sums and the question's (dns.h).
- * For the DNS patch list: the stored head's sum with its first 4 bytes replaced by the
- * answer's (one's-complement subtraction adds the complement), the question's, and the
- * tail's, byte-swapped behind a question of odd length. */
+ * For the DNS patch list: the stored head's sum (without its first 4 bytes, table.h),
+ * the answer's first 4 bytes, the question's, and the tail's, byte-swapped behind a
+ * question of odd length. */
 static inline uint32_t table_sum(const struct sp_table *t, const struct sp_response *r,
                                  bool shaped, const uint8_t *msg, size_t len,
                                  const struct sp_dns_query *q, const uint8_t *out)
@@ -301,9 +301,7 @@ static inline uint32_t table_sum(const struct sp_table *t, const struct sp_respo
             ? sp_response_sum_with(t, r, &req, q->question_sum) : sp_response_sum(t, r, &req);
     }
     /* every part a reduced sum (table.h, sp_csum_acc_done()): added up in 32 bits */
-    const uint8_t *b = sp_response_bytes(t, r);
-    uint32_t sum = r->sum_head + (0xffffu - sp_get16(b)) + (0xffffu - sp_get16(b + 2)) +
-                   sp_get16(out) + sp_get16(out + 2) + q->question_sum;
+    uint32_t sum = r->sum_head + sp_get16(out) + sp_get16(out + 2) + q->question_sum;
     sum += q->question_len & 1 ? sp_csum_swap16(r->sum_tail) : r->sum_tail;
     if (r->npatch > DNS_PATCHES)        /* a variable answer's moved pointers */
         sum = sp_response_shift_sum(t, r, q->question_len, sum);

@@ -81,7 +81,9 @@ struct sp_response {
     uint32_t patch_off;   /* into the table's patch array */
     uint16_t npatch;
     uint16_t insert_at;   /* offset of the INSERT, or len when there is none */
-    uint32_t sum_head;    /* reduced partial checksum (sp_csum_partial()) of bytes[0, insert_at) */
+    /* reduced partial checksum (sp_csum_partial()) of bytes[0, insert_at); with an echoed
+     * head, of bytes[4, insert_at): those 4 are the request's in every rendering */
+    uint32_t sum_head;
     uint32_t sum_tail;    /* reduced partial checksum of bytes[insert_at, len) */
     uint32_t user;        /* opaque to the table; DNS keeps the rcode here */
     uint8_t insert_field; /* the field spliced in at insert_at, or SP_NO_INSERT */
