@@ -20,6 +20,7 @@ import dns.rrset
 
 from stormpy import _core
 from stormpy.errors import ZoneError
+from stormpy.dns.additional import additional_rrsets
 from stormpy.dns.answer import IN, Answer, encode_fixed, warn_oversized
 from stormpy.dns.dnssec import Encoder, Gaps, Nsec3Splice
 from stormpy.dns.zone import Zone
@@ -49,7 +50,6 @@ DNS_PATCHES = (
 # A response dns.c completes per name (DNAME, NSEC3 descriptor): no INSERT, so the
 # common renderer declines it (dns.h: SP_DNS_USER_DNAME)
 SPLICED_PATCHES = DNS_PATCHES[1:]
-_ADDITIONAL_TARGET = {NS: "target", dns.rdatatype.MX: "exchange", dns.rdatatype.SRV: "target"}
 
 
 def tag(kind: int, rdclass: int, rdtype: int) -> int:
@@ -199,22 +199,8 @@ class ZoneIndex:
         return Answer(answer=answer, splice=(name, rrset[0].target))
 
     def _addresses(self, rrsets: list) -> list:
-        """A and AAAA of in-zone NS, MX and SRV targets, as Knot adds them."""
-        out, seen = [], set()
-        for rrset in rrsets:
-            attr = _ADDITIONAL_TARGET.get(rrset.rdtype)
-            if attr is None:
-                continue
-            for rdata in rrset:
-                target = getattr(rdata, attr)
-                if target in seen or not target.is_subdomain(self.origin):
-                    continue
-                seen.add(target)
-                node = self.nodes.get(target, {})
-                for rdtype in (dns.rdatatype.A, dns.rdatatype.AAAA):
-                    if rdtype in node:
-                        out.append(node[rdtype])
-        return out
+        """What in-zone NS, MX and SRV targets add (additional.py)."""
+        return additional_rrsets(self.nodes, self.origin, rrsets)
 
 
 @dataclass
