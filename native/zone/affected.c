@@ -4,7 +4,7 @@
 
 #include <stdlib.h>
 
-enum { TYPE_NS = 2, TYPE_CNAME = 5, TYPE_MX = 15, TYPE_SRV = 33 };
+enum { TYPE_NS = 2, TYPE_CNAME = 5, TYPE_MX = 15, TYPE_SRV = 33, TYPE_SVCB = 64, TYPE_HTTPS = 65 };
 
 uint64_t sp_zone_ns_hash(const struct sp_zone *z, uint32_t name)
 {
@@ -104,7 +104,8 @@ static bool follow_targets(struct walk *k)
     bool more = false;
     for (uint32_t i = 0; i < z->nrrsets; i++) {
         const struct sp_zone_rrset *s = &z->rrsets[i];
-        size_t skip = s->type == TYPE_NS || s->type == TYPE_CNAME ? 0 : s->type == TYPE_MX ? 2
+        size_t skip = s->type == TYPE_NS || s->type == TYPE_CNAME ? 0
+                      : s->type == TYPE_MX || s->type == TYPE_SVCB || s->type == TYPE_HTTPS ? 2
                       : s->type == TYPE_SRV ? 6 : 9999;
         if (skip == 9999 || (k->mark[s->name] & SP_ZONE_CHANGED))
             continue;

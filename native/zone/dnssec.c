@@ -472,6 +472,8 @@ int sp_zone_sign(const struct sp_zone_dnssec *d, const struct sp_zone_answer *a,
         }
         if (a->denial != SP_ZONE_NO_DENIAL && !denial(&f, a))
             return SP_ZONE_UNPROVABLE;
+        f.nseen = 0;     /* apart: a target may hold the answer's own RRset (an SVCB
+                          * naming its owner), which Knot adds again (dnssec.py) */
         signed_section(&f, a->ad, a->nad, out->ad, &out->nad,
                        sizeof(out->ad) / sizeof(out->ad[0]));
     }

@@ -5,7 +5,8 @@
 #include <string.h>
 
 enum { TYPE_A = 1, TYPE_NS = 2, TYPE_CNAME = 5, TYPE_MX = 15, TYPE_AAAA = 28, TYPE_SRV = 33,
-       TYPE_DNAME = 39, TYPE_DS = 43, TYPE_RRSIG = 46, TYPE_NSEC = 47, TYPE_ANY = 255,
+       TYPE_DNAME = 39, TYPE_DS = 43, TYPE_RRSIG = 46, TYPE_NSEC = 47, TYPE_SVCB = 64,
+       TYPE_HTTPS = 65, TYPE_ANY = 255,
        RCODE_NXDOMAIN = 3, RCODE_YXDOMAIN = 6 };
 
 /* The name being looked up: one the zone holds (id), or one it does not (id NONE,
@@ -60,7 +61,9 @@ static void negative(const struct sp_zone *z, struct sp_zone_answer *a, uint8_t 
     a->nns = 1;
 }
 
-/* A and AAAA of the in-zone targets of NS, MX and SRV records, as Knot adds them. */
+/* What the in-zone targets of NS, MX, SRV, SVCB and HTTPS records add, as Knot adds
+ * it (compiler.py's additional.py): their A and AAAA, and an SVCB or HTTPS target's own
+ * RRset of that type too (RFC 9460 4.1), one level only. */
 static int addresses(const struct sp_zone *z, const struct sp_zone_rref *from, uint16_t n,
                      struct sp_zone_answer *a)
 {
@@ -69,7 +72,10 @@ static int addresses(const struct sp_zone *z, const struct sp_zone_rref *from, u
     const uint8_t *origin = origin_wire(z, &olen);
     for (uint16_t i = 0; i < n; i++) {
         const struct sp_zone_rrset *s = &z->rrsets[from[i].rrset];
-        size_t skip = s->type == TYPE_NS ? 0 : s->type == TYPE_MX ? 2 : s->type == TYPE_SRV ? 6 : 9999;
+        bool svcb = s->type == TYPE_SVCB || s->type == TYPE_HTTPS;
+        size_t skip = s->type == TYPE_NS ? 0 : s->type == TYPE_MX || svcb ? 2
+                      : s->type == TYPE_SRV ? 6 : 9999;
+        const uint16_t added[3] = {TYPE_A, TYPE_AAAA, s->type};
         for (uint16_t k = 0; skip != 9999 && k < s->count; k++) {
             const struct sp_zone_rdata *d = &z->rdatas[s->first + k];
             if (d->len <= skip)
@@ -91,8 +97,8 @@ static int addresses(const struct sp_zone *z, const struct sp_zone_rref *from, u
                 return -1;
             seen[nseen] = sp_zone_name_wire(z, id);
             seen_len[nseen++] = len;
-            for (int t = 0; t < 2; t++) {
-                uint32_t set = sp_zone_find_rrset(z, id, t ? TYPE_AAAA : TYPE_A);
+            for (int t = 0; t < (svcb ? 3 : 2); t++) {
+                uint32_t set = sp_zone_find_rrset(z, id, added[t]);
                 if (set == SP_ZONE_NONE)
                     continue;
                 if (a->nad == SP_ZONE_ADDITIONAL_MAX)

@@ -199,7 +199,7 @@ class ZoneIndex:
         return Answer(answer=answer, splice=(name, rrset[0].target))
 
     def _addresses(self, rrsets: list) -> list:
-        """What in-zone NS, MX and SRV targets add (additional.py)."""
+        """What in-zone NS, MX, SRV, SVCB and HTTPS targets add (additional.py)."""
         return additional_rrsets(self.nodes, self.origin, rrsets)
 
 

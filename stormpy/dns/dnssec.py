@@ -184,7 +184,9 @@ class Signed:
                     self._proof(self._wildcard_proof(qname, wild, variable), out, seen)
                 if answer.denial is not None:
                     self._proof(self._denial(answer.denial, variable), out, seen)
-                self._signed_section(answer.additional, {}, out.additional, seen)
+                # apart: a target may hold the answer's own RRset (an SVCB naming its
+                # owner), which Knot adds again
+                self._signed_section(answer.additional, {}, out.additional, set())
         except Unprovable:
             return None
         out.cover_next_closer = self._left_out
