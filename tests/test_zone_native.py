@@ -117,9 +117,9 @@ def test_repo_zones_answer_alike(monkeypatch):
 def _random_zone(rng, path, dnames=False):
     """A zone of random shape: names 1 to 4 labels deep (so empty non-terminals), cuts
     with glue under them, wildcards, CNAMEs to anything (held, missing, out of zone,
-    wildcard-matched, under a cut), NS/MX/SRV targets in and out of the zone. dnames:
-    DNAMEs too, over names with data of their own (occluded), to targets in and out of
-    the zone, one so long the names below it are YXDOMAIN."""
+    wildcard-matched, under a cut), NS/MX/SRV/SVCB/HTTPS targets in and out of the
+    zone. dnames: DNAMEs too, over names with data of their own (occluded), to targets
+    in and out of the zone, one so long the names below it are YXDOMAIN."""
     labels = ["a", "b", "c", "*", "www", "Mx", "deep"]
     names = {".".join(rng.choice(labels[:3] if d < 2 else labels) for d in range(rng.randint(1, 4)))
              for _ in range(40)}
@@ -147,6 +147,7 @@ def _random_zone(rng, path, dnames=False):
                     f"{name} AAAA 2001:db8::{rng.randint(1, 999)}",
                     f"{name} MX {rng.randint(1, 20)} {rng.choice(targets)}",
                     f"{name} SRV 0 1 53 {rng.choice(targets)}",
+                    f"{name} {rng.choice(['SVCB', 'HTTPS'])} {rng.randint(0, 2)} {rng.choice(targets)}",
                     f"{name} TXT \"t{rng.randint(1, 9)}\"",
                     f"{name} NS {rng.choice(targets)}" if rng.random() < 0.1 else f"{name} PTR x.",
                 ]))
