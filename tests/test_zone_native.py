@@ -125,6 +125,7 @@ def _random_zone(rng, path, dnames=False):
              for _ in range(40)}
     names = sorted(n for n in names if not n.startswith("*.*"))
     targets = names + ["nothing.here", "out.example.", "x.a", "q.deep.b"]
+    held = []                  # the names with data of their own, no CNAME or DNAME
     lines = ["$ORIGIN r.test.", f"$TTL {rng.choice([60, 300])}",
              "@ SOA ns1 host 1 2 3 4 " + str(rng.choice([30, 900])), "@ NS ns1", "ns1 A 192.0.2.1"]
     for name in names:
@@ -141,16 +142,22 @@ def _random_zone(rng, path, dnames=False):
                                                 ("m" * 63 + ".") * 3 + "example."])
             lines += [f"{name} DNAME {target}", f"{name} TXT \"beside the DNAME\""]
         else:
+            held.append(name)
             for _ in range(rng.randint(1, 3)):
                 lines.append(rng.choice([
                     f"{name} {rng.randint(30, 900)} A 192.0.2.{rng.randint(1, 250)}",
                     f"{name} AAAA 2001:db8::{rng.randint(1, 999)}",
                     f"{name} MX {rng.randint(1, 20)} {rng.choice(targets)}",
                     f"{name} SRV 0 1 53 {rng.choice(targets)}",
-                    f"{name} {rng.choice(['SVCB', 'HTTPS'])} {rng.randint(0, 2)} {rng.choice(targets)}",
                     f"{name} TXT \"t{rng.randint(1, 9)}\"",
                     f"{name} NS {rng.choice(targets)}" if rng.random() < 0.1 else f"{name} PTR x.",
                 ]))
+    # SVCB and HTTPS from a generator of their own: the zones above stay as they were
+    more = random.Random("\n".join(lines))
+    for name in more.sample(held, min(len(held), 8)):
+        for _ in range(more.randint(1, 2)):
+            lines.append(f"{name} {more.choice(['SVCB', 'HTTPS'])} {more.randint(0, 2)} "
+                         f"{more.choice(targets + ['.'])}")
     path.write_text("\n".join(lines) + "\n")
 
 
