@@ -61,9 +61,33 @@ static void negative(const struct sp_zone *z, struct sp_zone_answer *a, uint8_t 
     a->nns = 1;
 }
 
+/* Whether any (a name as written, any letter case) is lower (lower-cased). */
+static bool same_lower(const uint8_t *lower, const uint8_t *any, size_t len)
+{
+    for (size_t i = 0; i < len; i++)
+        if (lower[i] != (any[i] >= 'A' && any[i] <= 'Z' ? any[i] + 32 : any[i]))
+            return false;
+    return true;
+}
+
+/* The wildcard matching name (lower-cased, in the zone), a name the zone does not
+ * hold: its closest encloser's '*' child (RFC 4592), or NONE. */
+static uint32_t wildcard_matching(const struct sp_zone *z, const uint8_t *name, size_t len)
+{
+    uint32_t ce = SP_ZONE_NONE;
+    for (size_t i = 0; ce == SP_ZONE_NONE && name[i]; ) {    /* ends at the origin */
+        i += 1 + name[i];
+        ce = sp_zone_lookup(z, name + i, len - i);
+    }
+    return ce == SP_ZONE_NONE ? SP_ZONE_NONE : z->names[ce].wildcard;
+}
+
 /* What the in-zone targets of NS, MX, SRV, SVCB and HTTPS records add, as Knot adds
  * it (compiler.py's additional.py): their A and AAAA, and an SVCB or HTTPS target's own
- * RRset of that type too (RFC 9460 4.1), one level only. */
+ * RRset of that type too (RFC 9460 4.1), one level only. A target the zone does not
+ * hold adds what a wildcard matching it holds, as Knot 3.2.6 does (below a cut too):
+ * renamed to the target (as written) for NS, MX and SRV, under the wildcard's own
+ * name for SVCB and HTTPS, once. */
 static int addresses(const struct sp_zone *z, const struct sp_zone_rref *from, uint16_t n,
                      struct sp_zone_answer *a)
 {
@@ -84,26 +108,48 @@ static int addresses(const struct sp_zone *z, const struct sp_zone_rref *from, u
             size_t len = sp_zone_wire_len(z->rdata_arena + d->off + skip, d->len - skip);
             if (len == 0)
                 continue;
-            lower_copy(target, z->rdata_arena + d->off + skip, len);
+            const uint8_t *written = z->rdata_arena + d->off + skip;
+            lower_copy(target, written, len);
             bool dup = false;
             for (size_t j = 0; j < nseen && !dup; j++)
-                dup = seen_len[j] == len && memcmp(seen[j], target, len) == 0;
+                dup = seen_len[j] == len && same_lower(target, seen[j], len);
             if (dup || !sp_zone_is_subdomain(target, len, origin, olen))
                 continue;
             uint32_t id = sp_zone_lookup(z, target, len);
-            if (id == SP_ZONE_NONE)
-                continue;      /* no node there, so nothing to add, now or on a repeat */
-            if (nseen == SP_ZONE_ADDITIONAL_MAX)
+            const uint8_t *renamed = NULL;       /* a wildcard's RRsets' owner, if not its own */
+            bool matched = id == SP_ZONE_NONE;   /* by a wildcard */
+            if (matched) {
+                id = wildcard_matching(z, target, len);
+                if (id == SP_ZONE_NONE)
+                    continue;  /* no node there, so nothing to add, now or on a repeat */
+                if (!svcb)
+                    renamed = written;
+                for (size_t j = 0; svcb && j < nseen && !dup; j++)
+                    dup = seen_len[j] == z->names[id].len &&
+                          same_lower(sp_zone_name_wire(z, id), seen[j], seen_len[j]);
+                if (dup)
+                    continue;
+            }
+            if (nseen + 1 + (matched && svcb) > SP_ZONE_ADDITIONAL_MAX)
                 return -1;
-            seen[nseen] = sp_zone_name_wire(z, id);
+            seen[nseen] = written;
             seen_len[nseen++] = len;
+            if (matched && svcb) {               /* its RRsets under its own name, once */
+                seen[nseen] = sp_zone_name_wire(z, id);
+                seen_len[nseen++] = z->names[id].len;
+            }
             for (int t = 0; t < (svcb ? 3 : 2); t++) {
                 uint32_t set = sp_zone_find_rrset(z, id, added[t]);
                 if (set == SP_ZONE_NONE)
                     continue;
                 if (a->nad == SP_ZONE_ADDITIONAL_MAX)
                     return -1;
-                a->ad[a->nad++] = rref(z, set, NULL);
+                a->ad[a->nad] = rref(z, set, NULL);
+                if (renamed != NULL) {
+                    a->ad[a->nad].owner = renamed;
+                    a->ad[a->nad].owner_len = (uint8_t)len;
+                }
+                a->nad++;
             }
         }
     }

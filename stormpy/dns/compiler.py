@@ -20,7 +20,7 @@ import dns.rrset
 
 from stormpy import _core
 from stormpy.errors import ZoneError
-from stormpy.dns.additional import additional_rrsets
+from stormpy.dns.additional import additional_rrsets, renamed as _renamed
 from stormpy.dns.answer import IN, Answer, encode_fixed, warn_oversized
 from stormpy.dns.dnssec import Encoder, Gaps, Nsec3Splice
 from stormpy.dns.zone import Zone
@@ -55,13 +55,6 @@ SPLICED_PATCHES = DNS_PATCHES[1:]
 def tag(kind: int, rdclass: int, rdtype: int) -> int:
     return (kind << 32) | (rdclass << 16) | rdtype
 
-
-def _renamed(rrset: dns.rrset.RRset, owner: dns.name.Name) -> dns.rrset.RRset:
-    if rrset.name == owner:
-        return rrset
-    out = dns.rrset.RRset(owner, rrset.rdclass, rrset.rdtype)
-    out.update(rrset)
-    return out
 
 
 class ZoneIndex:
@@ -200,7 +193,7 @@ class ZoneIndex:
 
     def _addresses(self, rrsets: list) -> list:
         """What in-zone NS, MX, SRV, SVCB and HTTPS targets add (additional.py)."""
-        return additional_rrsets(self.nodes, self.origin, rrsets)
+        return additional_rrsets(self.nodes, self.names, self.origin, rrsets)
 
 
 @dataclass

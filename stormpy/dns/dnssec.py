@@ -28,6 +28,7 @@ import dns.name
 from dns.rdatatype import DNSKEY, DS, NSEC, NSEC3, NSEC3PARAM, RRSIG
 import dns.rrset
 
+from stormpy.dns.additional import wildcard_matching
 from stormpy.dns.answer import (IN, Answer, encode_fixed, encode_variable, oversized,
                                 section_wire)
 
@@ -185,8 +186,11 @@ class Signed:
                 if answer.denial is not None:
                     self._proof(self._denial(answer.denial, variable), out, seen)
                 # apart: a target may hold the answer's own RRset (an SVCB naming its
-                # owner), which Knot adds again
-                self._signed_section(answer.additional, {}, out.additional, set())
+                # owner), which Knot adds again. A target only a wildcard matches comes
+                # with the wildcard's RRSIGs, renamed, and no proof, as in Knot
+                renamed = {r.name: wildcard_matching(self.ix.names, r.name)
+                           for r in answer.additional if r.name not in self.ix.names}
+                self._signed_section(answer.additional, renamed, out.additional, set())
         except Unprovable:
             return None
         out.cover_next_closer = self._left_out

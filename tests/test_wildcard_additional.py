@@ -1,0 +1,209 @@
+"""NS, MX, SRV, SVCB and HTTPS targets that only a wildcard matches (RFC 4592: the
+closest encloser's `*` child; a name that exists, an empty non-terminal included,
+blocks it) add to the additional section what Knot DNS 3.2.6 adds:
+- NS, MX and SRV: the wildcard's A and AAAA, renamed to the target;
+- SVCB and HTTPS: the wildcard's A, AAAA and SVCB or HTTPS under the wildcard's own
+  name (`*.wild`), as Knot adds them; several targets under one wildcard add them once
+  (Knot repeats them: dnspython reads the two alike);
+- below a zone cut too, as glue (unsigned), in a referral as in an MX answer;
+- with DO, each with the wildcard's RRSIG (its labels field the wildcard's), renamed as
+  its RRset, and no proof that no closer name exists. For an SVCB or HTTPS target whose
+  wildcard lacks that type Knot also adds the wildcard's NSEC (or NSEC3) and its RRSIG,
+  which stormpy leaves out, as for a target that exists (README: differences).
+Both compilers are asked in process and compared with a live knotd, section by section."""
+import os
+import sys
+
+import dns.flags
+import dns.message
+import dns.name
+import dns.rcode
+import dns.rdatatype
+import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from stormpy import _core  # noqa: E402
+from support import signing  # noqa: E402
+from support.client import tcp_query  # noqa: E402
+from support.servers import knot_server, knotd_path  # noqa: E402,F401
+from test_svcb_additional import _compile, _is_proof, _section  # noqa: E402
+
+ORIGIN = "ex.test."
+ZONE = """$ORIGIN ex.test.
+$TTL 300
+@ SOA ns1 host 1 3600 600 86400 300
+@ NS ns1
+@ NS x.nsw
+ns1 A 198.18.0.1
+*.nsw A 198.18.0.50
+*.nsw AAAA 2001:2::50
+mail MX 10 m.wild
+srv SRV 0 0 25 s.wild
+svc SVCB 1 v.wild
+https HTTPS 1 h.wild
+*.wild A 198.18.0.7
+*.wild AAAA 2001:2::7
+*.wild SVCB 1 web
+*.wild HTTPS 1 web
+*.wild MX 5 web
+web A 198.18.0.2
+blocked MX 10 sib.wild
+sib.wild TXT "exists"
+ent MX 10 e.wild
+x.e.wild A 198.18.0.8
+deep MX 10 a.b.wild
+txtonly MX 10 t.wtxt
+svctxt SVCB 1 t.wtxt
+*.wtxt TXT "only txt"
+del MX 10 a.deleg
+deleg NS ns.deleg
+ns.deleg A 198.18.0.10
+*.deleg A 198.18.0.11
+d2 NS ns.d2
+*.d2 A 198.18.0.12
+two MX 10 p.wild
+two MX 20 q.wild
+pair SVCB 1 p.wild
+pair SVCB 2 q.wild
+mixed SVCB 1 web
+mixed SVCB 2 p.wild
+*.wc CNAME web
+cn MX 1 a.wc
+went MX 1 a.went
+x.*.went A 198.18.0.13
+"""
+
+# (name, type) -> what knotd 3.2.6 adds, "owner TYPE" relative to the origin
+KNOT_ADDS = {
+    ("mail", "MX"): {"m.wild A", "m.wild AAAA"},
+    ("srv", "SRV"): {"s.wild A", "s.wild AAAA"},
+    ("@", "NS"): {"ns1 A", "x.nsw A", "x.nsw AAAA"},
+    ("svc", "SVCB"): {"*.wild A", "*.wild AAAA", "*.wild SVCB"},
+    ("https", "HTTPS"): {"*.wild A", "*.wild AAAA", "*.wild HTTPS"},
+    ("blocked", "MX"): set(),                   # sib.wild exists (TXT only)
+    ("ent", "MX"): set(),                       # e.wild is an empty non-terminal
+    ("deep", "MX"): {"a.b.wild A", "a.b.wild AAAA"},
+    ("txtonly", "MX"): set(),                   # the wildcard has no address
+    ("svctxt", "SVCB"): set(),
+    ("del", "MX"): {"a.deleg A"},               # below a cut: glue, never signed
+    ("x.d2", "A"): {"ns.d2 A"},                 # a referral's in-domain glue
+    ("two", "MX"): {"p.wild A", "p.wild AAAA", "q.wild A", "q.wild AAAA"},
+    ("pair", "SVCB"): {"*.wild A", "*.wild AAAA", "*.wild SVCB"},
+    ("mixed", "SVCB"): {"web A", "*.wild A", "*.wild AAAA", "*.wild SVCB"},
+    ("cn", "MX"): set(),                        # the wildcard is a CNAME
+    ("went", "MX"): set(),                      # the wildcard is an empty non-terminal
+}
+QUESTIONS = list(KNOT_ADDS)
+IDS = [f"{n}-{t}" for n, t in QUESTIONS]
+
+
+def _qname(name: str) -> str:
+    return ORIGIN if name == "@" else f"{name}.{ORIGIN}"
+
+
+def _query(name, qtype, do=False):
+    return dns.message.make_query(_qname(name), qtype, use_edns=0, want_dnssec=do, payload=4096)
+
+
+def _shape(m, proofs_left_out=False):
+    """proofs_left_out: without the NSEC or NSEC3 (and its RRSIG) Knot adds for an SVCB
+    or HTTPS target lacking that type, a proof stormpy leaves out (as for a target that
+    exists: test_svcb_additional.py)."""
+    additional = [r for r in m.additional if not (proofs_left_out and _is_proof(r))]
+    return (dns.rcode.to_text(m.rcode()), bool(m.flags & dns.flags.AA),
+            bool(m.flags & dns.flags.TC), _section(m.answer), _section(m.authority), _section(additional))
+
+
+def _added(m):
+    origin = dns.name.from_text(ORIGIN)
+    return {f"{r.name.relativize(origin).to_text().lower()} {dns.rdatatype.to_text(r.rdtype)}"
+            for r in m.additional if r.rdtype not in (dns.rdatatype.RRSIG, dns.rdatatype.OPT)}
+
+
+@pytest.fixture(scope="module")
+def zone_paths(tmp_path_factory):
+    d = tmp_path_factory.mktemp("wildadd")
+    plain = d / "ex.zone"
+    plain.write_text(ZONE)
+    paths = {"plain": str(plain)}
+    if signing.available():
+        for kind in ("nsec", "nsec3"):
+            paths[kind] = signing.sign_zone(str(plain), ORIGIN, str(d), kind == "nsec3")
+    return paths
+
+
+_tables = {}
+
+
+def _table(path, python):
+    if python is False and not _core.ZONE_READER:
+        pytest.skip("built without ldns")
+    if (path, python) not in _tables:
+        _tables[(path, python)] = _compile(path, python)
+    return _tables[(path, python)]
+
+
+def _ours(path, python, query):
+    return dns.message.from_wire(_table(path, python).dns_answer(query.to_wire(), tcp=True,
+                                                                   max_udp=4096))
+
+
+@pytest.fixture(scope="module")
+def knot(zone_paths, knot_server):
+    if knotd_path() is None:
+        pytest.skip("knotd not installed")
+    return {kind: knot_server([(ORIGIN, path)]) for kind, path in zone_paths.items()}
+
+
+def _knot_answer(knot, kind, query):
+    wire = tcp_query(query.to_wire(), knot[kind].addr, timeout=5.0)
+    assert wire is not None, "knotd did not answer"
+    return dns.message.from_wire(wire)
+
+
+@pytest.mark.parametrize("name, qtype", QUESTIONS, ids=IDS)
+@pytest.mark.parametrize("python", [True, False], ids=["python", "c"])
+def test_as_knot(knot, zone_paths, python, name, qtype):
+    query = _query(name, qtype)
+    want = _knot_answer(knot, "plain", query)
+    assert _added(want) == KNOT_ADDS[(name, qtype)], f"knotd changed:\n{want}"
+    got = _ours(zone_paths["plain"], python, query)
+    assert _shape(got) == _shape(want), f"\n--- knot\n{want}\n--- stormpy\n{got}"
+
+
+@pytest.mark.parametrize("kind", ["nsec", "nsec3"])
+@pytest.mark.parametrize("name, qtype", QUESTIONS, ids=IDS)
+@pytest.mark.parametrize("python", [True, False], ids=["python", "c"])
+def test_as_knot_signed_with_do(knot, zone_paths, kind, python, name, qtype):
+    """The wildcard's RRSIGs come along, renamed with the RRset; glue unsigned."""
+    if kind not in zone_paths:
+        pytest.skip("ldns-signzone not installed")
+    query = _query(name, qtype, do=True)
+    want = _knot_answer(knot, kind, query)
+    got = _ours(zone_paths[kind], python, query)
+    svcb = qtype in ("SVCB", "HTTPS")
+    assert svcb or not any(_is_proof(r) for r in want.additional)
+    assert _shape(got) == _shape(want, svcb), f"\n--- knot\n{want}\n--- stormpy\n{got}"
+    signed = {r.name for r in got.additional if r.rdtype == dns.rdatatype.RRSIG}
+    cuts = [dns.name.from_text(cut + ORIGIN) for cut in ("deleg.", "d2.")]
+    glue = {r.name for r in got.additional if any(r.name.is_subdomain(cut) for cut in cuts)}
+    assert signed == {r.name for r in got.additional if r.rdtype != dns.rdatatype.OPT} - glue
+
+
+@pytest.mark.skipif(not _core.ZONE_READER, reason="built without ldns")
+@pytest.mark.parametrize("kind", ["plain", "nsec", "nsec3"])
+def test_both_compilers_answer_alike(zone_paths, kind):
+    """With and without DO, over TCP and UDP at sizes where the additional section fits
+    and where it is left out."""
+    if kind not in zone_paths:
+        pytest.skip("ldns-signzone not installed")
+    for name, qtype in QUESTIONS:
+        for do in (False, True):
+            query = _query(name, qtype, do=do)
+            for tcp, size in ((True, 4096), (False, 512), (False, 1232)):
+                python, c = (dns.message.from_wire(_table(zone_paths[kind], python).dns_answer(
+                    query.to_wire(), tcp=tcp, max_udp=size)) for python in (True, False))
+                assert _shape(c) == _shape(python), f"{name} {qtype} DO={do} tcp={tcp} {size}"
+                if tcp:
+                    assert _added(c) == KNOT_ADDS[(name, qtype)], f"{name} {qtype} DO={do}"
