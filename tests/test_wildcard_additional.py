@@ -10,7 +10,8 @@ blocks it) add to the additional section what Knot DNS 3.2.6 adds:
   its RRset, and no proof that no closer name exists. For an SVCB or HTTPS target whose
   wildcard lacks that type Knot also adds the wildcard's NSEC (or NSEC3) and its RRSIG,
   which stormpy leaves out, as for a target that exists (README: differences).
-Both compilers are asked in process and compared with a live knotd, section by section."""
+Both compilers are asked in process and compared with a live knotd, section by section;
+an IXFR patch making or unmaking a wildcard recompiles the answers whose targets it matches."""
 import os
 import sys
 
@@ -18,12 +19,18 @@ import dns.flags
 import dns.message
 import dns.name
 import dns.rcode
+import dns.rdata
+import dns.rdataset
 import dns.rdatatype
+import dns.zone
 import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from stormpy import _core  # noqa: E402
+from stormpy.dns import native  # noqa: E402
+from stormpy.dns.compiler import compile_zones  # noqa: E402
+from stormpy.dns.secondary import TransferZone  # noqa: E402
 from support import signing  # noqa: E402
 from support.client import tcp_query  # noqa: E402
 from support.servers import knot_server, knotd_path  # noqa: E402,F401
@@ -207,3 +214,35 @@ def test_both_compilers_answer_alike(zone_paths, kind):
                 assert _shape(c) == _shape(python), f"{name} {qtype} DO={do} tcp={tcp} {size}"
                 if tcp:
                     assert _added(c) == KNOT_ADDS[(name, qtype)], f"{name} {qtype} DO={do}"
+
+
+@pytest.mark.skipif(not _core.ZONE_READER, reason="built without ldns")
+@pytest.mark.parametrize("parent", ["wild A 198.18.0.3\n", ""], ids=["parent-held", "parent-new"])
+def test_a_patch_that_makes_or_unmakes_the_wildcard_recompiles_the_mx(tmp_path, monkeypatch,
+                                                                      parent):
+    """An IXFR's patch adding *.wild gives mail's MX answer the wildcard's A, renamed to
+    m.wild, and deleting it takes the A away: mail's own records do not change."""
+    monkeypatch.setenv("STORMPY_ZONE_LOADER", "c")
+    path = tmp_path / "p.zone"
+    path.write_text("$ORIGIN ex.test.\n$TTL 300\n@ SOA ns1 host 1 3600 600 86400 300\n"
+                    "@ NS ns1\nns1 A 198.18.0.1\nmail MX 10 m.wild\n" + parent +
+                    "".join(f"h{i} A 198.18.1.{i}\n" for i in range(20)))
+    zone = dns.zone.from_file(str(path), relativize=False, zone_factory=TransferZone)
+    prepared = native.from_records(str(path), zone)
+    table, _ = compile_zones([prepared])
+    wild = dns.name.from_text("*.wild", zone.origin)
+    for serial, added in ((2, {"m.wild A"}), (3, set())):
+        zone.changed_names = set()
+        with zone.writer() as txn:
+            soa = zone.get_rdataset(zone.origin, "SOA")
+            txn.replace(zone.origin, dns.rdataset.from_rdata(300, soa[0].replace(serial=serial)))
+            if serial == 2:
+                txn.add(wild, 300, dns.rdata.from_text("IN", "A", "198.18.0.7"))
+            else:
+                txn.delete(wild)
+        assert native.patch(prepared, zone, zone.changed_names)
+        edit = table.edit()
+        prepared.native.recompile_into(edit)
+        table = edit.finish()
+        answer = dns.message.from_wire(table.dns_answer(_query("mail", "MX").to_wire(), tcp=True))
+        assert _added(answer) == added, serial
