@@ -119,7 +119,8 @@ def _shape(m, proofs_left_out=False):
     exists: test_svcb_additional.py)."""
     additional = [r for r in m.additional if not (proofs_left_out and _is_proof(r))]
     return (dns.rcode.to_text(m.rcode()), bool(m.flags & dns.flags.AA),
-            bool(m.flags & dns.flags.TC), _section(m.answer), _section(m.authority), _section(additional))
+            bool(m.flags & dns.flags.TC), _section(m.answer), _section(m.authority),
+            _section(additional))
 
 
 def _added(m):
