@@ -56,7 +56,6 @@ def tag(kind: int, rdclass: int, rdtype: int) -> int:
     return (kind << 32) | (rdclass << 16) | rdtype
 
 
-
 class ZoneIndex:
     """One zone's names, zone cuts and wildcards, and the answer to any question."""
 
