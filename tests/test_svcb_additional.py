@@ -26,12 +26,10 @@ import pytest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from stormpy import _core  # noqa: E402
-from stormpy.dns import native  # noqa: E402
-from stormpy.dns.compiler import compile_zones  # noqa: E402
-from stormpy.dns.zone import load_zone  # noqa: E402
-from support import signing  # noqa: E402
-from support.client import tcp_query, udp_query  # noqa: E402
-from support.servers import knot_server, knotd_path, stormpy_server  # noqa: E402,F401
+from support.client import udp_query  # noqa: E402
+from support.knot_compare import Tables, knot_servers, zone_variants  # noqa: E402
+from support.knot_compare import knot_answer as _knot_answer  # noqa: E402
+from support.servers import knot_server, stormpy_server  # noqa: E402,F401
 
 ORIGIN = "ex.test."
 MANY = 40            # AAAA records at one target: its addresses alone exceed 512 bytes
@@ -140,64 +138,25 @@ def _query(name, qtype, do=False, edns=True):
                                   want_dnssec=do, payload=4096)
 
 
-def _compile(path, python: bool):
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("STORMPY_ZONE_LOADER", "python" if python else "c")
-        zone = load_zone(path)
-        if python:
-            return compile_zones([zone])[0]
-        assert isinstance(zone, native.NativeZone), "read by dnspython, not in C"
-        compiled = native.compile_zones([zone], None, None, {})
-        assert compiled is not None, "the C compiler declined"
-        return compiled[0]
-
-
 # --------------------------------------------------------------------------
-# zones, tables and knotd
+# zones, tables and knotd (support/knot_compare.py)
 # --------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
 def zone_paths(tmp_path_factory):
     """The zone as written, and signed with NSEC and with NSEC3 when ldns-signzone is here."""
-    d = tmp_path_factory.mktemp("svcb")
-    plain = d / "ex.zone"
-    plain.write_text(ZONE)
-    paths = {"plain": str(plain)}
-    if signing.available():
-        for kind in ("nsec", "nsec3"):
-            paths[kind] = signing.sign_zone(str(plain), ORIGIN, str(d), kind == "nsec3")
-    return paths
+    return zone_variants(tmp_path_factory.mktemp("svcb"), ZONE, ORIGIN)
 
 
 COMPILERS = [True, False]
 COMPILER_IDS = ["python", "c"]
-_tables = {}
-
-
-def _table(path, python):
-    if python is False and not _core.ZONE_READER:
-        pytest.skip("built without ldns")
-    if (path, python) not in _tables:
-        _tables[(path, python)] = _compile(path, python)
-    return _tables[(path, python)]
+_tables = Tables()
+_ours = _tables.answer
 
 
 @pytest.fixture(scope="module")
 def knot(zone_paths, knot_server):
-    if knotd_path() is None:
-        pytest.skip("knotd not installed")
-    return {kind: knot_server([(ORIGIN, path)]) for kind, path in zone_paths.items()}
-
-
-def _knot_answer(knot, kind, query, tcp=True):
-    wire = (tcp_query if tcp else udp_query)(query.to_wire(), knot[kind].addr, timeout=5.0)
-    assert wire is not None, "knotd did not answer"
-    return dns.message.from_wire(wire)
-
-
-def _ours(path, python, query, tcp=True, max_udp=4096):
-    return dns.message.from_wire(_table(path, python).dns_answer(query.to_wire(), tcp=tcp,
-                                                                   max_udp=max_udp))
+    return knot_servers(knot_server, zone_paths, ORIGIN)
 
 
 # --------------------------------------------------------------------------

@@ -31,10 +31,10 @@ from stormpy import _core  # noqa: E402
 from stormpy.dns import native  # noqa: E402
 from stormpy.dns.compiler import compile_zones  # noqa: E402
 from stormpy.dns.secondary import TransferZone  # noqa: E402
-from support import signing  # noqa: E402
-from support.client import tcp_query  # noqa: E402
-from support.servers import knot_server, knotd_path  # noqa: E402,F401
-from test_svcb_additional import _compile, _is_proof, _section  # noqa: E402
+from support.knot_compare import Tables, knot_servers, zone_variants  # noqa: E402
+from support.knot_compare import knot_answer as _knot_answer  # noqa: E402
+from support.servers import knot_server  # noqa: E402,F401
+from test_svcb_additional import _is_proof, _section  # noqa: E402
 
 ORIGIN = "ex.test."
 ZONE = """$ORIGIN ex.test.
@@ -131,43 +131,19 @@ def _added(m):
 
 @pytest.fixture(scope="module")
 def zone_paths(tmp_path_factory):
-    d = tmp_path_factory.mktemp("wildadd")
-    plain = d / "ex.zone"
-    plain.write_text(ZONE)
-    paths = {"plain": str(plain)}
-    if signing.available():
-        for kind in ("nsec", "nsec3"):
-            paths[kind] = signing.sign_zone(str(plain), ORIGIN, str(d), kind == "nsec3")
-    return paths
+    return zone_variants(tmp_path_factory.mktemp("wildadd"), ZONE, ORIGIN)
 
 
-_tables = {}
-
-
-def _table(path, python):
-    if python is False and not _core.ZONE_READER:
-        pytest.skip("built without ldns")
-    if (path, python) not in _tables:
-        _tables[(path, python)] = _compile(path, python)
-    return _tables[(path, python)]
+_tables = Tables()
 
 
 def _ours(path, python, query):
-    return dns.message.from_wire(_table(path, python).dns_answer(query.to_wire(), tcp=True,
-                                                                   max_udp=4096))
+    return _tables.answer(path, python, query)
 
 
 @pytest.fixture(scope="module")
 def knot(zone_paths, knot_server):
-    if knotd_path() is None:
-        pytest.skip("knotd not installed")
-    return {kind: knot_server([(ORIGIN, path)]) for kind, path in zone_paths.items()}
-
-
-def _knot_answer(knot, kind, query):
-    wire = tcp_query(query.to_wire(), knot[kind].addr, timeout=5.0)
-    assert wire is not None, "knotd did not answer"
-    return dns.message.from_wire(wire)
+    return knot_servers(knot_server, zone_paths, ORIGIN)
 
 
 @pytest.mark.parametrize("name, qtype", QUESTIONS, ids=IDS)
@@ -210,8 +186,8 @@ def test_both_compilers_answer_alike(zone_paths, kind):
         for do in (False, True):
             query = _query(name, qtype, do=do)
             for tcp, size in ((True, 4096), (False, 512), (False, 1232)):
-                python, c = (dns.message.from_wire(_table(zone_paths[kind], python).dns_answer(
-                    query.to_wire(), tcp=tcp, max_udp=size)) for python in (True, False))
+                python, c = (_tables.answer(zone_paths[kind], python, query, tcp, size)
+                             for python in (True, False))
                 assert _shape(c) == _shape(python), f"{name} {qtype} DO={do} tcp={tcp} {size}"
                 if tcp:
                     assert _added(c) == KNOT_ADDS[(name, qtype)], f"{name} {qtype} DO={do}"
