@@ -469,20 +469,20 @@ answer_from_table_unusual(const struct sp_table *t, const struct sp_dns_config *
     return answer_whole(t, cfg, msg, len, out, n, opt, q, r, shaped, c, sum);
 }
 
-/* The usual answer from the table: r whole, with the DNS patch list, and room for it. */
+/* The usual answer from the table to a lookup (a slip goes to answer_other_verdict()): r
+ * whole, with the DNS patch list, and room for it. */
 static inline __attribute__((always_inline)) size_t
 answer_from_table(const struct sp_table *t, const struct sp_dns_config *cfg, const uint8_t *msg,
                   size_t len, bool tcp, uint8_t *out, size_t cap, struct sp_dns_query *q,
-                  enum sp_dns_verdict verdict, const struct sp_response *r,
-                  struct sp_dns_counters *c, uint32_t *sum)
+                  const struct sp_response *r, struct sp_dns_counters *c, uint32_t *sum)
 {
     size_t limit = tcp ? 65535 : sp_dns_udp_limit(q, cfg);
     if (limit > cap)
         limit = cap;
     size_t opt = q->edns ? SP_DNS_OPT_LEN : 0;
-    if (__builtin_expect(verdict == SP_DNS_SLIP || !dns_shaped(r) ||
-                         r->len + q->question_len + opt > limit, 0))
-        return answer_from_table_unusual(t, cfg, msg, len, tcp, out, cap, q, verdict, r, c, sum);
+    if (__builtin_expect(!dns_shaped(r) || r->len + q->question_len + opt > limit, 0))
+        return answer_from_table_unusual(t, cfg, msg, len, tcp, out, cap, q, SP_DNS_LOOKUP, r,
+                                         c, sum);
     size_t n = render_dns(t, r, true, msg, q, out, SIZE_MAX);   /* it fits: tested above */
     return answer_whole(t, cfg, msg, len, out, n, opt, q, r, true, c, sum);
 }
@@ -544,7 +544,7 @@ answer(const struct sp_table *t, const struct sp_dns_config *cfg, const uint8_t 
 {
     if (__builtin_expect(verdict != SP_DNS_LOOKUP || !r, 0))
         return answer_other_verdict(t, cfg, msg, len, tcp, out, cap, q, verdict, r, c, sum);
-    return answer_from_table(t, cfg, msg, len, tcp, out, cap, q, verdict, r, c, sum);
+    return answer_from_table(t, cfg, msg, len, tcp, out, cap, q, r, c, sum);
 }
 
 size_t sp_dns_answer_parsed(const struct sp_table *t, const struct sp_dns_config *cfg,
