@@ -1,9 +1,29 @@
 /* DNS query parsing and answering (EDNS, compression, every limit), from a real
- * compiled zone, over UDP and TCP and at output sizes from 0 to 65535. */
+ * compiled zone, over UDP and TCP and at output sizes from 0 to 65535. And
+ * sp_dns_find(), which may take a name unchecked, against the walking parse and lookup. */
 #include <stdint.h>
+#include <string.h>
 
 #include "fuzz_common.h"
 #include "stormpy/app/dns/dns.h"
+
+static void find_as_walked(const struct sp_table *t, const uint8_t *msg, size_t size)
+{
+    for (int with_sum = 0; with_sum < 2; with_sum++) {
+        struct sp_dns_query q, walked;
+        enum sp_dns_verdict v, w = with_sum ? sp_dns_parse_summed(msg, size, &walked)
+                                            : sp_dns_parse(msg, size, &walked);
+        const struct sp_response *r = sp_dns_find(t, msg, size, &q, with_sum, &v);
+        if (v != w || r != (w == SP_DNS_LOOKUP ? sp_dns_lookup(t, &walked) : NULL) ||
+            q.has_question != walked.has_question)
+            __builtin_trap();
+        if (q.has_question &&
+            (q.question_len != walked.question_len || q.name_hash != walked.name_hash ||
+             (with_sum && q.question_sum != walked.question_sum) ||
+             memcmp(q.question, walked.question, q.question_len) != 0))
+            __builtin_trap();
+    }
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -12,6 +32,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct sp_dns_query q;
     struct sp_dns_counters c = {0};
     uint8_t *msg = fuzz_copy(data, size);
+    find_as_walked(t, msg, size);
     static const size_t caps[] = {0, 11, 12, 40, 512, 1232, 65535};
     for (unsigned i = 0; i < sizeof(caps) / sizeof(caps[0]); i++) {
         for (int tcp = 0; tcp < 2; tcp++) {

@@ -31,7 +31,7 @@ static size_t add_opt(uint8_t *m, size_t n, uint16_t size, uint8_t version, int 
 }
 
 /* sp_dns_parse_summed() into q, and sp_dns_parse(), which must agree on everything but
- * the question's sum (0). */
+ * the question's sum (not written). */
 static enum sp_dns_verdict parse_both(const uint8_t *m, size_t n, struct sp_dns_query *q)
 {
     struct sp_dns_query plain;
@@ -39,7 +39,6 @@ static enum sp_dns_verdict parse_both(const uint8_t *m, size_t n, struct sp_dns_
     CHECK_EQ(sp_dns_parse(m, n, &plain), v);
     CHECK_EQ(plain.has_question, q->has_question);
     if (q->has_question) {
-        CHECK_EQ(plain.question_sum, 0);
         CHECK_EQ(plain.name_hash, q->name_hash);
         CHECK_EQ(plain.question_len, q->question_len);
         CHECK(memcmp(plain.question, q->question, q->question_len) == 0);
@@ -414,6 +413,131 @@ static void test_message_sum(void)
     CHECK(!q.message_summed);
 }
 
+/* sp_dns_find(), which may take a name unchecked, against sp_dns_parse() and
+ * sp_dns_lookup(): the same verdict, response and query, with and without the sum. */
+static void check_find(const struct sp_table *t, const uint8_t *m, size_t n,
+                       enum sp_dns_verdict expected)
+{
+    for (int with_sum = 0; with_sum < 2; with_sum++) {
+        struct sp_dns_query q, walked;
+        enum sp_dns_verdict v, w = with_sum ? sp_dns_parse_summed(m, n, &walked)
+                                            : sp_dns_parse(m, n, &walked);
+        const struct sp_response *r = sp_dns_find(t, m, n, &q, with_sum, &v);
+        CHECK_EQ(v, expected);
+        CHECK_EQ(w, expected);
+        CHECK(r == (w == SP_DNS_LOOKUP ? sp_dns_lookup(t, &walked) : NULL));
+        CHECK_EQ(q.has_question, walked.has_question);
+        if (!q.has_question || !walked.has_question)
+            continue;
+        CHECK_EQ(q.name_len, walked.name_len);
+        CHECK_EQ(q.question_len, walked.question_len);
+        CHECK(memcmp(q.question, walked.question, walked.question_len) == 0);
+        CHECK(memcmp(q.name_lower, walked.name_lower, walked.name_len) == 0);
+        CHECK_EQ(q.name_hash, walked.name_hash);
+        if (with_sum)
+            CHECK_EQ(q.question_sum, walked.question_sum);
+        CHECK_EQ(q.qtype, walked.qtype);
+        CHECK_EQ(q.qclass, walked.qclass);
+        CHECK_EQ(q.message_summed, walked.message_summed);
+        if (walked.message_summed)
+            CHECK_EQ(q.message_acc, walked.message_acc);
+    }
+}
+
+static void test_find_takes_names_unchecked(void)
+{
+    struct sp_table *t = small_table();
+    uint8_t m[600];
+    size_t n = make_query(m, "\x03WwW\x07" "eXaMpLe\x03" "COM", 17, 1);
+    check_find(t, m, n, SP_DNS_LOOKUP);                  /* a key: the name proven */
+    n = make_query(m, WWW, 17, 15);
+    check_find(t, m, n, SP_DNS_LOOKUP);                  /* no key: walked, then below */
+    n = make_query(m, "\x03" "ftp\x07" "example\x03" "com", 17, 1);
+    check_find(t, m, n, SP_DNS_LOOKUP);
+    n = make_query(m, "\x03www\xc0\x04", 6, 1);          /* compressed: parsed again */
+    m[4] = 0;
+    check_find(t, m, n, SP_DNS_LOOKUP);
+    n = make_query(m, "\x03www\x00\x07", 6, 1);          /* a byte after the name */
+    check_find(t, m, n, SP_DNS_FORMERR);
+    n = make_query(m, "\x05www\x00", 5, 1);              /* a label past the name's end */
+    check_find(t, m, n, SP_DNS_FORMERR);
+    n = make_query(m, "\x41" "a\x00", 3, 1);             /* extended label type */
+    check_find(t, m, n, SP_DNS_FORMERR);
+    n = make_query(m, "\x03www\x00\x07", 6, 252);        /* no lookup: checked in the parse */
+    check_find(t, m, n, SP_DNS_FORMERR);
+    n = make_query(m, WWW, 17, 252);
+    check_find(t, m, n, SP_DNS_TRANSFER);
+    n = make_query(m, "\x03www\xc0\x04", 6, 252);
+    m[4] = 0;
+    check_find(t, m, n, SP_DNS_TRANSFER);
+    n = make_query(m, "\x03www\x00\x07", 6, 1);
+    m[2] = SP_DNS_OPCODE_NOTIFY << 3;
+    check_find(t, m, n, SP_DNS_FORMERR);
+    n = make_query(m, WWW, 17, 1);
+    m[n - 1] = SP_DNS_CLASS_CH;                          /* unusual, then looked up */
+    check_find(t, m, n, SP_DNS_LOOKUP);
+    n = make_query(m, "", 1, 1);                         /* the root */
+    check_find(t, m, n, SP_DNS_LOOKUP);
+    n = make_query(m, "\x00\x00", 2, 1);
+    check_find(t, m, n, SP_DNS_FORMERR);
+    n = make_query(m, WWW, 17, 1);
+    m[11] = 1;                                           /* an OPT counted, none there */
+    check_find(t, m, n, SP_DNS_FORMERR);
+    n = add_opt(m, make_query(m, WWW, 17, 1), 1232, 0, 1);
+    check_find(t, m, n, SP_DNS_LOOKUP);
+    n = add_opt(m, make_query(m, "\x03www\x00\x07", 6, 1), 1232, 0, 0);
+    check_find(t, m, n, SP_DNS_FORMERR);
+    n = add_opt(m, make_query(m, "\x03www\x00\x07", 6, 1), 1232, 1, 0);
+    check_find(t, m, n, SP_DNS_FORMERR);                 /* not BADVERS: malformed first */
+    n = add_opt(m, make_query(m, WWW, 17, 1), 1232, 1, 0);
+    check_find(t, m, n, SP_DNS_BADVERS);
+    n = add_opt(m, make_query(m, "\x03www\xc0\x04", 6, 15), 1232, 0, 0);
+    m[4] = 0;
+    check_find(t, m, n, SP_DNS_LOOKUP);
+    /* an OPT with a client cookie, as dig sends it; its last bytes zero or not */
+    static const uint8_t cookies[2][12] = {{0, 10, 0, 8, 1, 2, 3, 4, 5, 6, 7, 8},
+                                           {0, 10, 0, 8, 1, 2, 3, 4, 5, 6, 0, 0}};
+    for (int c = 0; c < 2; c++) {
+        const char *names[] = {WWW, "\x03" "FTP\x07" "example\x03" "com", "\x03www\x00\x07"};
+        const size_t lens[] = {17, 17, 6};
+        const enum sp_dns_verdict verdicts[] = {SP_DNS_LOOKUP, SP_DNS_LOOKUP, SP_DNS_FORMERR};
+        for (int i = 0; i < 3; i++) {
+            n = add_opt(m, make_query(m, names[i], lens[i], 1), 1232, 0, 1);
+            m[n - 1] = 12;
+            memcpy(m + n, cookies[c], 12);
+            check_find(t, m, n + 12, verdicts[i]);
+        }
+    }
+    /* an OPT shorter than its RDLENGTH says; a second OPT in its place */
+    n = add_opt(m, make_query(m, WWW, 17, 1), 1232, 0, 0);
+    m[n - 1] = 4;
+    check_find(t, m, n, SP_DNS_FORMERR);
+    n = add_opt(m, make_query(m, WWW, 17, 1), 1232, 0, 0);
+    n = add_opt(m, n, 1232, 0, 0);
+    m[11] = 1;
+    check_find(t, m, n, SP_DNS_FORMERR);
+
+    /* 255 bytes, the longest name, taken unchecked; 256 walked */
+    char name[300];
+    size_t len = 0;
+    for (int i = 0; i < 4; i++) {
+        name[len++] = 62;
+        memset(name + len, 'a', 62);
+        len += 62;
+    }
+    name[len++] = 1;
+    name[len++] = 'b';
+    name[len++] = 0;
+    n = make_query(m, name, len, 1);
+    check_find(t, m, n, SP_DNS_LOOKUP);
+    name[len - 1] = 'c';                                 /* the root label moved one on */
+    name[len - 3] = 2;
+    name[len++] = 0;
+    n = make_query(m, name, len, 1);
+    check_find(t, m, n, SP_DNS_FORMERR);
+    sp_table_free(t);
+}
+
 int main(void)
 {
     test_parse_plain();
@@ -425,5 +549,6 @@ int main(void)
     test_parse_names();
     test_message_sum();
     test_answer();
+    test_find_takes_names_unchecked();
     return check_report("test_dns");
 }

@@ -77,6 +77,13 @@ sp_dns_payload_rechecked(const uint8_t *rx, const struct sp_frame_query *fq,
     return sp_frame_payload_checked(rx, fq, acc, c);
 }
 
+/* The DNS message of a frame sp_frame_parse_unchecked() took as a query. */
+static inline const uint8_t *frame_message(const struct sp_frame *frame,
+                                           const struct sp_frame_query *fq)
+{
+    return frame->data + fq->l2 + fq->u.payload_off;
+}
+
 /* sp_dns_frame_answer(), inlined where it is called: in the batch loop below too. */
 static inline __attribute__((always_inline)) size_t
 frame_answer(const struct sp_table *t, struct sp_dns_worker *d, const struct sp_frame_config *cfg,
@@ -91,9 +98,9 @@ frame_answer(const struct sp_table *t, struct sp_dns_worker *d, const struct sp_
     if (!dns_cap)
         return 0;
     struct sp_dns_query *q = &d->query;
-    const uint8_t *msg = rx + fq.l2 + fq.u.payload_off;
-    enum sp_dns_verdict v = sp_dns_parse_summed(msg, fq.u.payload_len, q);
-    const struct sp_response *r = v == SP_DNS_LOOKUP ? sp_dns_lookup(t, q) : NULL;
+    enum sp_dns_verdict v;
+    const struct sp_response *r = sp_dns_find(t, frame_message(frame, &fq), fq.u.payload_len, q,
+                                              true, &v);
     if (d->rrl && !sp_dns_rate_limit(d, fq.u.family, fq.u.src, &v, r))
         return 0;
     if (!sp_dns_payload_checked(rx, &fq, q, c))
@@ -161,8 +168,8 @@ answer_group(const struct sp_table *t, struct sp_dns_worker *d, const struct sp_
                    sp_frame_payload_cap(cfg, &g->fq, tx[j].cap);
         if (!g->query)
             continue;
-        g->verdict = sp_dns_parse_summed(rx[j].data + g->fq.l2 + g->fq.u.payload_off,
-                                         g->fq.u.payload_len, &g->q);
+        g->verdict = sp_dns_parse_unchecked(frame_message(&rx[j], &g->fq), g->fq.u.payload_len,
+                                            &g->q, true);
         if (g->verdict == SP_DNS_LOOKUP) {
             look[nlook] = (uint8_t)j;
             hash[nlook++] = sp_table_prefetch_slot(t, sp_dns_first_tag(&g->q), g->q.name_hash);
@@ -178,6 +185,9 @@ answer_group(const struct sp_table *t, struct sp_dns_worker *d, const struct sp_
         g->r = sp_dns_lookup_first(t, &g->q, hash[k], hint[k]);
         if (g->r)
             sp_response_prefetch(t, g->r);
+        else if (!sp_dns_name_well_formed(&g->q))
+            g->r = sp_dns_find(t, frame_message(&rx[look[k]], &g->fq), g->fq.u.payload_len,
+                               &g->q, true, &g->verdict);   /* parsed again, walked */
         else
             look[nmissed++] = look[k];  /* NODATA, NXDOMAIN, wildcards: a second round */
     }
@@ -254,8 +264,8 @@ size_t sp_dns_datagram_answer(const struct sp_table *t, struct sp_dns_worker *d,
         return 0;
     }
     struct sp_dns_query *q = &d->query;
-    enum sp_dns_verdict v = sp_dns_parse(rx->data, rx->len, q);
-    const struct sp_response *r = v == SP_DNS_LOOKUP ? sp_dns_lookup(t, q) : NULL;
+    enum sp_dns_verdict v;
+    const struct sp_response *r = sp_dns_find(t, rx->data, rx->len, q, false, &v);
     if (!r && d->cfg.handoff_fd && sp_dns_handoff_wanted(v, q) &&
         sp_dns_handoff_datagram(d->cfg.handoff_fd, rx->src_family, rx->src, rx->src_port,
                                 rx->dst ? rx->dst : d->cfg.handoff_local, rx->data, rx->len))

@@ -55,17 +55,27 @@ static inline const struct sp_response *signed_below(const struct sp_table *t,
     return signed_form_below(t, r, q, suffix);
 }
 
-/* The lookup order after EXACT(name, qtype) found nothing (dns.h). */
-static inline const struct sp_response *lookup_rest(const struct sp_table *t,
-                                                    const struct sp_dns_query *q)
+static inline uint16_t lookup_class(const struct sp_dns_query *q)
+{
+    return q->qclass == SP_DNS_CLASS_ANY ? SP_DNS_CLASS_IN : q->qclass;
+}
+
+/* The name's OTHER key: its other types (NODATA), a CNAME, a cut. */
+static inline const struct sp_response *lookup_other(const struct sp_table *t,
+                                                     const struct sp_dns_query *q)
+{
+    const struct sp_response *r = sp_table_find_hashed(
+        t, sp_dns_tag(SP_DNS_OTHER, lookup_class(q), 0), q->name_hash, q->name_lower, q->name_len);
+    return r ? signed_form(r, q) : NULL;
+}
+
+/* The lookup order after the name's own keys found nothing (dns.h): the closest
+ * encloser first, every ancestor, ending with the root label. */
+static inline const struct sp_response *lookup_ancestors(const struct sp_table *t,
+                                                         const struct sp_dns_query *q)
 {
     const struct sp_response *r;
-    uint16_t qclass = q->qclass == SP_DNS_CLASS_ANY ? SP_DNS_CLASS_IN : q->qclass;
-    r = sp_table_find_hashed(t, sp_dns_tag(SP_DNS_OTHER, qclass, 0), q->name_hash,
-                             q->name_lower, q->name_len);
-    if (r)
-        return signed_form(r, q);
-    /* Closest encloser first: every ancestor, ending with the root label. */
+    uint16_t qclass = lookup_class(q);
     for (size_t off = 0; q->name_lower[off] != 0;) {
         off += 1 + (size_t)q->name_lower[off];
         const uint8_t *suffix = q->name_lower + off;
@@ -85,11 +95,63 @@ static inline const struct sp_response *lookup_rest(const struct sp_table *t,
     return NULL;
 }
 
-const struct sp_response *sp_dns_lookup(const struct sp_table *t, const struct sp_dns_query *q)
+static inline const struct sp_response *lookup_rest(const struct sp_table *t,
+                                                    const struct sp_dns_query *q)
+{
+    const struct sp_response *r = lookup_other(t, q);
+    return r ? r : lookup_ancestors(t, q);
+}
+
+static inline const struct sp_response *lookup_exact(const struct sp_table *t,
+                                                     const struct sp_dns_query *q)
 {
     const struct sp_response *r =
         sp_table_find_hashed(t, sp_dns_first_tag(q), q->name_hash, q->name_lower, q->name_len);
-    return r ? signed_form(r, q) : lookup_rest(t, q);
+    return r ? signed_form(r, q) : NULL;
+}
+
+const struct sp_response *sp_dns_lookup(const struct sp_table *t, const struct sp_dns_query *q)
+{
+    const struct sp_response *r = lookup_exact(t, q);
+    return r ? r : lookup_rest(t, q);
+}
+
+/* A name sp_dns_parse_unchecked() took that is not one: the query parsed again, and
+ * looked up when it is (a compressed name) one. */
+static __attribute__((noinline, cold)) const struct sp_response *
+find_again(const struct sp_table *t, const uint8_t *msg, size_t len, struct sp_dns_query *q,
+           enum sp_dns_verdict *verdict)
+{
+    *verdict = sp_dns_parse_again(msg, len, q);
+    return *verdict == SP_DNS_LOOKUP ? sp_dns_lookup(t, q) : NULL;
+}
+
+/* sp_dns_find() inlined: the name's keys may be probed before its labels are walked,
+ * since a key equal to it proves it well-formed; the ancestors' may not. */
+static inline __attribute__((always_inline)) const struct sp_response *
+find(const struct sp_table *t, const uint8_t *msg, size_t len, struct sp_dns_query *q,
+     bool with_sum, enum sp_dns_verdict *verdict)
+{
+    *verdict = sp_dns_parse_unchecked(msg, len, q, with_sum);
+    if (*verdict != SP_DNS_LOOKUP)
+        return NULL;
+    const struct sp_response *r = lookup_exact(t, q);
+    if (r || (r = lookup_other(t, q)))
+        return r;
+    if (!sp_dns_name_well_formed(q)) {
+        enum sp_dns_verdict again;      /* not *verdict: its address would escape */
+        r = find_again(t, msg, len, q, &again);
+        *verdict = again;
+        return r;
+    }
+    return lookup_ancestors(t, q);
+}
+
+const struct sp_response *sp_dns_find(const struct sp_table *t, const uint8_t *msg, size_t len,
+                                      struct sp_dns_query *q, bool with_sum,
+                                      enum sp_dns_verdict *verdict)
+{
+    return find(t, msg, len, q, with_sum, verdict);
 }
 
 const struct sp_response *sp_dns_lookup_first(const struct sp_table *t,
@@ -104,7 +166,7 @@ const struct sp_response *sp_dns_lookup_first(const struct sp_table *t,
 void sp_dns_prefetch_rest(const struct sp_table *t, const struct sp_dns_query *q,
                           uint64_t hashes[2])
 {
-    uint16_t qclass = q->qclass == SP_DNS_CLASS_ANY ? SP_DNS_CLASS_IN : q->qclass;
+    uint16_t qclass = lookup_class(q);
     hashes[0] = sp_table_prefetch_slot(t, sp_dns_tag(SP_DNS_OTHER, qclass, 0), q->name_hash);
     hashes[1] = 0;
     if (q->name_lower[0] == 0)
@@ -577,7 +639,7 @@ sp_dns_answer(const struct sp_table *t, const struct sp_dns_config *cfg, const u
               size_t len, bool tcp, uint8_t *out, size_t cap, struct sp_dns_query *q,
               struct sp_dns_counters *c)
 {
-    enum sp_dns_verdict v = sp_dns_parse(msg, len, q);
-    const struct sp_response *r = v == SP_DNS_LOOKUP ? sp_dns_lookup(t, q) : NULL;
+    enum sp_dns_verdict v;
+    const struct sp_response *r = find(t, msg, len, q, false, &v);
     return answer(t, cfg, msg, len, tcp, out, cap, q, v, r, c, NULL);
 }

@@ -8,6 +8,7 @@
 #include "stormpy/proto/wire.h"
 
 #define OPCODE_UPDATE 5
+#define COOKIE_OPTION_LEN (4u + 8u)   /* code, length, a client cookie alone */
 
 /* ASCII lower case of 8 bytes at once: bytes 'A'..'Z' gain 0x20, all others stay.
  * Label length bytes (at most 63) are never in 'A'..'Z'. */
@@ -152,7 +153,8 @@ take_short_question(const uint8_t *p, const uint8_t *end, struct sp_dns_query *q
         memcpy(q->question + 8, &v, 8);
         acc = sp_csum_acc_word(acc, v);
     }
-    q->question_sum = with_sum ? sp_csum_acc_done(acc) : 0;
+    if (with_sum)
+        q->question_sum = sp_csum_acc_done(acc);
     return acc;
 }
 
@@ -198,10 +200,8 @@ take_question(const uint8_t *p, const uint8_t *end, struct sp_dns_query *q, bool
     uint32_t type_class;
     memcpy(&type_class, p + name_len, 4);
     memcpy(q->question + name_len, &type_class, 4);
-    if (!with_sum) {
-        q->question_sum = 0;
+    if (!with_sum)
         return 0;
-    }
     /* Bytes [i, name_len) are v's last d (an even offset, as i); type and class follow
      * at name_len, placed one byte up in their word at an odd offset: each byte summed
      * at its offset's parity, which is all the sum sees of where it is. */
@@ -296,6 +296,30 @@ static inline bool usual_opt(const uint8_t *msg, size_t len, size_t pos, struct 
     return true;
 }
 
+/* Where the usual query's name ends (its type's offset), found from the message's end
+ * without walking the name (sp_dns_parse_unchecked()): with the question alone, 4
+ * bytes before it; with an OPT after it, before the OPT that usual_opt() reads there,
+ * one with no option or with a client cookie. 0 for any other query, which is walked. */
+static inline size_t name_end_unchecked(const uint8_t *msg, size_t len, uint64_t counts,
+                                        struct sp_dns_query *q)
+{
+    static const uint8_t alone[8] = {0, 1, 0, 0, 0, 0, 0, 0}, opt[8] = {0, 1, 0, 0, 0, 0, 0, 1};
+    uint64_t alone_counts, opt_counts;
+    memcpy(&alone_counts, alone, 8);
+    memcpy(&opt_counts, opt, 8);
+    size_t end = len - 4;
+    if (counts == alone_counts)
+        return end - (SP_DNS_HEADER_LEN + 1) < SP_DNS_NAME_MAX ? end : 0;
+    if (counts != opt_counts || len < SP_DNS_HEADER_LEN + 1 + 4 + SP_DNS_OPT_LEN)
+        return 0;
+    end -= SP_DNS_OPT_LEN;                         /* no option: RDLENGTH 0 ends it */
+    if (msg[len - 1] | msg[len - 2])
+        end -= COOKIE_OPTION_LEN;
+    if (end - (SP_DNS_HEADER_LEN + 1) >= SP_DNS_NAME_MAX)
+        return 0;
+    return usual_opt(msg, len, end + 4, q) ? end : 0;
+}
+
 /* parse_records() from pos with the header's counts. */
 static inline enum sp_dns_verdict records_after(const uint8_t *msg, size_t len, size_t pos,
                                                struct sp_dns_query *q)
@@ -306,10 +330,44 @@ static inline enum sp_dns_verdict records_after(const uint8_t *msg, size_t len, 
                          sp_get16(msg + 10), q);
 }
 
+static __attribute__((noinline, cold)) enum sp_dns_verdict
+unusual_unchecked(const uint8_t *msg, size_t len, struct sp_dns_query *q);
+
+/* The usual query in one test: a QUERY in class IN, EDNS version 0 if any (both in
+ * opcode_version: a version is only kept with a valid OPT), a type below IXFR that is
+ * not 0. */
+static inline bool usual_lookup(uint8_t opcode_version, uint16_t qclass, uint16_t qtype)
+{
+    return opcode_version == 0 && qclass == SP_DNS_CLASS_IN &&
+           (uint16_t)(qtype - 1) < SP_DNS_TYPE_IXFR - 1;
+}
+
+/* The question sent without a pointer, its name ending at pos: take_question(), and
+ * (with_sum) the whole message's sum: the header, and what follows the question. */
+static inline __attribute__((always_inline)) void
+take_sent_question(const uint8_t *msg, size_t len, size_t pos, uint64_t counts,
+                   struct sp_dns_query *q, bool with_sum)
+{
+    q->name_len = (uint8_t)(pos - SP_DNS_HEADER_LEN);
+    q->question_len = (uint16_t)(q->name_len + 4);
+    uint64_t acc = take_question(msg + SP_DNS_HEADER_LEN, msg + len, q, with_sum);
+    if (!with_sum)
+        return;
+    uint32_t head;
+    memcpy(&head, msg, 4);
+    acc = sp_csum_acc_word(sp_csum_acc_word(acc, head), counts);
+    if (pos + 4 < len) {     /* at an odd offset, byte-swapped */
+        uint32_t rest = sp_csum_acc_reduce(sp_csum_acc(msg + pos + 4, len - pos - 4, 0));
+        acc = sp_csum_acc_word(acc, pos & 1 ? sp_csum_swap16(rest) : rest);
+    }
+    q->message_acc = acc;
+    q->message_summed = true;
+}
+
 /* sp_dns_parse(), and the question's sum when with_sum (a constant where inlined: a
- * reply the kernel checksums needs none). */
+ * reply the kernel checksums needs none); with unchecked, sp_dns_parse_unchecked(). */
 static inline __attribute__((always_inline)) enum sp_dns_verdict
-parse(const uint8_t *msg, size_t len, struct sp_dns_query *q, bool with_sum)
+parse(const uint8_t *msg, size_t len, struct sp_dns_query *q, bool with_sum, bool unchecked)
 {
     q->has_question = false;
     q->edns = false;
@@ -328,6 +386,17 @@ parse(const uint8_t *msg, size_t len, struct sp_dns_query *q, bool with_sum)
     memcpy(&counts, msg + 4, 8);
     memcpy(&usual_counts, usual, 8);
     memcpy(&ignored_bits, ignored, 8);
+    size_t end = unchecked ? name_end_unchecked(msg, len, counts, q) : 0;
+    if (end) {
+        uint16_t qtype = sp_get16(msg + end), qclass = sp_get16(msg + end + 2);
+        take_sent_question(msg, len, end, counts, q, with_sum);
+        q->qtype = qtype;
+        q->qclass = qclass;
+        q->has_question = true;
+        if (__builtin_expect(usual_lookup(opcode | q->edns_version, qclass, qtype), 1))
+            return SP_DNS_LOOKUP;
+        return unusual_unchecked(msg, len, q);
+    }
     if (__builtin_expect((counts & ~ignored_bits) != usual_counts, 0)) {
         uint16_t qdcount = sp_get16(msg + 4);
         if (qdcount > 1)
@@ -345,24 +414,12 @@ parse(const uint8_t *msg, size_t len, struct sp_dns_query *q, bool with_sum)
         memcpy(q->question + q->name_len, msg + pos, 4);
         q->question_len = (uint16_t)(q->name_len + 4);
         q->name_hash = sp_key_hash_padded(q->name_lower, q->name_len);
-        q->question_sum = with_sum ? sp_csum_partial(q->question, q->question_len, 0) : 0;
+        if (with_sum)
+            q->question_sum = sp_csum_partial(q->question, q->question_len, 0);
     } else {
         if (!pos || pos + 4 > len)
             return SP_DNS_FORMERR;
-        q->name_len = (uint8_t)(pos - SP_DNS_HEADER_LEN);
-        q->question_len = (uint16_t)(q->name_len + 4);
-        uint64_t acc = take_question(msg + SP_DNS_HEADER_LEN, msg + len, q, with_sum);
-        if (with_sum) {   /* the whole message: the header, and what follows the question */
-            uint32_t head;
-            memcpy(&head, msg, 4);
-            acc = sp_csum_acc_word(sp_csum_acc_word(acc, head), counts);
-            if (pos + 4 < len) {     /* at an odd offset, byte-swapped */
-                uint32_t rest = sp_csum_acc_reduce(sp_csum_acc(msg + pos + 4, len - pos - 4, 0));
-                acc = sp_csum_acc_word(acc, pos & 1 ? sp_csum_swap16(rest) : rest);
-            }
-            q->message_acc = acc;
-            q->message_summed = true;
-        }
+        take_sent_question(msg, len, pos, counts, q, with_sum);
     }
     uint16_t qtype = sp_get16(msg + pos), qclass = sp_get16(msg + pos + 2);
     q->qtype = qtype;
@@ -378,11 +435,18 @@ parse(const uint8_t *msg, size_t len, struct sp_dns_query *q, bool with_sum)
         : records_after(msg, len, pos, q);
     if (v != SP_DNS_LOOKUP)
         return v;
-    /* The usual query in one test: a QUERY in class IN, EDNS version 0 if any, a type
-     * below IXFR that is not 0. (A version is only kept with a valid OPT.) */
-    if (__builtin_expect((opcode | q->edns_version) == 0 && qclass == SP_DNS_CLASS_IN &&
-                         (uint16_t)(qtype - 1) < SP_DNS_TYPE_IXFR - 1, 1))
+    if (__builtin_expect(usual_lookup(opcode | q->edns_version, qclass, qtype), 1))
         return SP_DNS_LOOKUP;
+    return unusual_verdict(q);
+}
+
+/* parse()'s unusual query, its name checked first where it was taken unchecked: no
+ * lookup will prove it well-formed. */
+static __attribute__((noinline, cold)) enum sp_dns_verdict
+unusual_unchecked(const uint8_t *msg, size_t len, struct sp_dns_query *q)
+{
+    if (!sp_dns_name_well_formed(q))
+        return sp_dns_parse_again(msg, len, q);
     return unusual_verdict(q);
 }
 
@@ -407,10 +471,21 @@ unusual_verdict(const struct sp_dns_query *q)
 
 enum sp_dns_verdict sp_dns_parse(const uint8_t *msg, size_t len, struct sp_dns_query *q)
 {
-    return parse(msg, len, q, false);
+    return parse(msg, len, q, false, false);
 }
 
 enum sp_dns_verdict sp_dns_parse_summed(const uint8_t *msg, size_t len, struct sp_dns_query *q)
 {
-    return parse(msg, len, q, true);
+    return parse(msg, len, q, true, false);
+}
+
+enum sp_dns_verdict sp_dns_parse_unchecked(const uint8_t *msg, size_t len,
+                                           struct sp_dns_query *q, bool with_sum)
+{
+    return with_sum ? parse(msg, len, q, true, true) : parse(msg, len, q, false, true);
+}
+
+enum sp_dns_verdict sp_dns_parse_again(const uint8_t *msg, size_t len, struct sp_dns_query *q)
+{
+    return q->message_summed ? parse(msg, len, q, true, false) : parse(msg, len, q, false, false);
 }

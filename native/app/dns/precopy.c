@@ -294,8 +294,9 @@ precopy_answer(struct sp_precopy *p, const struct sp_table *t, struct sp_dns_wor
     if (!sp_frame_payload_cap(cfg, &fq, tx->cap))
         return 0;
     struct sp_dns_query *q = &d->query;
-    enum sp_dns_verdict v = sp_dns_parse_summed(rx + fq.l2 + fq.u.payload_off, fq.u.payload_len, q);
-    const struct sp_response *r = v == SP_DNS_LOOKUP ? sp_dns_lookup(t, q) : NULL;
+    enum sp_dns_verdict v;
+    const struct sp_response *r =
+        sp_dns_find(t, rx + fq.l2 + fq.u.payload_off, fq.u.payload_len, q, true, &v);
     if (d->rrl && !sp_dns_rate_limit(d, fq.u.family, fq.u.src, &v, r))
         return 0;
     if (!sp_dns_payload_checked(rx, &fq, q, c))

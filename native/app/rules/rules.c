@@ -101,8 +101,7 @@ static bool dns_choice(const struct sp_table *t, struct sp_dns_query *q, const u
                        size_t len, bool with_sum, enum sp_dns_verdict *v,
                        const struct sp_response **r)
 {
-    *v = with_sum ? sp_dns_parse_summed(msg, len, q) : sp_dns_parse(msg, len, q);
-    *r = *v == SP_DNS_LOOKUP ? sp_dns_lookup(t, q) : NULL;
+    *r = sp_dns_find(t, msg, len, q, with_sum, v);
     return *r && ((*r)->user & SP_RESPONSE_SLOW_PATH);
 }
 

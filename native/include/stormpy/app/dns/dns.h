@@ -157,7 +157,7 @@ struct sp_dns_query {
     uint8_t name_len;        /* wire length including the root label */
     uint16_t question_len;   /* name_len + 4 */
     uint32_t question_sum;   /* partial checksum of the question, as at an even offset
-                                (sp_dns_parse_summed() only; 0 from sp_dns_parse()) */
+                                (sp_dns_parse_summed() only: not written otherwise) */
     uint64_t name_hash;      /* the table's hash of name_lower (sp_key_hash_*) */
     /* The whole message's sum as sp_csum_acc() adds it up, made on the question's way
      * (sp_dns_parse_summed() of a question sent without a pointer: message_summed), so
@@ -199,6 +199,34 @@ enum sp_dns_verdict sp_dns_parse(const uint8_t *msg, size_t len, struct sp_dns_q
  * (the frame paths: sp_dns_answer_summed(), sp_dns_copy_sum()). */
 enum sp_dns_verdict sp_dns_parse_summed(const uint8_t *msg, size_t len, struct sp_dns_query *q);
 
+/* sp_dns_parse() or sp_dns_parse_summed() (with_sum) of a query that a lookup follows.
+ * The name of the usual query (a question, then nothing or an OPT with no option or a
+ * client cookie) is not walked label by label but taken to end where the rest of the
+ * message leaves it, the rest read as the walk would read it there. A key equal to the
+ * name proves it well-formed (every DNS key of a table is a well-formed name: the
+ * compilers make them), so only a name no key matches needs sp_dns_name_well_formed();
+ * where that fails, sp_dns_parse_again() gives the verdict sp_dns_parse() would have
+ * given. sp_dns_find() does all of it. A verdict other than SP_DNS_LOOKUP comes with
+ * the name checked. */
+enum sp_dns_verdict sp_dns_parse_unchecked(const uint8_t *msg, size_t len,
+                                           struct sp_dns_query *q, bool with_sum);
+enum sp_dns_verdict sp_dns_parse_again(const uint8_t *msg, size_t len, struct sp_dns_query *q);
+
+/* The name sp_dns_parse_unchecked() took is a name: labels, then the root label at its
+ * last byte. (It is at most SP_DNS_NAME_MAX bytes long, so it has at most 127 labels.)
+ * Always true of a name the parse walked. */
+static inline bool sp_dns_name_well_formed(const struct sp_dns_query *q)
+{
+    size_t pos = 0, last = (size_t)q->name_len - 1;
+    while (pos < last) {
+        uint8_t c = q->question[pos];
+        if (c == 0 || (c & 0xc0))
+            return false;
+        pos += 1 + (size_t)c;
+    }
+    return pos == last && q->question[pos] == 0;
+}
+
 /* The response size limit for a parsed query on UDP (on TCP it is 65535). */
 size_t sp_dns_udp_limit(const struct sp_dns_query *q, const struct sp_dns_config *cfg);
 
@@ -219,6 +247,12 @@ static inline uint64_t sp_dns_first_tag(const struct sp_dns_query *q)
 
 /* The table response chosen for a parsed query (NULL: REFUSED). */
 const struct sp_response *sp_dns_lookup(const struct sp_table *t, const struct sp_dns_query *q);
+
+/* sp_dns_parse_unchecked(), then for SP_DNS_LOOKUP the lookup: the response chosen for
+ * msg (NULL: none, or no lookup), the verdict in *verdict. */
+const struct sp_response *sp_dns_find(const struct sp_table *t, const uint8_t *msg, size_t len,
+                                      struct sp_dns_query *q, bool with_sum,
+                                      enum sp_dns_verdict *verdict);
 
 /* sp_dns_lookup() in two halves, for a group answered in stages: the first key (NULL
  * when it misses), its tagged hash known (what sp_table_prefetch_slot() returned for
