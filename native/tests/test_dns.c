@@ -231,6 +231,22 @@ static void test_parse_opt_without_question(void)
     CHECK(q.edns);
 }
 
+/* A name of 255 bytes, the longest: 4 labels of 62 bytes, one of 1, the root. Returns
+ * its length. */
+static size_t longest_name(char *name)
+{
+    size_t len = 0;
+    for (int i = 0; i < 4; i++) {
+        name[len++] = 62;
+        memset(name + len, 'a', 62);
+        len += 62;
+    }
+    name[len++] = 1;
+    name[len++] = 'b';
+    name[len++] = 0;
+    return len;
+}
+
 static void test_parse_names(void)
 {
     uint8_t m[600];
@@ -260,15 +276,7 @@ static void test_parse_names(void)
 
     /* 255 bytes is the longest name; 256 is refused. */
     char name[300];
-    size_t len = 0;
-    for (int i = 0; i < 4; i++) {
-        name[len++] = 62;
-        memset(name + len, 'a', 62);
-        len += 62;
-    }
-    name[len++] = 1;   /* 4*63 + 2 = 254, + root = 255 */
-    name[len++] = 'b';
-    name[len++] = 0;
+    size_t len = longest_name(name);
     n = make_query(m, name, len, 1);
     CHECK_EQ(parse_both(m, n, &q), SP_DNS_LOOKUP);
     CHECK_EQ(q.name_len, 255);
@@ -519,15 +527,7 @@ static void test_find_takes_names_unchecked(void)
 
     /* 255 bytes, the longest name, taken unchecked; 256 walked */
     char name[300];
-    size_t len = 0;
-    for (int i = 0; i < 4; i++) {
-        name[len++] = 62;
-        memset(name + len, 'a', 62);
-        len += 62;
-    }
-    name[len++] = 1;
-    name[len++] = 'b';
-    name[len++] = 0;
+    size_t len = longest_name(name);
     n = make_query(m, name, len, 1);
     check_find(t, m, n, SP_DNS_LOOKUP);
     name[len - 1] = 'c';                                 /* the root label moved one on */
