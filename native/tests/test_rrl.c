@@ -29,8 +29,50 @@ static unsigned count(struct sp_rrl *r, uint8_t family, const uint8_t *src, uint
     return got;
 }
 
+/* addr with bit i (0: the first, most significant, of byte 0) flipped. */
+static void flip_bit(const uint8_t *addr, size_t len, unsigned i, uint8_t *out)
+{
+    memcpy(out, addr, len);
+    out[i / 8] ^= (uint8_t)(0x80 >> (i % 8));
+}
+
+/* At every prefix length of both families: the first bit past the prefix changes no
+ * bucket, the prefix's last bit does (a rate of 1: a second answer in one bucket is
+ * dropped, the first in another is sent). */
+static void test_every_prefix_length(void)
+{
+    const uint8_t v4[4] = {198, 18, 0xa5, 0x5a};
+    const uint8_t v6[16] = {0x20, 0x01, 0, 2, 0xa5, 0x5a, 0xc3, 0x3c,
+                            0x96, 0x69, 0xf0, 0x0f, 0x81, 0x18, 0xe7, 0x7e};
+    for (int family = 4; family <= 6; family += 2) {
+        const uint8_t *addr = family == 4 ? v4 : v6;
+        size_t len = family == 4 ? 4 : 16;
+        for (unsigned bits = 0; bits <= 8 * len; bits++) {
+            struct sp_rrl_config cfg = {.rate = 1, .v4_prefix = 24, .v6_prefix = 56};
+            if (family == 4)
+                cfg.v4_prefix = (uint8_t)bits;
+            else
+                cfg.v6_prefix = (uint8_t)bits;
+            void *mem = calloc(1, sp_rrl_size(1024));
+            struct sp_rrl *r = sp_rrl_init(mem, 1024, &cfg);
+            uint8_t other[16];
+            CHECK_EQ(sp_rrl_check(r, (uint8_t)family, addr, 1, 7), SP_RRL_SEND);
+            if (bits < 8 * len) {
+                flip_bit(addr, len, bits, other);
+                CHECK_EQ(sp_rrl_check(r, (uint8_t)family, other, 1, 7), SP_RRL_DROP);
+            }
+            if (bits > 0) {
+                flip_bit(addr, len, bits - 1, other);
+                CHECK_EQ(sp_rrl_check(r, (uint8_t)family, other, 1, 7), SP_RRL_SEND);
+            }
+            free(mem);
+        }
+    }
+}
+
 int main(void)
 {
+    test_every_prefix_length();
     const uint8_t a[4] = {198, 19, 5, 7}, same24[4] = {198, 19, 5, 200}, other[4] = {198, 19, 6, 7};
     struct sp_rrl *r = make(10, 0, NULL, 0);
     CHECK(r != NULL);

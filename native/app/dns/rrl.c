@@ -38,6 +38,23 @@ static int prefix_match(const uint8_t *a, const uint8_t *b, unsigned bits)
     return !rest || ((a[whole] ^ b[whole]) & (uint8_t)(0xff << (8 - rest))) == 0;
 }
 
+/* The first bits (0..64) of w, read as a big-endian number; the rest zeroed. */
+static inline uint64_t high_bits(uint64_t w, unsigned bits)
+{
+    return bits >= 64 ? w : bits ? w & ~(~0ULL >> bits) : 0;
+}
+
+/* 8 bytes at p as a big-endian number. */
+static inline uint64_t load_be64(const uint8_t *p)
+{
+    uint64_t w;
+    memcpy(&w, p, 8);
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    w = __builtin_bswap64(w);
+#endif
+    return w;
+}
+
 static uint64_t mix(uint64_t h, uint64_t v)
 {
     h = (h ^ v) * 0x9e3779b97f4a7c15ULL;
@@ -51,15 +68,21 @@ enum sp_rrl_action sp_rrl_check(struct sp_rrl *r, uint8_t family, const uint8_t 
     for (uint32_t i = 0; i < cfg->nallow; i++)
         if (cfg->allow[i].family == family && prefix_match(src, cfg->allow[i].addr, cfg->allow[i].len))
             return SP_RRL_SEND;
-    /* the source's prefix, the rest zeroed, names the bucket with the kind */
-    unsigned bits = family == 4 ? cfg->v4_prefix : cfg->v6_prefix;
-    uint8_t prefix[16] = {0};
-    memcpy(prefix, src, (bits + 7) / 8);
-    if (bits % 8)
-        prefix[bits / 8] &= (uint8_t)(0xff << (8 - bits % 8));
-    uint64_t lo, hi;
-    memcpy(&lo, prefix, 8);
-    memcpy(&hi, prefix + 8, 8);
+    /* the source's prefix, the rest zeroed, names the bucket with the kind; read in two
+     * words, not copied out by a call of variable length */
+    uint64_t lo, hi = 0;
+    if (family == 4) {
+        uint32_t a;
+        memcpy(&a, src, 4);
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+        a = __builtin_bswap32(a);
+#endif
+        lo = high_bits((uint64_t)a << 32, cfg->v4_prefix);
+    } else {
+        unsigned bits = cfg->v6_prefix;
+        lo = high_bits(load_be64(src), bits);
+        hi = high_bits(load_be64(src + 8), bits > 64 ? bits - 64 : 0);
+    }
     uint64_t h = mix(mix(mix(mix(r->secret, family), lo), hi), kind ^ r->secret);
     uint32_t tag = (uint32_t)(h >> 32) | 1;
     uint64_t ways = r->mask ? 2 : 1;
