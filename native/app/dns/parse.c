@@ -299,18 +299,15 @@ static inline bool usual_opt(const uint8_t *msg, size_t len, size_t pos, struct 
 /* Where the usual query's name ends (its type's offset), found from the message's end
  * without walking the name (sp_dns_parse_unchecked()): with the question alone, 4
  * bytes before it; with an OPT after it, before the OPT that usual_opt() reads there,
- * one with no option or with a client cookie. 0 for any other query, which is walked. */
+ * one with no option or with a client cookie. 0 for any other query, which is walked.
+ * alone: the header's counts of a question alone; opt_bit: an additional record's. */
 static inline size_t name_end_unchecked(const uint8_t *msg, size_t len, uint64_t counts,
-                                        struct sp_dns_query *q)
+                                        uint64_t alone, uint64_t opt_bit, struct sp_dns_query *q)
 {
-    static const uint8_t alone[8] = {0, 1, 0, 0, 0, 0, 0, 0}, opt[8] = {0, 1, 0, 0, 0, 0, 0, 1};
-    uint64_t alone_counts, opt_counts;
-    memcpy(&alone_counts, alone, 8);
-    memcpy(&opt_counts, opt, 8);
     size_t end = len - 4;
-    if (counts == alone_counts)
+    if (counts == alone)
         return end - (SP_DNS_HEADER_LEN + 1) < SP_DNS_NAME_MAX ? end : 0;
-    if (counts != opt_counts || len < SP_DNS_HEADER_LEN + 1 + 4 + SP_DNS_OPT_LEN)
+    if (counts != (alone | opt_bit) || len < SP_DNS_HEADER_LEN + 1 + 4 + SP_DNS_OPT_LEN)
         return 0;
     end -= SP_DNS_OPT_LEN;                         /* no option: RDLENGTH 0 ends it */
     if (msg[len - 1] | msg[len - 2])
@@ -386,7 +383,8 @@ parse(const uint8_t *msg, size_t len, struct sp_dns_query *q, bool with_sum, boo
     memcpy(&counts, msg + 4, 8);
     memcpy(&usual_counts, usual, 8);
     memcpy(&ignored_bits, ignored, 8);
-    size_t end = unchecked ? name_end_unchecked(msg, len, counts, q) : 0;
+    size_t end =
+        unchecked ? name_end_unchecked(msg, len, counts, usual_counts, ignored_bits, q) : 0;
     if (end) {
         uint16_t qtype = sp_get16(msg + end), qclass = sp_get16(msg + end + 2);
         take_sent_question(msg, len, end, counts, q, with_sum);
