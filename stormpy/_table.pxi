@@ -158,7 +158,8 @@ cdef class Table:
             raise ValueError("table already published")
         sp_table_get_info(self.t, &i)
         return dict(keys=i.keys, responses=i.responses, patches=i.patches,
-                    arena_bytes=i.arena_bytes, slots=i.slots, memory_bytes=i.memory_bytes)
+                    arena_bytes=i.arena_bytes, slots=i.slots, memory_bytes=i.memory_bytes,
+                    longest_response=i.longest_response)
 
     def render(self, uint64_t tag, const uint8_t[:] key, fields):
         """Render the response for key against request fields; (bytes, partial sum) or None."""

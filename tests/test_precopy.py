@@ -70,6 +70,23 @@ def test_precopy_replies_equal_memcpy_replies(ref, batch):
         assert cp[key] == cm[key], key
 
 
+def test_a_table_of_short_answers_is_answered_as_in_memcpy_mode(ref):
+    """No answer of the example zone can reach the default minimum, even for the longest
+    name with an OPT record: the worker answers its batches as memcpy mode does, and the
+    pool counts nothing. A table with one long answer is answered through the pool."""
+    table, _ = compile_zones([load_zone(EXAMPLE_ZONE)])
+    info = table.info()
+    assert 0 < info["longest_response"] < _core.PRECOPY_MIN_BYTES - 255 - 4 - 11, info
+    frames = mixed_corpus(1000, seed=3)
+    for batch in (1, 32):
+        want, cm = _core.run_memory_worker(ref, frames, batch=batch)
+        got, cp = _core.run_memory_worker(ref, frames, batch=batch, mode="precopy")
+        assert got == want and len(got) > 900
+        assert cp["precopy_hits"] == cp["precopy_fills"] == cp["precopy_fallbacks"] == 0
+        for key in ("rx", "tx", "queries", "dropped", "truncated", "rcode", "malformed"):
+            assert cp[key] == cm[key], key
+
+
 def test_a_table_larger_than_the_cache_answers_the_same_in_stages(tmp_path):
     """3,000 names: an index past sp_table_worth_prefetching()'s 256 KB, so both modes
     answer in groups of 16 (prefetch stages), precopy from its pool."""

@@ -174,6 +174,7 @@ int64_t sp_table_add_response(struct sp_table_builder *b, const uint8_t *bytes, 
     r->npatch = npatch;
     r->len = len;
     r->user = user;
+    t->longest = len > t->longest ? len : t->longest;
     /* a blob past 16-bit offsets keeps its whole sum in sum_tail */
     r->insert_at = (uint16_t)(insert >= 0 ? patches[insert].dst : len > UINT16_MAX ? 0 : len);
     r->insert_field = insert >= 0 ? patches[insert].field : SP_NO_INSERT;
@@ -235,6 +236,11 @@ const void *sp_table_program(const struct sp_table *t, size_t *len)
 {
     *len = t->program_len;
     return t->program_len ? t->arena + t->program_off : NULL;
+}
+
+uint32_t sp_table_longest_response(const struct sp_table *t)
+{
+    return t->longest;
 }
 
 const struct sp_response *sp_table_response(const struct sp_table *t, uint32_t index)
@@ -463,6 +469,7 @@ void sp_table_get_info(const struct sp_table *t, struct sp_table_info *info)
     info->patches = t->npatches;
     info->arena_bytes = t->arena_len;
     info->slots = t->mask + 1;
+    info->longest_response = t->longest;
     info->memory_bytes = t->arena_len + t->nresponses * sizeof(struct sp_response) +
                          t->npatches * sizeof(struct sp_patch) +
                          (t->mask + 1) * sizeof(struct slot);

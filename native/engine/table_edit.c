@@ -54,6 +54,7 @@ struct sp_table_builder *sp_table_builder_edit(const struct sp_table *t)
     n->arena_len = t->arena_len;
     n->program_off = t->program_off;
     n->program_len = t->program_len;
+    n->longest = t->longest;
     return b;
 }
 

@@ -47,6 +47,7 @@ struct sp_table {
     uint64_t mask;
     uint64_t nentries, nresponses, npatches, arena_len;   /* nentries: keys ever added */
     uint64_t program_off, program_len;   /* in the arena; len 0: none */
+    uint32_t longest;           /* the longest response's stored length */
     bool flat;                  /* one block the caller owns (sp_table_flatten) */
 };
 

@@ -22,7 +22,9 @@ static const uint8_t SERVER_V4[4] = {198, 18, 0, 1};
 static const uint8_t SERVER_V6[16] = {0x20, 0x01, 0, 2, [15] = 1};
 
 static const char *NAMES[] = {"\x03www\x07" "example\x03" "com", "\x04mail\x07" "example\x03" "com",
-                              "\x02nx\x07" "example\x03" "com", "\x03odd\x07" "example\x03" "com"};
+                              "\x02nx\x07" "example\x03" "com", "\x03odd\x07" "example\x03" "com",
+                              NULL};   /* the last: longest_name(), a 255-byte name */
+#define LONGEST_NAME 4
 
 static uint64_t rng_state = 88172645463325252ull;
 static uint32_t rnd(void)
@@ -476,6 +478,68 @@ static void test_answers_below_the_minimum_go_the_memcpy_way(void)
     sp_table_free(t);
 }
 
+/* A name of SP_DNS_NAME_MAX bytes, its root label included. */
+static const char *longest_name(void)
+{
+    static char name[SP_DNS_NAME_MAX];
+    const uint8_t labels[] = {63, 63, 63, 61};
+    size_t n = 0;
+    for (size_t i = 0; i < sizeof(labels); i++) {
+        name[n++] = (char)labels[i];
+        memset(name + n, 'a' + (int)i, labels[i]);
+        n += labels[i];
+    }
+    CHECK_EQ(n + 1, SP_DNS_NAME_MAX);
+    return name;
+}
+
+/* sp_precopy_may_copy() is exact: a table whose longest response, asked with the longest
+ * name and an OPT record, makes an answer of just the pool's minimum may be copied, and
+ * is; one byte short of it may not, and that answer goes the memcpy way. */
+static void test_may_copy_knows_the_longest_answer(void)
+{
+    static const struct sp_patch patches[] = {
+        {.op = SP_PATCH_INSERT, .field = SP_DNS_FIELD_QUESTION, .dst = 12},
+        {.op = SP_PATCH_COPY, .field = SP_DNS_FIELD_MESSAGE, .dst = 0, .src = 0, .len = 2},
+        {.op = SP_PATCH_COPY_BITS, .field = SP_DNS_FIELD_MESSAGE, .dst = 2, .src = 2, .mask = 0x01},
+        {.op = SP_PATCH_COPY_BITS, .field = SP_DNS_FIELD_MESSAGE, .dst = 3, .src = 3, .mask = 0x10},
+    };
+    uint8_t txt[100] = {0, 0, 0x84, 0x00, 0, 1, 0, 1, 0, 0, 0, 0,
+                        0xc0, 0x0c, 0, 16, 0, 1, 0, 0, 0, 60, 0, 76, 75};
+    memset(txt + 25, 'x', sizeof(txt) - 25);
+    NAMES[LONGEST_NAME] = longest_name();
+    struct sp_table_builder *b = sp_table_builder_new();
+    CHECK_EQ(sp_table_add_response(b, txt, 40, NULL, 0, SP_RCODE_NOERROR), 0);
+    CHECK_EQ(sp_table_add_response(b, txt, sizeof(txt), patches, 4, SP_RCODE_NOERROR), 1);
+    CHECK_EQ(sp_table_add_key(b, sp_dns_tag(SP_DNS_EXACT, 1, 16),
+                              (const uint8_t *)NAMES[LONGEST_NAME], SP_DNS_NAME_MAX, 1), 0);
+    struct sp_table *t = sp_table_builder_finish(b);
+    CHECK_EQ(sp_table_longest_response(t), sizeof(txt));
+    size_t answer = sizeof(txt) + SP_DNS_NAME_MAX + 4 + SP_DNS_OPT_LEN;
+    struct sp_frame_config cfg = config();
+    struct pool pl = pool_new(64);
+    uint8_t f[CAP];
+    struct qspec s = {.name = LONGEST_NAME, .qtype = 16, .family = 4, .edns = 1,
+                      .edns_size = 1232};
+    for (size_t min = answer; min <= answer + 1; min++) {
+        struct counts cm, cp;
+        counts_init(&cm);
+        counts_init(&cp);
+        sp_precopy_set_min_len(pl.p, min);
+        CHECK_EQ(sp_precopy_may_copy(pl.p, t), min == answer);
+        sp_precopy_begin(pl.p, t, min);
+        size_t len = make_frame(f, &s);
+        int idx = both_ways(pl.p, t, &cfg, f, len, &cm, &cp);
+        const struct sp_precopy_counters *pc = sp_precopy_get_counters(pl.p);
+        CHECK_EQ(idx >= 0, min == answer);    /* copied into the pool, or a TX buffer */
+        CHECK_EQ(pc->fills, 1u);              /* the first, and no second */
+        if (idx >= 0)
+            sp_precopy_complete(pl.p, (uint32_t)idx);
+    }
+    pool_free(pl);
+    sp_table_free(t);
+}
+
 static void test_pool_sizes(void)
 {
     CHECK(sp_precopy_new(7) == NULL);
@@ -496,5 +560,6 @@ int main(void)
     test_answers_below_the_minimum_go_the_memcpy_way();
     test_pool_sizes();
     test_groups_match_one_by_one();
+    test_may_copy_knows_the_longest_answer();
     return check_report("test_precopy");
 }

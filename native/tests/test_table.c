@@ -393,8 +393,12 @@ static void test_edit(void)
         CHECK_EQ(sp_table_rewrite(b, 0, 14, changed, 2), 0);
         CHECK_EQ(sp_table_rewrite(b, 0, 15, changed, 2), -1);           /* past its end */
         CHECK_EQ(sp_table_rewrite(b, 0, 2 + 4 * (round & 1), changed, 2), 0);   /* the head */
+        static const uint8_t longer[40];
+        if (round == 1)                                  /* longer than any before it */
+            CHECK(sp_table_add_response(b, longer, sizeof(longer), NULL, 0, 0) >= 0);
         struct sp_table *next = sp_table_builder_finish(b);
         CHECK(next != NULL);
+        CHECK_EQ(sp_table_longest_response(next), round >= 1 ? sizeof(longer) : sizeof(resp));
         int right = 0;
         for (uint32_t i = 0; i < nkeys; i++) {
             int n = snprintf(key, sizeof(key), "k%u", i);

@@ -33,6 +33,7 @@ cdef extern from "stormpy/engine/table.h" nogil:
         pass
     struct sp_table_info:
         uint64_t keys, responses, patches, arena_bytes, slots, memory_bytes
+        uint64_t longest_response
 
     sp_table_builder *sp_table_builder_new()
     void sp_table_builder_free(sp_table_builder *b)

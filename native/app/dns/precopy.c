@@ -101,6 +101,13 @@ uint8_t *sp_precopy_lend_heap(struct sp_precopy *p)
     return mem;
 }
 
+bool sp_precopy_may_copy(const struct sp_precopy *p, const struct sp_table *t)
+{
+    /* sp_precopy_reply()'s test of a long answer, with the longest of each part */
+    return (size_t)sp_table_longest_response(t) + SP_DNS_NAME_MAX + 4 + SP_DNS_OPT_LEN >=
+           p->min_len;
+}
+
 void sp_precopy_begin(struct sp_precopy *p, const struct sp_table *t, uint64_t generation)
 {
     if (t == p->table && generation == p->generation)

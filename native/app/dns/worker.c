@@ -97,7 +97,7 @@ void sp_dns_worker_batch(struct sp_dns_worker *d, const struct sp_table *t, stru
 {
     if (d->rrl)
         d->now_s = (uint32_t)(sp_now_ns() / 1000000000u);
-    if (d->precopy) {
+    if (d->precopy && sp_precopy_may_copy(d->precopy, t)) {
         b->out = b->spare;
         answer_precopy(d, t, b);
     } else if (b->datagrams) {

@@ -171,6 +171,9 @@ struct sp_table *sp_table_flat_rebase(void *mem, size_t len);
 
 /* The table's program and its length, or NULL when it has none. */
 const void *sp_table_program(const struct sp_table *t, size_t *len);
+/* The stored length of the table's longest response (0: no response), so that a mode
+ * that pays only for long answers can know ahead that a table has none. */
+uint32_t sp_table_longest_response(const struct sp_table *t);
 /* Response number `index` as sp_table_add_response() returned it; NULL past the end. */
 const struct sp_response *sp_table_response(const struct sp_table *t, uint32_t index);
 
@@ -292,6 +295,7 @@ const struct sp_patch *sp_response_patches(const struct sp_table *t, const struc
 
 struct sp_table_info {
     uint64_t keys, responses, patches, arena_bytes, slots, memory_bytes;
+    uint64_t longest_response;   /* sp_table_longest_response() */
 };
 void sp_table_get_info(const struct sp_table *t, struct sp_table_info *info);
 

@@ -84,6 +84,12 @@ void sp_precopy_set_frame(struct sp_precopy *p, unsigned i, uint8_t *data, uint3
  * the backend free()s once the pool is done with. NULL when out of memory. */
 uint8_t *sp_precopy_lend_heap(struct sp_precopy *p);
 
+/* Whether any answer from t can reach the pool's minimum: its longest response with
+ * the longest question and an OPT record. When none can, every answer would go the
+ * memcpy way, so the worker answers the batch as memcpy mode does, without the
+ * pool's reply list and its code around the same work (docs/PERFORMANCE.md §4). */
+bool sp_precopy_may_copy(const struct sp_precopy *p, const struct sp_table *t);
+
 /* Once per batch, with the table of the batch and the generation the worker
  * announced in sp_table_ref_enter(): a different pair forgets every copy (copies in
  * flight are forgotten when they complete). The pair, not the pointer alone: a new
