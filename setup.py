@@ -9,6 +9,7 @@ import glob
 import os
 import shutil
 import subprocess
+import sysconfig
 
 from Cython.Build import cythonize
 from setuptools import Extension, setup
@@ -73,6 +74,26 @@ else:
     native += ZONE_READERS[1]
     print("stormpy: ldns not found (libldns-dev), so zone files are read by dnspython")
 
+def first_accepted(*choices: list) -> list:
+    """The first list of flags the C compiler and its assembler take, else none."""
+    cc = (os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc").split()
+    for flags in choices:
+        probe = subprocess.run(cc + flags + ["-x", "c", "-c", "-o", os.devnull, "-"],
+                               input=b"int f(int x) { return x ? 2 * x : 1; }\n",
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        if probe.returncode == 0:
+            return flags
+    return []
+
+
+# Skylake-family Intel cores (most x86 servers of 2017-2021) no longer cache the decoded
+# form of a branch that crosses or ends on a 32-byte boundary (the JCC erratum's
+# microcode): the assembler moves branches off those boundaries, -4 to -13% time a frame
+# (docs/PERFORMANCE.md section 2, the twenty-second session). GCC's form, then clang's;
+# other targets take neither.
+branch_alignment = first_accepted(["-Wa,-mbranches-within-32B-boundaries"],
+                                  ["-mbranches-within-32B-boundaries"])
+
 core = Extension(
     "stormpy._core",
     sources=["stormpy/_core.pyx"] + native,
@@ -84,8 +105,10 @@ core = Extension(
     # compiler finds that inlining pays (the frame path's small calls); renamed registers:
     # the flattened frame functions spill less (docs/PERFORMANCE.md section 2, 2026-11-28)
     extra_compile_args=["-std=gnu11", "-O2", "-flto", "-frename-registers",
-                        "-fvisibility=hidden", "-Wall", "-Wno-unused-function"] + cflags,
-    extra_link_args=["-O2", "-flto=auto", "-frename-registers"],
+                        "-fvisibility=hidden", "-Wall", "-Wno-unused-function"] + cflags +
+                       branch_alignment,
+    # -flto: code is generated here, so the assembler's flags are given here too
+    extra_link_args=["-O2", "-flto=auto", "-frename-registers"] + branch_alignment,
 )
 
 setup(ext_modules=cythonize([core], language_level=3))
