@@ -509,6 +509,7 @@ static void test_may_copy_knows_the_longest_answer(void)
     memset(txt + 25, 'x', sizeof(txt) - 25);
     NAMES[LONGEST_NAME] = longest_name();
     struct sp_table_builder *b = sp_table_builder_new();
+    /* a shorter one first: the longest, not the last added */
     CHECK_EQ(sp_table_add_response(b, txt, 40, NULL, 0, SP_RCODE_NOERROR), 0);
     CHECK_EQ(sp_table_add_response(b, txt, sizeof(txt), patches, 4, SP_RCODE_NOERROR), 1);
     CHECK_EQ(sp_table_add_key(b, sp_dns_tag(SP_DNS_EXACT, 1, 16),
