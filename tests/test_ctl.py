@@ -184,6 +184,15 @@ def test_a_reload_logs_each_serial_and_the_mistakes_secondaries_never_see_past(
             f.write("added IN A 192.0.2.77\n")
         assert ctl(control, "reload").returncode == 0
         assert "with the same serial 2026112102: secondaries will not transfer" in srv.output()
+        # as many records as before, one address changed: the records differ all the same
+        rewrite(example_zone_copy, "added IN A 192.0.2.77", "added IN A 192.0.2.78")
+        assert ctl(control, "reload").returncode == 0
+        assert "records changed, with the same serial 2026112102" in srv.output()
+        # the same records, written differently: nothing to say
+        rewrite(example_zone_copy, "added IN A 192.0.2.78", "added  3600 IN A 192.0.2.78 ; a comment")
+        before = srv.output().count("with the same serial")
+        assert ctl(control, "reload").returncode == 0
+        assert srv.output().count("with the same serial") == before
 
 
 class Fifo:

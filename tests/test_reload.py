@@ -5,6 +5,7 @@ import time
 
 import dns.message
 import dns.rdatatype
+import pytest
 
 from support.client import udp
 from support.servers import StormpyServer
@@ -83,3 +84,21 @@ def test_no_query_lost_or_mixed_during_reloads(example_zone_copy):
         assert results.count(None) == 0, "queries lost during reload"
         assert all(rcode == 0 and len(addrs) == 1 and addrs[0] in versions for rcode, addrs in results)
         assert srv.output().count("reloaded") == 6
+
+
+@pytest.mark.parametrize("native", [True, False], ids=["read in C", "read by dnspython"])
+def test_records_differ_sees_a_change_that_keeps_the_count(example_zone_copy, native):
+    """What a same-serial reload is warned of: a changed address or TTL differs, the same
+    records written otherwise (a comment) do not."""
+    from stormpy.dns.server import _records_differ
+    from stormpy.dns.zone import load_zone
+    old = load_zone(str(example_zone_copy), native=native)
+    assert (getattr(old, "native", None) is not None) == native
+    assert not _records_differ(old, load_zone(str(example_zone_copy), native=native))
+    rewrite(example_zone_copy, "192.0.2.53", "192.0.2.54")
+    changed = load_zone(str(example_zone_copy), native=native)
+    assert changed.record_count == old.record_count and _records_differ(old, changed)
+    rewrite(example_zone_copy, "192.0.2.54", "192.0.2.53 ; a comment")
+    assert not _records_differ(old, load_zone(str(example_zone_copy), native=native))
+    rewrite(example_zone_copy, "ns1     IN A    192.0.2.53", "ns1 60 IN A 192.0.2.53")
+    assert _records_differ(old, load_zone(str(example_zone_copy), native=native))

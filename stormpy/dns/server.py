@@ -30,7 +30,7 @@ log = logging.getLogger("stormpy")
 TAP_CHECK_SECONDS = 0.25
 
 
-def _say_serial(zone: Zone, old_serial: int, old_records: int) -> None:
+def _say_serial(zone: Zone, old: Zone, old_serial: int, old_records: int) -> None:
     """A reloaded file's serial, and the two mistakes secondaries never see past: a
     serial gone backwards (RFC 1982), a change without a new serial."""
     origin = zone.origin.to_text()
@@ -43,6 +43,21 @@ def _say_serial(zone: Zone, old_serial: int, old_records: int) -> None:
         log.warning("zone %s: %d records where there were %d, with the same serial %d: "
                     "secondaries will not transfer the change", origin, zone.record_count,
                     old_records, zone.serial)
+    elif _records_differ(old, zone):
+        log.warning("zone %s: records changed, with the same serial %d: secondaries will "
+                    "not transfer the change", origin, zone.serial)
+
+
+def _records_differ(old: Zone, new: Zone) -> bool:
+    """Whether two versions of a zone hold different records, TTLs included: the stores'
+    own difference where C holds both, else the two zones' records as sets."""
+    if getattr(old, "native", None) is not None and getattr(new, "native", None) is not None:
+        return new.native.difference(old.native, 1) != []     # None: past the limit
+    return _record_set(old.zone) != _record_set(new.zone)
+
+
+def _record_set(zone) -> set:
+    return {(name, rds.ttl, rd) for name, rds in zone.iterate_rdatasets() for rd in rds}
 
 
 @dataclass
@@ -262,7 +277,7 @@ class DnsServer(Server):
                         (f.zone is None and f.last_error is not None):   # loaded at last
                     self._notify(z.origin, z.serial)
                 if f.zone is not None and f.secondary is None:
-                    _say_serial(z, f.serial, f.records)
+                    _say_serial(z, f.zone, f.serial, f.records)
                 f.zone, f.loaded_at, f.last_error = z, now, None
                 f.serial, f.records = z.serial, z.record_count
 
