@@ -105,6 +105,16 @@ class Journal:
         return None
 
 
+def records_differ(old, new) -> bool:
+    """Whether two versions of a loaded zone (dns/zone.py's or dns/native.py's) hold
+    different records, TTLs included: the stores' own difference where C holds both,
+    else the nodes compared as for IXFR (the origin's SOA aside)."""
+    if getattr(old, "native", None) is not None and getattr(new, "native", None) is not None:
+        return new.native.difference(old.native, 1) != []     # None: past the limit
+    deleted, added = _nodes_differ(old.zone.nodes, new.zone.nodes, new.origin)
+    return bool(deleted or added)
+
+
 def _nodes_differ(old_nodes: dict, new_nodes: dict, origin) -> tuple[list, list]:
     deleted, added = [], []
     for name in old_nodes.keys() | new_nodes.keys():

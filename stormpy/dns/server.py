@@ -20,7 +20,7 @@ from stormpy.config import ServerConfig
 from stormpy.dns.compiler import assign_zone_slots, compile_zones
 from stormpy.dns.handoff import Handoff, TransferService
 from stormpy.dns.secondary import Secondary, servfail_for
-from stormpy.dns.journal import Journal, published
+from stormpy.dns.journal import Journal, published, records_differ
 from stormpy.dns.transfer import TransferPolicy, newer, parse_address, parse_tsig, send_notify
 from stormpy.dns.zone import Zone, import_rdata_classes, load_zone, with_origins
 from stormpy.errors import BackendError, StormpyError, ZoneError
@@ -30,34 +30,22 @@ log = logging.getLogger("stormpy")
 TAP_CHECK_SECONDS = 0.25
 
 
-def _say_serial(zone: Zone, old: Zone, old_serial: int, old_records: int) -> None:
+def _say_serial(zone: Zone, old: Zone) -> None:
     """A reloaded file's serial, and the two mistakes secondaries never see past: a
     serial gone backwards (RFC 1982), a change without a new serial."""
     origin = zone.origin.to_text()
-    if zone.serial != old_serial and not newer(zone.serial, old_serial):
+    if zone.serial != old.serial and not newer(zone.serial, old.serial):
         log.warning("zone %s: serial %d -> %d goes backwards (RFC 1982): secondaries keep "
-                    "their copy", origin, old_serial, zone.serial)
-    elif zone.serial != old_serial:
-        log.info("zone %s: serial %d -> %d", origin, old_serial, zone.serial)
-    elif zone.record_count != old_records:
+                    "their copy", origin, old.serial, zone.serial)
+    elif zone.serial != old.serial:
+        log.info("zone %s: serial %d -> %d", origin, old.serial, zone.serial)
+    elif zone.record_count != old.record_count:
         log.warning("zone %s: %d records where there were %d, with the same serial %d: "
                     "secondaries will not transfer the change", origin, zone.record_count,
-                    old_records, zone.serial)
-    elif _records_differ(old, zone):
+                    old.record_count, zone.serial)
+    elif records_differ(old, zone):
         log.warning("zone %s: records changed, with the same serial %d: secondaries will "
                     "not transfer the change", origin, zone.serial)
-
-
-def _records_differ(old: Zone, new: Zone) -> bool:
-    """Whether two versions of a zone hold different records, TTLs included: the stores'
-    own difference where C holds both, else the two zones' records as sets."""
-    if getattr(old, "native", None) is not None and getattr(new, "native", None) is not None:
-        return new.native.difference(old.native, 1) != []     # None: past the limit
-    return _record_set(old.zone) != _record_set(new.zone)
-
-
-def _record_set(zone) -> set:
-    return {(name, rds.ttl, rd) for name, rds in zone.iterate_rdatasets() for rd in rds}
 
 
 @dataclass
@@ -277,7 +265,7 @@ class DnsServer(Server):
                         (f.zone is None and f.last_error is not None):   # loaded at last
                     self._notify(z.origin, z.serial)
                 if f.zone is not None and f.secondary is None:
-                    _say_serial(z, f.zone, f.serial, f.records)
+                    _say_serial(z, f.zone)
                 f.zone, f.loaded_at, f.last_error = z, now, None
                 f.serial, f.records = z.serial, z.record_count
 
