@@ -170,10 +170,17 @@ static inline size_t summed(const uint8_t *out, size_t n, uint32_t *sum)
 
 /* Whether r has the DNS patch list, as the compiler makes it: the head echoed, the
  * question spliced in at 12 (then any SHIFTs). */
+_Static_assert(offsetof(struct sp_response, echo_head) ==
+               offsetof(struct sp_response, insert_field) + 1, "read as one 16-bit word");
+
 static inline bool dns_shaped(const struct sp_response *r)
 {
-    return r->echo_head && r->insert_at == SP_DNS_HEADER_LEN &&
-           r->insert_field == SP_DNS_FIELD_QUESTION;
+    /* insert_field and echo_head side by side: both in one comparison */
+    static const uint8_t question_echoed[2] = {SP_DNS_FIELD_QUESTION, 1};
+    uint16_t field_echo, want;
+    memcpy(&field_echo, &r->insert_field, 2);
+    memcpy(&want, question_echoed, 2);
+    return field_echo == want && r->insert_at == SP_DNS_HEADER_LEN;
 }
 
 /* The fields the table's general renderer and sums read (only where render_dns() and

@@ -366,6 +366,7 @@ take_sent_question(const uint8_t *msg, size_t len, size_t pos, uint64_t counts,
 static inline __attribute__((always_inline)) enum sp_dns_verdict
 parse(const uint8_t *msg, size_t len, struct sp_dns_query *q, bool with_sum, bool unchecked)
 {
+    q->opcode = 0;           /* with the 7 below: the compiler's one 8-byte store */
     q->has_question = false;
     q->edns = false;
     q->edns_do = false;
