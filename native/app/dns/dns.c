@@ -2,6 +2,7 @@
  * parsing is parse.c's, the lookup order lookup.c's). See dns.h. */
 #include "stormpy/app/dns/dns.h"
 
+#include <stddef.h>
 #include <string.h>
 
 #include "stormpy/proto/csum.h"
@@ -168,11 +169,11 @@ static inline size_t summed(const uint8_t *out, size_t n, uint32_t *sum)
 
 #define DNS_PATCHES 4u      /* the head echoed and the question: SHIFTs follow */
 
-/* Whether r has the DNS patch list, as the compiler makes it: the head echoed, the
- * question spliced in at 12 (then any SHIFTs). */
 _Static_assert(offsetof(struct sp_response, echo_head) ==
                offsetof(struct sp_response, insert_field) + 1, "read as one 16-bit word");
 
+/* Whether r has the DNS patch list, as the compiler makes it: the head echoed, the
+ * question spliced in at 12 (then any SHIFTs). */
 static inline bool dns_shaped(const struct sp_response *r)
 {
     /* insert_field and echo_head side by side: both in one comparison */
