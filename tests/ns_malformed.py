@@ -24,6 +24,18 @@ from test_malformed import corpus  # noqa: E402
 FIRST_PORT = 20000
 
 
+def wait_for_quiet(seen, quiet=1.5, most=20.0):
+    """Until no reply has been sniffed for `quiet` seconds (at most `most`): on a loaded
+    host the sniffer, in Python, reads the last burst's replies well after they came."""
+    deadline, last, since = time.monotonic() + most, -1, time.monotonic()
+    while time.monotonic() < deadline:
+        if seen[0] != last:
+            last, since = seen[0], time.monotonic()
+        elif time.monotonic() - since >= quiet:
+            return
+        time.sleep(0.1)
+
+
 def l2l4_cases(eth, v4, v6, good):
     """(name, frame, expect): expect is "answer" (a good query, however wrapped) or
     "silence"."""
@@ -88,14 +100,19 @@ def main():
         built = build(port)
         frames.append(built if isinstance(built, bytes) else bytes(built))
         meta.append(("l2", j, name, expect, port))
-    sniffer = AsyncSniffer(iface=iface, store=True,
+    seen = [0]
+
+    def count(_packet):
+        seen[0] += 1
+
+    sniffer = AsyncSniffer(iface=iface, store=True, prn=count,
                            lfilter=lambda p: UDP in p and p[UDP].sport == 53 and p[Ether].src == server_mac)
     sniffer.start()
     time.sleep(0.5)
     for start in range(0, len(frames), 200):          # bounded bursts the rings can hold
         sendp(frames[start:start + 200], iface=iface)
         time.sleep(0.05)
-    time.sleep(1.5)
+    wait_for_quiet(seen)
     replies = sniffer.stop()
     out = []
     for r in replies:
