@@ -15,7 +15,7 @@ import pytest
 
 from stormpy.bench.site import make_site, sha256_of
 from support.backends import NO_NETNS, NO_XDP
-from support.http import curl_digests
+from support.http import curl_digests, serve_on_rings, stop_server
 from support.netns import SERVER_V4, VethPair
 
 pytestmark = [pytest.mark.skipif(NO_NETNS is not None, reason=f"{NO_NETNS}"),
@@ -24,20 +24,6 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MAX_CONNECTIONS = 64
 FLOOD_SYNS, FLOOD_SECONDS = 20000, 6
 FETCHES = 10
-
-
-def serve(ns, root, *extra):
-    env = dict(os.environ, PYTHONPATH=REPO, PYTHONUNBUFFERED="1")
-    return subprocess.Popen(["ip", "netns", "exec", ns, sys.executable, "-m", "stormpy",
-                             "serve-http", str(root), "--iface", "veth0", "--backend", "xdp",
-                             "--control", "", *extra], cwd=REPO, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-
-
-def stop(proc) -> str:
-    proc.send_signal(signal.SIGTERM)
-    out, _ = proc.communicate(timeout=15)
-    return out
 
 
 def summary_counter(log: str, name: str) -> int:
@@ -52,10 +38,8 @@ def test_a_syn_flood_gets_cookies_and_real_clients_their_pages(tmp_path):
     digests = sha256_of(root)
     paths = ["/index.html", "/f-65536.bin", "/f-1048576.bin"]
     with VethPair() as p:
-        server = serve(p.server, root, "--max-connections", str(MAX_CONNECTIONS))
+        server = serve_on_rings(p.server, root, "xdp", "--max-connections", str(MAX_CONNECTIONS))
         try:
-            time.sleep(1.0)
-            assert server.poll() is None, server.communicate()
             # before the flood, nothing needs a cookie
             assert curl_digests(p.run, p.client, SERVER_V4, paths, timeout=10, retries=0) == \
                 [digests[x] for x in paths]
@@ -75,7 +59,7 @@ def test_a_syn_flood_gets_cookies_and_real_clients_their_pages(tmp_path):
             finally:
                 out, err = flood.communicate(timeout=FLOOD_SECONDS + 30)
         finally:
-            log = stop(server)
+            log = stop_server(server)
     assert fetched == [[digests[x] for x in paths]] * FETCHES
     assert int(out) > FLOOD_SYNS // 2, err
     sent, accepted = summary_counter(log, "cookies_sent"), summary_counter(log, "cookies_accepted")

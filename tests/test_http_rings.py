@@ -15,7 +15,7 @@ import pytest
 
 from stormpy.bench.site import make_site, sha256_of
 from support.backends import NO_NETNS, NO_XDP
-from support.http import curl_digests
+from support.http import curl_digests, serve_on_rings, stop_server
 from support.netns import CLIENT_V6, SERVER_V4, SERVER_V6, ImpairedPath, VethPair
 
 pytestmark = [pytest.mark.skipif(NO_NETNS is not None, reason=f"{NO_NETNS}"),
@@ -39,33 +39,14 @@ def site(tmp_path_factory):
     return root, sha256_of(root)
 
 
-def serve(ns, root, backend, *extra):
-    """backend: a name, or (name, mode)."""
-    name, mode = backend if isinstance(backend, tuple) else (backend, "memcpy")
-    env = dict(os.environ, PYTHONPATH=REPO, PYTHONUNBUFFERED="1")
-    proc = subprocess.Popen(["ip", "netns", "exec", ns, sys.executable, "-m", "stormpy",
-                             "serve-http", str(root), "--iface", "veth0", "--backend", name,
-                             "--mode", mode, "--control", "", *extra], cwd=REPO, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    return proc
-
-
-def stop(proc) -> str:
-    proc.send_signal(signal.SIGTERM)
-    out, _ = proc.communicate(timeout=15)
-    return out
-
-
 @pytest.fixture(scope="module")
 def pair(site, backend):
     with VethPair() as p:
-        server = serve(p.server, site[0], backend)
+        server = serve_on_rings(p.server, site[0], backend)
         try:
-            time.sleep(1.0)
-            assert server.poll() is None, server.communicate()
             yield p
         finally:
-            p.log = stop(server)
+            p.log = stop_server(server)
 
 
 def test_every_file_on_one_connection_ipv4(pair, site):
@@ -122,18 +103,18 @@ def test_downloads_are_byte_exact_through_an_impaired_path(site, backend, impair
     root, digests = site
     paths = [p for p in sorted(digests) if p != "/f-8388608.bin"] * 2
     with ImpairedPath() as p:
-        server = serve(p.server, root, backend)
-        impair = p.popen(p.bridge, sys.executable, "-m", "stormpy", "impair", "left", "right",
-                         *impairment)
+        server = serve_on_rings(p.server, root, backend)
         try:
-            time.sleep(1.0)
-            began = time.monotonic()
-            got = curl_digests(p.run, p.client, p.SERVER, paths, timeout=90)
-            took = time.monotonic() - began
+            impair = p.impair(*impairment)
+            try:
+                began = time.monotonic()
+                got = curl_digests(p.run, p.client, p.SERVER, paths, timeout=90)
+                took = time.monotonic() - began
+            finally:
+                impair.send_signal(signal.SIGINT)
+                counters, _ = impair.communicate(timeout=15)
         finally:
-            impair.send_signal(signal.SIGINT)
-            counters, _ = impair.communicate(timeout=15)
-            log = stop(server)
+            log = stop_server(server)
     assert got == [digests[x] for x in paths]
     kind = {"--loss": "lost", "--reorder": "reordered", "--duplicate": "duplicated"}.get(impairment[0])
     if kind:
@@ -168,9 +149,7 @@ def test_the_tcp_guard_goes_with_the_server(site, how):
     serves it (else the kernel resets every connection); once the server is gone,
     however it ended, the kernel has the port back."""
     with VethPair() as p:
-        server = serve(p.server, site[0], "packet")
-        time.sleep(1.0)
-        assert server.poll() is None, server.communicate()
+        server = serve_on_rings(p.server, site[0], "packet")
         r = p.run(p.client, "curl", "-sS", "-o", "/dev/null", "-w", "%{http_code}",
                   f"http://{SERVER_V4}/docs/a.txt")
         assert r.stdout == "200", r.stderr
@@ -187,12 +166,11 @@ def test_precopy_sends_a_file_again_from_its_copies(site, name):
     root, digests = site
     paths = ["/f-1048576.bin"] * 3
     with VethPair() as p:
-        server = serve(p.server, root, (name, "precopy"))
+        server = serve_on_rings(p.server, root, (name, "precopy"))
         try:
-            time.sleep(1.0)
             got = curl_digests(p.run, p.client, SERVER_V4, paths)
         finally:
-            log = stop(server)
+            log = stop_server(server)
     assert got == [digests[x] for x in paths]
     hits, fills = map(int, re.search(r"precopy hits=(\d+) fills=(\d+)", log).groups())
     # ideally two sends in three are hits; a copy still in flight (its completion not
@@ -219,14 +197,13 @@ def test_gso_frames_arrive_byte_exact(site, name, cut):
         with VethPair() as p:
             if cut == "in-software":
                 p.run(p.server, "ethtool", "-K", "veth0", "tx", "off", "tso", "off", "gso", "off")
-            server = serve(p.server, root, name, "--gso", gso)
+            server = serve_on_rings(p.server, root, name, "--gso", gso)
             try:
-                time.sleep(1.0)
                 for address in (SERVER_V4, SERVER_V6):
                     got = curl_digests(p.run, p.client, address, paths, timeout=30, retries=0)
                     assert got == [digests[x] for x in paths], (gso, address)
             finally:
-                logs[gso] = stop(server)
+                logs[gso] = stop_server(server)
     frames, gso_frames = (int(x) for x in re.search(r" frames=(\d+) gso_frames=(\d+)", logs["on"]).groups())
     # 2 x 9.1 MB: 6,300 segments of 1,448 bytes, in frames of up to 44 of them
     assert frames > 6000 and 150 < gso_frames < frames / 4, logs["on"]
@@ -239,14 +216,12 @@ def test_the_tcp_guard_keeps_only_the_served_addresses(site):
     kernel, whose listener answers it while stormpy answers its own."""
     extra = "198.18.0.3"
     with VethPair() as p:
-        server = serve(p.server, site[0], "packet")
+        server = serve_on_rings(p.server, site[0], "packet")
         try:
-            time.sleep(1.0)
-            assert server.poll() is None, server.communicate()
             p.run(p.server, "ip", "addr", "add", f"{extra}/24", "dev", "veth0")
             assert kernel_answers(p, extra) == "kernel"
             r = p.run(p.client, "curl", "-sS", "-o", "/dev/null", "-w", "%{http_code}",
                       f"http://{SERVER_V4}/docs/a.txt")
             assert r.stdout == "200", r.stderr
         finally:
-            stop(server)
+            stop_server(server)

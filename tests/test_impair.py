@@ -11,6 +11,7 @@ import time
 import pytest
 
 from stormpy.bench.nginx import nginx_path
+from stormpy.bench.processes import wait_for_output
 from stormpy.bench.site import make_site, sha256_of
 from support.http import curl_digests
 from support.netns import ImpairedPath, why_no_netns
@@ -29,8 +30,7 @@ def path(tmp_path_factory):
         server = p.popen(p.server, sys.executable, "-m", "stormpy", "serve-http", str(root),
                          "--listen", f"{p.SERVER}:80", "--workers", "1", "--control", "")
         try:
-            time.sleep(1.0)
-            assert server.poll() is None, server.communicate()
+            wait_for_output(server, "info: serving")
             p.digests = sha256_of(root)
             yield p
         finally:
@@ -43,13 +43,7 @@ class Impair:
         self.p, self.args = p, args
 
     def __enter__(self):
-        self.proc = self.p.popen(self.p.bridge, sys.executable, "-m", "stormpy", "impair",
-                                 "left", "right", *self.args)
-        for _ in range(100):
-            line = self.proc.stderr.readline()
-            if "forwarding" in line or self.proc.poll() is not None:
-                break
-        assert self.proc.poll() is None, self.proc.communicate()
+        self.proc = self.p.impair(*self.args)
         return self
 
     def __exit__(self, *exc):
@@ -167,9 +161,7 @@ def test_the_loss_benchmark_measures_both_servers_through_the_path():
 
 def test_it_stops_with_one_line_when_an_interface_goes_away():
     with ImpairedPath() as p:
-        proc = p.popen(p.bridge, sys.executable, "-m", "stormpy", "impair", "left", "right")
-        time.sleep(1.0)
-        assert proc.poll() is None
+        proc = p.impair()
         p.sh("ip", "-n", p.bridge, "link", "del", "left")   # takes its peer with it
         try:
             out, err = proc.communicate(timeout=10)

@@ -15,13 +15,13 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 from stormpy.bench.errors import BenchError
 from stormpy.bench.http import parse_sizes, parse_wrk, size_label
 from stormpy.bench.netns import ImpairedPath, why_no_netns
 from stormpy.bench.nginx import nginx_path, write_nginx_config
+from stormpy.bench.processes import wait_for_output
 from stormpy.bench.report import say
 from stormpy.bench.site import bin_name, make_site, sha256_of
 
@@ -83,11 +83,11 @@ def run_http_loss(args) -> int:
         digests = sha256_of(site)
         procs = _start(path, site, Path(tmp))
         try:
+            for name in ("stormpy", "stormpy-xdp"):
+                wait_for_output(procs[name], "info: serving")
             for loss in [0.0] + args.loss:
-                impair = path.popen(path.bridge, sys.executable, "-m", "stormpy", "impair",
-                                    "left", "right", "--loss", str(loss))
+                impair = path.impair("--loss", str(loss))
                 try:
-                    time.sleep(0.5)
                     _check(path, sizes, digests)
                     for size in sizes:
                         row = {"loss": loss, "size": size}

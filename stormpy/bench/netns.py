@@ -11,7 +11,7 @@ import subprocess
 import sys
 
 from stormpy.bench.errors import BenchError
-from stormpy.bench.processes import REPO_ROOT
+from stormpy.bench.processes import REPO_ROOT, wait_for_output
 
 SERVER_V4, CLIENT_V4 = "198.18.0.1", "198.18.0.2"
 SERVER_V6, CLIENT_V6 = "2001:2::1", "2001:2::2"
@@ -33,6 +33,12 @@ def _sh(*cmd, check=True):
     if check and r.returncode != 0:
         raise BenchError(f"{' '.join(cmd)}: {r.stderr.strip() or 'failed'}")
     return r
+
+
+def _mac(ns: str) -> str:
+    """The MAC address of the namespace's veth0."""
+    parts = _sh("ip", "-n", ns, "-o", "link", "show", IFACE).stdout.split()
+    return parts[parts.index("link/ether") + 1]
 
 
 class VethPair:
@@ -61,8 +67,8 @@ class VethPair:
                 _sh("ip", "-n", ns, "addr", "add", f"{v4}/24", "dev", IFACE)
                 _sh("ip", "-n", ns, "addr", "add", f"{v6}/64", "dev", IFACE, "nodad")
                 _sh("ip", "-n", ns, "link", "set", IFACE, "up")
-            self.server_mac = self._mac(self.server)
-            self.client_mac = self._mac(self.client)
+            self.server_mac = _mac(self.server)
+            self.client_mac = _mac(self.client)
             if self.client_xdp:
                 self.hold_client_program()
             if not self.static_neighbours:
@@ -76,11 +82,6 @@ class VethPair:
             self.__exit__()
             raise
         return self
-
-    def _mac(self, ns: str) -> str:
-        with_ns = _sh("ip", "-n", ns, "-o", "link", "show", IFACE).stdout
-        parts = with_ns.split()
-        return parts[parts.index("link/ether") + 1]
 
     def hold_client_program(self):
         """A veth takes the frames its peer's native XDP program sends (XDP_TX) only while
@@ -117,7 +118,8 @@ class ImpairedPath:
     """Namespaces `client`, `bridge` and `server`: client veth0 (198.18.4.2) is linked to
     the bridge's `left`, the bridge's `right` to server veth0 (198.18.4.1), so every
     frame between them crosses the bridge namespace, where `stormpy impair` forwards it.
-    Nothing passes until it runs. The hosts' veths send real frames (no TSO or GSO, whole
+    Nothing passes until it runs; the hosts know each other's MAC without ARP. The hosts'
+    veths send real frames (no TSO or GSO, whole
     checksums), as any frame forwarder needs."""
     SERVER, CLIENT = "198.18.4.1", "198.18.4.2"
 
@@ -145,6 +147,12 @@ class ImpairedPath:
                         "tso", "off", "gso", "off")
             for iface in ("left", "right"):
                 self.sh("ip", "-n", self.bridge, "link", "set", iface, "up")
+            # Static neighbours: an ARP request lost on the path, or sent before impair
+            # runs, would fail the connection that waits on it (the entry goes FAILED).
+            for ns, peer, peer_ns in ((self.client, self.SERVER, self.server),
+                                      (self.server, self.CLIENT, self.client)):
+                self.sh("ip", "-n", ns, "neigh", "replace", peer, "lladdr", _mac(peer_ns),
+                        "dev", "veth0", "nud", "permanent")
         except BaseException:
             self.__exit__()
             raise
@@ -162,3 +170,10 @@ class ImpairedPath:
     def run(self, ns, *cmd, timeout=60):
         return subprocess.run(["ip", "netns", "exec", ns, *cmd], capture_output=True, text=True,
                               timeout=timeout)
+
+    def impair(self, *args, seconds: float = 30.0) -> subprocess.Popen:
+        """`stormpy impair left right *args` in the bridge namespace, once it forwards."""
+        proc = self.popen(self.bridge, sys.executable, "-m", "stormpy", "impair", "left",
+                          "right", *args)
+        wait_for_output(proc, "impair: forwarding", seconds)
+        return proc

@@ -7,6 +7,7 @@ import argparse
 import contextlib
 import os
 import re
+import select
 import shutil
 import signal
 import socket
@@ -112,6 +113,31 @@ def log_tail(log_path: str, lines: int) -> str:
     except OSError:
         return ""
     return " | ".join(text[-lines:])
+
+
+def wait_for_output(proc: subprocess.Popen, text: str, seconds: float = 30.0) -> str:
+    """What proc wrote to its stderr pipe (its stdout when stderr goes there) up to and
+    including `text`, its sign of being ready. BenchError, the process killed, when it
+    exits first or does not say it within `seconds`. Reads the pipe's descriptor, not its text
+    wrapper, so communicate() later gets the rest."""
+    fd = (proc.stderr or proc.stdout).fileno()
+    seen = b""
+    deadline = time.monotonic() + seconds
+    while text.encode() not in seen:
+        left = deadline - time.monotonic()
+        ready = select.select([fd], [], [], max(0.0, min(left, 0.5)))[0] if left > 0 else []
+        chunk = os.read(fd, 65536) if ready else b""
+        if ready and chunk:
+            seen += chunk
+        elif ready or left <= 0:
+            shown = seen.decode("utf-8", "replace").strip().replace("\n", " | ")
+            why = f"exited with {proc.wait()}" if ready else f"did not say so within {seconds:g} s"
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(timeout=10)
+            raise BenchError(f"{' '.join(map(str, proc.args[:6]))}: not ready ({why}): "
+                             f"{shown or '(no output)'}")
+    return seen.decode("utf-8", "replace")
 
 
 def run_to_end(argv: list, limit: float, name: str) -> tuple[int, str]:

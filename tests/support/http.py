@@ -8,13 +8,16 @@ from __future__ import annotations
 
 import hashlib
 import os
+import signal
 import socket
+import subprocess
 import sys
 import time
 import urllib.parse
 from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
+from stormpy.bench.processes import wait_for_output
 from support.process import HOST, REPO_ROOT, ServerProcess
 from support.servers import StormpyServer
 
@@ -143,18 +146,43 @@ class HttpServerProcess(ServerProcess):
 
 def curl_digests(run, ns, host, paths, timeout=60, retries=5):
     """Every path fetched by one curl run in namespace ns (one kept-alive connection),
-    through run(ns, *cmd, timeout=); the SHA-256 of each body."""
+    through run(ns, *cmd, timeout=); the SHA-256 of each body. --fail-early: curl's
+    status is otherwise the last transfer's, and an earlier one's failure left unseen."""
     where = f"[{host}]" if ":" in host else host
-    cmd = ["curl", "-sS", "--fail", "-g", "--max-time", str(timeout), "--retry", str(retries),
-           "--retry-connrefused", "--retry-delay", "0"]
+    cmd = ["curl", "-sS", "--fail", "--fail-early", "-g", "--max-time", str(timeout),
+           "--retry", str(retries), "--retry-connrefused", "--retry-delay", "0"]
     outs = [f"/tmp/sp-curl-{os.getpid()}-{time.monotonic_ns()}-{i}" for i in range(len(paths))]
     for out, path in zip(outs, paths):
         cmd += ["-o", out, f"http://{where}{urllib.parse.quote(path)}"]
-    r = run(ns, *cmd, timeout=timeout + 30)
-    assert r.returncode == 0, r.stderr
-    digests = []
-    for out in outs:
-        with open(out, "rb") as f:
-            digests.append(hashlib.sha256(f.read()).hexdigest())
-        os.unlink(out)
-    return digests
+    try:
+        r = run(ns, *cmd, timeout=timeout + 30)
+        assert r.returncode == 0, r.stderr
+        digests = []
+        for out in outs:
+            with open(out, "rb") as f:
+                digests.append(hashlib.sha256(f.read()).hexdigest())
+        return digests
+    finally:
+        for out in outs:
+            if os.path.exists(out):
+                os.unlink(out)
+
+
+def serve_on_rings(ns, root, backend="xdp", *extra):
+    """serve-http on namespace ns's veth0 rings, once it says it serves; backend: a name,
+    or (name, mode). Its stdout and stderr share one pipe, for stop_server()."""
+    name, mode = backend if isinstance(backend, tuple) else (backend, "memcpy")
+    env = dict(os.environ, PYTHONPATH=REPO_ROOT, PYTHONUNBUFFERED="1")
+    proc = subprocess.Popen(["ip", "netns", "exec", ns, sys.executable, "-m", "stormpy",
+                             "serve-http", str(root), "--iface", "veth0", "--backend", name,
+                             "--mode", mode, "--control", "", *extra], cwd=REPO_ROOT, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    wait_for_output(proc, "info: serving")
+    return proc
+
+
+def stop_server(proc) -> str:
+    """SIGTERM; what the server wrote after it said it serves (its exit summary)."""
+    proc.send_signal(signal.SIGTERM)
+    out, _ = proc.communicate(timeout=15)
+    return out
