@@ -14,6 +14,7 @@ import dns.message
 import pytest
 
 from conftest import EXAMPLE_ZONE
+from stormpy.bench.processes import wait_for_output
 from stormpy.dns.server import TAP_CHECK_SECONDS
 from support.backends import NO_NETNS, RINGS, RINGS_AND_DRIVER, ring_serving
 from support.netns import SERVER_V4, NsServer, VethPair
@@ -233,7 +234,7 @@ def test_gathered_http_frames_are_captured_whole(backend, tmp_path):
                                   env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                   text=True)
         try:
-            time.sleep(1.0)
+            wait_for_output(server, "info: serving")
             tap = start_tap(control, out, "--filter", "tx port 80", "--duration", "30")
             r = pair.run(pair.client, "curl", "-sS", "--max-time", "20", "-o",
                          str(tmp_path / "got"), f"http://{SERVER_V4}/f.bin")
