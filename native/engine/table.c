@@ -319,7 +319,7 @@ struct sp_table *sp_table_builder_finish(struct sp_table_builder *b)
         sp_table_builder_free(b);
         return NULL;
     }
-    uint64_t nslots = 16;
+    uint64_t nslots = MIN_SLOTS;
     while (nslots < t->nentries * 2)   /* load factor at most 1/2 */
         nslots *= 2;
     if ((!t->slots || nslots > t->mask + 1) && !reindex(t, nslots)) {
@@ -439,7 +439,8 @@ struct sp_table *sp_table_flat_rebase(void *mem, size_t len)
     if (len < sizeof(struct sp_table) || ((uintptr_t)mem % FLAT_ALIGN) != 0)
         return NULL;
     struct sp_table *t = mem;
-    if (!t->flat || ((t->mask + 1) & t->mask) != 0 || t->mask >= len || t->nentries >= len ||
+    if (!t->flat || ((t->mask + 1) & t->mask) != 0 || t->mask < MIN_SLOTS - 1 || t->mask >= len ||
+        t->nentries >= len ||
         t->nresponses >= len || t->npatches >= len || t->arena_len >= len ||
         t->program_off + t->program_len > t->arena_len ||
         sp_table_flat_size(t) != len)

@@ -37,6 +37,9 @@ struct slot {
     uint32_t hash;
     uint32_t entry_plus1;   /* the entry's offset in the arena / ENTRY_ALIGN, plus 1; 0: empty */
 };
+/* An index has this many slots at least: whole cache lines of them, which the prefetch
+ * stages read a line at a time. */
+#define MIN_SLOTS 16u
 
 struct sp_table {
     uint8_t *arena;
