@@ -10,8 +10,9 @@
 #include "stormpy/engine/table.h"
 #include "stormpy/proto/csum.h"
 
-/* Zero bytes after the arena's last key: keys are compared a whole word at a time. */
-#define ARENA_PAD 8u
+/* Zero bytes after the arena's last key and response: keys are compared a whole word
+ * at a time, and answers' tails copied in whole pieces (SP_RESPONSE_READ_PAST). */
+#define ARENA_PAD SP_RESPONSE_READ_PAST
 
 /* A key's entry. It lives in the arena, 8-byte aligned, where sp_table_add_key() was
  * called: after the bytes of the response added last (a zone's compiler adds each

@@ -168,6 +168,11 @@ static inline size_t summed(const uint8_t *out, size_t n, uint32_t *sum)
 }
 
 #define DNS_PATCHES 4u      /* the head echoed and the question: SHIFTs follow */
+/* A usual answer's tail is copied in four 16-byte pieces (render_dns()); the bytes read
+ * past a response's end must be in its table's padding. */
+#define TAIL_PIECES 4u
+_Static_assert(TAIL_PIECES * 16 <= SP_RESPONSE_READ_PAST,
+               "a tail's pieces, read past a response's end, stay in the padding");
 
 _Static_assert(offsetof(struct sp_response, echo_head) ==
                offsetof(struct sp_response, insert_field) + 1, "read as one 16-bit word");
@@ -216,6 +221,23 @@ static inline uint32_t table_sum(const struct sp_table *t, const struct sp_respo
     return sp_csum_reduce(sum);
 }
 
+/* q's question after the header in one or two 16-byte pieces, the rest of a long one
+ * after them; up to 15 bytes past it written too, which the tail's copy must overwrite
+ * (16 bytes of it at least). Written out: as a loop, the compiler made it a call to
+ * libc. */
+static inline void copy_question(uint8_t *out, const struct sp_dns_query *q, size_t qlen)
+{
+    uint8_t piece[16];
+    memcpy(piece, q->question, 16);
+    memcpy(out + SP_DNS_HEADER_LEN, piece, 16);
+    if (qlen > 16) {
+        memcpy(piece, q->question + 16, 16);
+        memcpy(out + SP_DNS_HEADER_LEN + 16, piece, 16);
+    }
+    if (qlen > 32)
+        sp_copy_short(out + SP_DNS_HEADER_LEN + 32, q->question + 32, qlen - 32);
+}
+
 /* r rendered whole for q, when r has the DNS patch list (its head echoed, the question
  * spliced in at 12: the compiler's): the renderer specialised to that list, with
  * fixed-size copies and no patch loop. 0 when it does not fit or r is another shape
@@ -235,22 +257,29 @@ static inline size_t render_dns(const struct sp_table *t, const struct sp_respon
     memcpy(&w4, b + 8, 4);
     memcpy(out + 8, &w4, 4);
     sp_echo_head(r, msg, out);
-    if (tail >= 16) {
-        /* The usual question in one or two 16-byte pieces (the tail overwrites what
-         * passes it), written out: as a loop, the compiler made it a call to libc. */
-        uint8_t piece[16];
-        memcpy(piece, q->question, 16);
-        memcpy(out + SP_DNS_HEADER_LEN, piece, 16);
-        if (qlen > 16) {
-            memcpy(piece, q->question + 16, 16);
-            memcpy(out + SP_DNS_HEADER_LEN + 16, piece, 16);
-        }
-        if (qlen > 32)
-            sp_copy_short(out + SP_DNS_HEADER_LEN + 32, q->question + 32, qlen - 32);
+    /* The usual tail (an A's or AAAA's record, a negative answer's SOA, with OPT) in four
+     * 16-byte pieces, read past its end (SP_RESPONSE_READ_PAST) and written past it into
+     * room there is: a count fixed, as a loop's end mispredicted with its length. */
+    if (tail <= TAIL_PIECES * 16 && SP_DNS_HEADER_LEN + qlen + TAIL_PIECES * 16 <= cap) {
+        copy_question(out, q, qlen);
+        uint8_t p0[16], p1[16], p2[16], p3[16];   /* four registers, not the stack */
+        const uint8_t *from = b + SP_DNS_HEADER_LEN;
+        uint8_t *to = out + SP_DNS_HEADER_LEN + qlen;
+        memcpy(p0, from, 16);
+        memcpy(p1, from + 16, 16);
+        memcpy(p2, from + 32, 16);
+        memcpy(p3, from + 48, 16);
+        memcpy(to, p0, 16);
+        memcpy(to + 16, p1, 16);
+        memcpy(to + 32, p2, 16);
+        memcpy(to + 48, p3, 16);
     } else {
-        sp_copy_short(out + SP_DNS_HEADER_LEN, q->question, qlen);
+        if (tail >= 16)
+            copy_question(out, q, qlen);
+        else
+            sp_copy_short(out + SP_DNS_HEADER_LEN, q->question, qlen);
+        sp_copy_short(out + SP_DNS_HEADER_LEN + qlen, b + SP_DNS_HEADER_LEN, tail);
     }
-    sp_copy_short(out + SP_DNS_HEADER_LEN + qlen, b + SP_DNS_HEADER_LEN, tail);
     if (r->npatch > DNS_PATCHES)
         sp_response_shift(t, r, qlen, r->len, out);
     return r->len + qlen;

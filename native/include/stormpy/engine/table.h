@@ -280,8 +280,11 @@ uint32_t sp_response_sum(const struct sp_table *t, const struct sp_response *r,
 uint32_t sp_response_sum_with(const struct sp_table *t, const struct sp_response *r,
                               const struct sp_request *req, uint32_t insert_sum);
 
-/* Stored bytes of a response (for tests and tools). */
+/* Stored bytes of a response (for tests and tools). They may be read up to
+ * SP_RESPONSE_READ_PAST bytes past their end (the table's arena is padded), so that a
+ * short answer is copied in whole pieces of a fixed count, not by a loop. */
 const uint8_t *sp_response_bytes(const struct sp_table *t, const struct sp_response *r);
+#define SP_RESPONSE_READ_PAST 64u
 
 /* An echoed head's patches (the head's, and the INSERT's); SHIFTs follow them. */
 #define SP_ECHO_PATCHES(r) (3u + ((r)->insert_field != SP_NO_INSERT))
