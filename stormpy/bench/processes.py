@@ -117,9 +117,9 @@ def log_tail(log_path: str, lines: int) -> str:
 
 def wait_for_output(proc: subprocess.Popen, text: str, seconds: float = 30.0) -> str:
     """What proc wrote to its stderr pipe (its stdout when stderr goes there) up to and
-    including `text`, its sign of being ready. BenchError, the process killed, when it
-    exits first or does not say it within `seconds`. Reads the pipe's descriptor, not its text
-    wrapper, so communicate() later gets the rest."""
+    including `text`, its sign of being ready. BenchError, the process killed, when its
+    output ends first or it does not say so within `seconds`. Reads the pipe's
+    descriptor, not its text wrapper, so that communicate() later gets the rest."""
     fd = (proc.stderr or proc.stdout).fileno()
     seen = b""
     deadline = time.monotonic() + seconds
@@ -130,11 +130,11 @@ def wait_for_output(proc: subprocess.Popen, text: str, seconds: float = 30.0) ->
         if ready and chunk:
             seen += chunk
         elif ready or left <= 0:
-            shown = seen.decode("utf-8", "replace").strip().replace("\n", " | ")
-            why = f"exited with {proc.wait()}" if ready else f"did not say so within {seconds:g} s"
             if proc.poll() is None:
                 proc.kill()
-                proc.wait(timeout=10)
+            status = proc.wait(timeout=10)
+            why = f"exit status {status}" if ready else f"not within {seconds:g} s"
+            shown = seen.decode("utf-8", "replace").strip().replace("\n", " | ")
             raise BenchError(f"{' '.join(map(str, proc.args[:6]))}: not ready ({why}): "
                              f"{shown or '(no output)'}")
     return seen.decode("utf-8", "replace")
