@@ -315,7 +315,8 @@ struct sp_table *sp_table_builder_finish(struct sp_table_builder *b)
     struct sp_table *t = &b->t;
     static const uint8_t pad[ARENA_PAD];
     uint32_t pad_off;
-    if (!append_arena(b, pad, ARENA_PAD, &pad_off)) {
+    if ((t->arena_len == 0 || t->arena_len != b->padded_len) &&
+        !append_arena(b, pad, ARENA_PAD, &pad_off)) {
         sp_table_builder_free(b);
         return NULL;
     }

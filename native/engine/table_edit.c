@@ -51,7 +51,7 @@ struct sp_table_builder *sp_table_builder_edit(const struct sp_table *t)
     n->nentries = t->nentries;
     n->nresponses = t->nresponses;
     n->npatches = t->npatches;
-    n->arena_len = t->arena_len;
+    n->arena_len = b->padded_len = t->arena_len;
     n->program_off = t->program_off;
     n->program_len = t->program_len;
     n->longest = t->longest;

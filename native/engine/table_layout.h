@@ -77,6 +77,9 @@ struct sp_table_builder {
     /* A name's keys (one per kind of question) come one after another: its bytes are
      * stored once, which at a million names is tens of MiB. */
     uint32_t last_key_off, last_key_len;
+    /* The arena's length where it ends with its padding (an edited table's): finishing
+     * adds none again unless something was added since. */
+    uint64_t padded_len;
 };
 
 /* The entry a slot names. */

@@ -459,6 +459,45 @@ static int64_t found_user(const struct sp_table *t, const char *name)
     return r ? (int64_t)r->user : -1;
 }
 
+/* The arena ends with SP_RESPONSE_READ_PAST zero bytes, which answers' tails are read
+ * into: after the last response of a new table and of an edit that added one, and an
+ * edit that added nothing to the arena (a key removed) does not pad it twice. */
+static void test_arena_padding(void)
+{
+    static const uint8_t resp[20] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
+    struct sp_table_builder *b = sp_table_builder_new();
+    add_numbered_range(b, "k", 0, 10);
+    int64_t last = sp_table_add_response(b, resp, sizeof(resp), NULL, 0, 99);
+    CHECK(last >= 0);
+    struct sp_table *t = sp_table_builder_finish(b);
+    struct sp_table_info info;
+    sp_table_get_info(t, &info);
+    /* the first response's bytes are the arena's first */
+    const uint8_t *arena = sp_response_bytes(t, sp_table_response(t, 0));
+    const uint8_t *end = sp_response_bytes(t, sp_table_response(t, (uint32_t)last)) + sizeof(resp);
+    CHECK_EQ(info.arena_bytes, (uint64_t)(end - arena) + SP_RESPONSE_READ_PAST);
+    static const uint8_t zeros[SP_RESPONSE_READ_PAST];
+    CHECK(memcmp(end, zeros, sizeof(zeros)) == 0);
+    uint64_t padded = info.arena_bytes;
+
+    b = sp_table_builder_edit(t);
+    CHECK_EQ(sp_table_remove_key(b, 7, (const uint8_t *)"k3", 2), 0);
+    struct sp_table *removed = sp_table_builder_finish(b);
+    sp_table_get_info(removed, &info);
+    CHECK_EQ(info.arena_bytes, padded);
+
+    b = sp_table_builder_edit(removed);
+    last = sp_table_add_response(b, resp, sizeof(resp), NULL, 0, 98);
+    struct sp_table *added = sp_table_builder_finish(b);
+    sp_table_get_info(added, &info);
+    CHECK_EQ(info.arena_bytes, padded + sizeof(resp) + SP_RESPONSE_READ_PAST);
+    end = sp_response_bytes(added, sp_table_response(added, (uint32_t)last)) + sizeof(resp);
+    CHECK(memcmp(end, zeros, sizeof(zeros)) == 0);
+    sp_table_free(t);
+    sp_table_free(removed);
+    sp_table_free(added);
+}
+
 /* A key added again by an edit answers with its new response, whether the edit keeps
  * its index or grows it (every key re-indexed from the old slots); a key removed stays
  * out through the growth; the edited table survives a flat copy and a rebase. */
@@ -611,6 +650,7 @@ int main(void)
     test_ref_pins();
     test_edit();
     test_edit_readds_and_flattens();
+    test_arena_padding();
     test_staged_lookups();
     test_hash_spreads_names();
     return check_report("test_table");
