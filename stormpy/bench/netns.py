@@ -119,8 +119,8 @@ class ImpairedPath:
     the bridge's `left`, the bridge's `right` to server veth0 (198.18.4.1), so every
     frame between them crosses the bridge namespace, where `stormpy impair` forwards it.
     Nothing passes until it runs; the hosts know each other's MAC without ARP. The hosts'
-    veths send real frames (no TSO or GSO, whole
-    checksums), as any frame forwarder needs."""
+    veths send real frames (no TSO or GSO, whole checksums), as any frame forwarder
+    needs."""
     SERVER, CLIENT = "198.18.4.1", "198.18.4.2"
 
     def __init__(self):
@@ -152,7 +152,7 @@ class ImpairedPath:
             for ns, peer, peer_ns in ((self.client, self.SERVER, self.server),
                                       (self.server, self.CLIENT, self.client)):
                 self.sh("ip", "-n", ns, "neigh", "replace", peer, "lladdr", _mac(peer_ns),
-                        "dev", "veth0", "nud", "permanent")
+                        "dev", IFACE, "nud", "permanent")
         except BaseException:
             self.__exit__()
             raise
