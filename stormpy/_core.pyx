@@ -7,7 +7,7 @@ it includes, one per object (uvloop's layout); the C declarations are in
 includes/core.pxd.
 """
 from libc.stdint cimport uint8_t, uint16_t, uint32_t, uint64_t, int64_t, uintptr_t
-from libc.string cimport memset
+from libc.string cimport memcpy, memset
 from libc.stdlib cimport free
 from libc.errno cimport errno
 from posix.unistd cimport getpid

@@ -12,6 +12,15 @@ cdef _set_own_stack(sp_frame_config *cfg, dict own):
         cfg.has_ipv6 = 1
 
 
+cdef _set_nsid(sp_dns_config *cfg, bytes nsid):
+    """The NSID sent to queries asking for it (RFC 5001): nsid, at most 128 bytes."""
+    if nsid is None or len(nsid) > sizeof(cfg.nsid):
+        raise ValueError(f"an NSID is at most {sizeof(cfg.nsid)} bytes")
+    if nsid:
+        memcpy(cfg.nsid, <const char *>nsid, len(nsid))
+    cfg.nsid_len = len(nsid)
+
+
 cdef _set_identity(sp_frame_config *cfg, dict ident):
     """Answer only frames to this MAC and these addresses; cap replies at the MTU."""
     _copy_exact(cfg.mac, ident.get("mac"), 6, "mac")
@@ -208,10 +217,11 @@ cdef class FrameWorker:
     @staticmethod
     def dns_tcp(int fd, int index, TableRef ref not None, uint32_t max_connections=1024,
                 uint32_t max_per_source=0, uint32_t io_timeout_ms=500,
-                uint32_t idle_timeout_ms=10000, uint16_t max_udp=1232, int handoff_fd=0):
+                uint32_t idle_timeout_ms=10000, uint16_t max_udp=1232, int handoff_fd=0,
+                bytes nsid=b""):
         """A DNS-over-TCP worker on listening socket fd (the kernel's TCP; it closes fd),
         answering from ref's table (app/dns/stream.h); AXFR and IXFR connections go up
-        handoff_fd when it is not 0 (app/dns/handoff.h)."""
+        handoff_fd when it is not 0 (app/dns/handoff.h). nsid: as set_nsid()."""
         cdef FrameWorker self = FrameWorker.__new__(FrameWorker)
         cdef sp_frame_worker *w = ref._worker(index)
         cdef sp_frame_worker_config cfg
@@ -222,6 +232,7 @@ cdef class FrameWorker:
         cfg.dns_tcp.max_per_source, cfg.dns_tcp.io_timeout_ms = max_per_source, io_timeout_ms
         cfg.dns_tcp.idle_timeout_ms, cfg.dns_tcp.dns.max_udp = idle_timeout_ms, max_udp
         cfg.dns_tcp.dns.handoff_fd = handoff_fd
+        _set_nsid(&cfg.dns_tcp.dns, nsid)
         why[0] = 0
         if sp_frame_worker_init(w, &cfg, why, sizeof(why)) != 0:
             raise BackendError(why.decode(errors="replace"))
@@ -258,6 +269,13 @@ cdef class FrameWorker:
         if local_address:
             packed = ipaddress.ip_address(local_address).packed
             _copy_exact(self.w.dns.cfg.handoff_local, packed, len(packed), "local address")
+
+    def set_nsid(self, bytes nsid):
+        """Send nsid (at most 128 bytes; empty: none) to queries asking for the server's
+        NSID (RFC 5001)."""
+        if self.w is NULL:
+            raise ValueError("worker closed")
+        _set_nsid(&self.w.dns.cfg, nsid)
 
     def set_identity(self, dict identity):
         """Answer only frames to identity's mac and addresses; cap replies at its mtu."""
@@ -329,7 +347,7 @@ def run_memory_worker(TableRef ref not None, frames, int worker=0, uint16_t port
                       uint64_t tx_flush_us=0, identity=None, str mode="memcpy",
                       unsigned precopy_frames=PRECOPY_FRAMES, precopy_min=None,
                       bint responder=False, handler=None, bint all_frames=False,
-                      TapRegion tap=None, bint l4_verified=False):
+                      TapRegion tap=None, bint l4_verified=False, bytes nsid=b""):
     """Run one frame worker over the memory backend: `frames` (Ethernet frames, bytes)
     replayed `rounds` times through the real worker loop, reading ref's table from
     slot `worker`. `own`, a dict of mac/ipv4/ipv6 (packed bytes), answers ARP, ICMP
@@ -339,8 +357,8 @@ def run_memory_worker(TableRef ref not None, frames, int worker=0, uint16_t port
     rules, with `handler` for the rest (all_frames: also what is not UDP to port).
     `tap`: its ring `worker` gets the frames while a tap is attached (the benchmarks'
     cost of a tap). `l4_verified`: every frame marked as a NIC marks those whose UDP
-    checksum it verified (the cost with checksum offload). Returns (reply frames
-    captured, counters)."""
+    checksum it verified (the cost with checksum offload). `nsid`: as
+    FrameWorker.set_nsid(). Returns (reply frames captured, counters)."""
     cdef FrameWorker fw = FrameWorker.__new__(FrameWorker)
     cdef sp_io *io
     cdef size_t n = 0, pos = 0, flen
@@ -366,6 +384,7 @@ def run_memory_worker(TableRef ref not None, frames, int worker=0, uint16_t port
         fw._init(fw.private, io, NULL, ref, worker, port, batch, max_udp, ttl,
                    precopy_frames if precopy else 0)
         fw.set_tx_flush_us(tx_flush_us)
+        fw.set_nsid(nsid)
         if precopy_min is not None:
             fw.set_precopy_min(precopy_min)
         if tap is not None:

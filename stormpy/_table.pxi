@@ -184,11 +184,13 @@ cdef class Table:
             return None
         return PyBytes_FromStringAndSize(<char *>out, n), sp_response_sum(self.t, r, &req)
 
-    def dns_answer(self, const uint8_t[:] query, bint tcp=False, uint16_t max_udp=1232):
-        """Answer one DNS message from this table: the response bytes, or None (dropped)."""
+    def dns_answer(self, const uint8_t[:] query, bint tcp=False, uint16_t max_udp=1232,
+                   bytes nsid=b""):
+        """Answer one DNS message from this table: the response bytes, or None (dropped).
+        nsid: the server's NSID, for a query that asks for it."""
         if self.t is NULL:
             raise ValueError("table already published")
-        return _answer(self.t, query, tcp, max_udp)
+        return _answer(self.t, query, tcp, max_udp, NULL, nsid)
 
     def dns_answer_zone(self, const uint8_t[:] query, uint16_t max_udp=1232):
         """dns_answer over UDP, and the zone slot a worker counts the answer under (the
@@ -224,6 +226,7 @@ cdef class Table:
         offsets[0] = 0
         for i in range(count):
             offsets[i + 1] = offsets[i] + len(queries[i])
+        memset(&cfg, 0, sizeof(cfg))
         cfg.max_udp = max_udp
         memset(&c, 0, sizeof(c))
         start = time.perf_counter_ns()
@@ -240,7 +243,7 @@ cdef class Table:
 
 
 cdef object _answer(const sp_table *t, const uint8_t[:] query, bint tcp, uint16_t max_udp,
-                    sp_dns_counters *counters=NULL):
+                    sp_dns_counters *counters=NULL, bytes nsid=b""):
     """The answer to query from t, counted in counters when given."""
     cdef sp_dns_config cfg
     cdef sp_dns_query q
@@ -249,7 +252,9 @@ cdef object _answer(const sp_table *t, const uint8_t[:] query, bint tcp, uint16_
     cdef size_t n
     if len(query) == 0:
         return None
+    memset(&cfg, 0, sizeof(cfg))
     cfg.max_udp = max_udp
+    _set_nsid(&cfg, nsid)
     if counters is NULL:
         memset(&c, 0, sizeof(c))
         counters = &c

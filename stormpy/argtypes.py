@@ -130,6 +130,24 @@ def txt_string(text: str) -> str:
     return text
 
 
+def nsid(text: str) -> bytes:
+    """A server's NSID (RFC 5001) as Knot and NSD take it: 0x and hex digits, or text,
+    sent as its UTF-8 bytes; at most 128 bytes. Empty: none."""
+    if text[:2].lower() == "0x":
+        try:
+            value = bytes.fromhex(text[2:])
+        except ValueError:
+            raise argparse.ArgumentTypeError("after 0x, pairs of hex digits") from None
+    else:
+        value = text.encode()
+    if len(value) > 128:
+        raise argparse.ArgumentTypeError(f"at most 128 bytes, not {len(value)}")
+    return value
+
+
+nsid.reads_text = True    # a config file's 0x12 is this text, not YAML's number
+
+
 def number_list(text: str) -> list[int]:
     """'1,2,4' or '1-4' or '1k,100k,1M' -> a list of ints (for argparse)."""
     out = []

@@ -110,6 +110,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="answer CH TXT version.bind/version.server with TEXT (default: REFUSED)")
     s.add_argument("--chaos-identity", type=argtypes.txt_string, metavar="TEXT",
                    help="answer CH TXT id.server/hostname.bind with TEXT (default: REFUSED)")
+    s.add_argument("--nsid", type=argtypes.nsid, default=b"", metavar="ID",
+                   help="send ID to queries that ask for the server's identifier (NSID, RFC "
+                   "5001; dig +nsid): text, or 0x and hex digits; at most 128 bytes "
+                   "(default: none)")
     add_serving_arguments(s, default_port=53)
 
     h = sub.add_parser("serve-http", help="serve a directory over HTTP/1.1",
@@ -269,7 +273,8 @@ def dns_config(args):
 
     cfg = serving_config(args, ("127.0.0.1", 5353), DnsConfig, zones=args.zones, origins=args.origin,
                          max_udp=args.max_udp, chaos_version=args.chaos_version,
-                         chaos_identity=args.chaos_identity, rrl_rate=args.rrl_rate,
+                         chaos_identity=args.chaos_identity, nsid=args.nsid,
+                         rrl_rate=args.rrl_rate,
                          rrl_slip=args.rrl_slip, rrl_ipv4_prefix=args.rrl_ipv4_prefix,
                          rrl_ipv6_prefix=args.rrl_ipv6_prefix, rrl_allow=args.rrl_allow,
                          tcp_workers=args.tcp_workers, tcp_max_clients=args.tcp_max_clients,

@@ -292,7 +292,10 @@ class _Reader:
             self.fail(keynode, key, self._unknown(loaded.app, key))
             return
         try:
-            value = convert(action, self.loader.construct_object(valnode, deep=True))
+            if getattr(action.type, "reads_text", False) and isinstance(valnode, yaml.ScalarNode):
+                value = convert(action, valnode.value)
+            else:
+                value = convert(action, self.loader.construct_object(valnode, deep=True))
         except _Bad as e:
             self.fail(valnode, key, str(e))
             return

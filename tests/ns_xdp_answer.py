@@ -107,6 +107,10 @@ def left_to_workers(pairs, rnd):
     out["a cut option header"] = _with_options(name, rdtype, b"\x00\x0a\x00")
     out["nine options"] = _with_options(name, rdtype, b"\x00\x0c\x00\x00" * 9)
     out["65 bytes of options"] = _with_options(name, rdtype, b"\x00\x0c\x00\x3d" + bytes(61))
+    # an NSID request: the workers send the server's (--nsid)
+    out["an NSID request"] = _with_options(name, rdtype, b"\x00\x03\x00\x00")
+    out["NSID among other options"] = _with_options(
+        name, rdtype, b"\x00\x0a\x00\x08" + bytes(8) + b"\x00\x03\x00\x00" + b"\x00\x0c\x00\x00")
     out["ANY"] = frame(name, 255, rnd)
     out["a name not held"] = frame("no-such-name-" + name, rdtype, rnd)
     return out
@@ -123,12 +127,11 @@ def _with_options(name, rdtype, options: bytes, rd=False):
 
 def with_options(pairs, rnd):
     """Answerable questions with EDNS options the workers skip (none is answered): a
-    client COOKIE (BIND sends one), a client and server COOKIE, an NSID request, several
-    at once, and exactly as many bytes and options as the driver walks."""
+    client COOKIE (BIND sends one), a client and server COOKIE, several at once, and
+    exactly as many bytes and options as the driver walks."""
     sets = [b"\x00\x0a\x00\x08" + bytes(range(8)),
             b"\x00\x0a\x00\x18" + bytes(range(24)),
-            b"\x00\x03\x00\x00",
-            b"\x00\x03\x00\x00" + b"\x00\x0a\x00\x08" + bytes(8) + b"\x00\x0c\x00\x02\x00\x00",
+            b"\x00\x0a\x00\x08" + bytes(8) + b"\x00\x0c\x00\x02\x00\x00",
             b"\x00\x0c\x00\x3c" + bytes(60),
             b"\x00\x0c\x00\x00" * 8]
     return [_with_options(mixed_case(o, rnd), t, rnd.choice(sets), rd=rnd.random() < 0.5)

@@ -29,7 +29,7 @@ SAMPLES = {"N": "3", "S": "2.5", "BYTES": "1400", "BITS": "20", "TEXT": "sample 
            "US": "80", "PATH": "/tmp/stormpy-sample.sock", "PREFIX": "192.0.2.0/24",
            "stderr|syslog|FILE": "/tmp/stormpy-sample.log", "MIB": "8", "ZONE": "example.net.",
            "ADDR[:PORT]": "192.0.2.1:5300", "NAME:ALG:SECRET": "k:hmac-sha256:c2VjcmV0",
-           "DIR": "/tmp"}
+           "DIR": "/tmp", "ID": "0x6e7331"}
 
 
 def commands():

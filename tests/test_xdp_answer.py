@@ -47,7 +47,7 @@ def test_the_driver_answers_exactly_as_the_workers(seed):
     assert report["not_held"]["tx"] > 800 and report["not_held"]["up"] > 0
     assert report["left"]["tx"] == 0, report["left_names"]
     assert report["mutated"]["tx"] > 100 and report["mutated"]["up"] > 1000
-    # EDNS options the workers skip (cookies, NSID): answered as without them, where held
+    # EDNS options the workers skip (cookies, padding): answered as without them, where held
     assert report["options"]["tx"] > 100 and report["options"]["up"] <= report["left_out"]
     answered = held["tx"] + report["not_held"]["tx"] + report["options"]["tx"] + \
         report["mutated"]["tx"]
@@ -87,7 +87,8 @@ def test_a_server_answers_in_the_driver_and_reloads(mode, tmp_path):
     asked = ["--xdp-answer"] if mode == "native" else []
     with VethPair(client_xdp=mode == "native") as pair, \
             NsServer(pair, [str(zone), "--iface", "veth0", "--backend", "xdp", *asked,
-                            "--xdp-mode", mode, "--control", control]) as srv:
+                            "--xdp-mode", mode, "--control", control,
+                            "--nsid", "ns-xdp-test"]) as srv:
         for _ in range(2):
             check_answers(pair.query(QUESTIONS, server=SERVER_V4))
         assert kdig(pair, "WwW.ExAmple.com") == ["192.0.2.80"]
@@ -106,6 +107,11 @@ def test_a_server_answers_in_the_driver_and_reloads(mode, tmp_path):
         assert kdig(pair, "www.example.com", "A", "+cookie") == ["192.0.2.80"]
         assert stats(control)["xdp_answered"] == after["xdp_answered"] + 1
         after = stats(control)
+        # one asking for the server's NSID goes up: the workers send it
+        asked_nsid = pair.run(pair.client, "kdig", "@" + SERVER_V4, "www.example.com", "+norec",
+                              "+nsid", "+timeout=2", "+retry=1").stdout
+        assert '"ns-xdp-test"' in asked_nsid and "192.0.2.80" in asked_nsid, asked_nsid
+        assert stats(control)["xdp_answered"] == after["xdp_answered"]
         # a reload publishes a new generation; the old answer is gone at once
         zone.write_text(open(EXAMPLE).read().replace("192.0.2.80", "192.0.2.180")
                         .replace("2024010101", "2024010102"))

@@ -174,10 +174,11 @@ static __always_inline int sp_grow(struct xdp_md *ctx, struct sp_answer_scratch 
 }
 
 /* The OPT record's options, rdlen bytes (1 to SP_OPT_DATA_MAX) at `offset` in the
- * frame, `at` in the question's count: the workers skip every option (no cookie, no
- * NSID is answered), so the driver's reply is theirs whatever the options say, as long
+ * frame, `at` in the question's count: the workers skip every option but NSID (no
+ * cookie is answered), so the driver's reply is theirs whatever the others say, as long
  * as they are well-formed, which the workers check. Their bytes' sum, or -1: malformed
- * (the workers answer FORMERR), or more than it walks. A global function, so the
+ * (the workers answer FORMERR), an NSID asked for (the workers send the server's), or
+ * more than it walks. A global function, so the
  * verifier checks it once, not once for every way into the rest of the program. */
 __attribute__((noinline)) int sp_options_sum(struct xdp_md *ctx, __u32 offset, __u32 at,
                                              __u32 rdlen)
@@ -193,6 +194,8 @@ __attribute__((noinline)) int sp_options_sum(struct xdp_md *ctx, __u32 offset, _
         if (o + 4 > n)
             return -1;
         __u32 idx = o & (SP_OPT_DATA_MAX - 1);
+        if (((__u32)s->options[idx] << 8 | s->options[idx + 1]) == 3)   /* NSID */
+            return -1;
         o += 4 + ((__u32)s->options[idx + 2] << 8 | s->options[idx + 3]);
         if (o > n)
             return -1;

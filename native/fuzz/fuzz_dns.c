@@ -28,7 +28,8 @@ static void find_as_walked(const struct sp_table *t, const uint8_t *msg, size_t 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     const struct sp_table *t = fuzz_table();
-    struct sp_dns_config cfg = {.max_udp = 1232};
+    /* an NSID (RFC 5001) on every other input: its room must be counted too */
+    struct sp_dns_config cfg = {.max_udp = 1232, .nsid_len = size & 1 ? 100 : 0};
     struct sp_dns_query q;
     struct sp_dns_counters c = {0};
     uint8_t *msg = fuzz_copy(data, size);
@@ -46,6 +47,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 __builtin_trap();                 /* what goes out is a response */
             if (n && !tcp && n > (q.edns ? cfg.max_udp : SP_DNS_UDP_MIN))
                 __builtin_trap();                 /* the UDP limits */
+            if (n && q.edns && size >= SP_DNS_HEADER_LEN && caps[i] >= SP_DNS_UDP_MIN &&
+                !(out[3] & 0x0f) && !(out[2] & 0x02) && sp_get16(out + 10) == 0)
+                __builtin_trap();                 /* an EDNS query's answer has its OPT */
             if (n && (out[0] != msg[0] || out[1] != msg[1]))
                 __builtin_trap();                 /* the ID is the query's */
             free(out);

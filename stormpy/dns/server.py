@@ -54,6 +54,7 @@ class DnsConfig(ServerConfig):
     origins: list[str] = field(default_factory=list)
     chaos_version: str | None = None
     chaos_identity: str | None = None
+    nsid: bytes = b""                # sent to queries with the NSID option (RFC 5001)
     # DNS over TCP, after Knot's tcp-* settings
     tcp_workers: int = 1             # TCP worker processes per listening address
     tcp_max_clients: int = 8192      # connections open at once, over all TCP workers
@@ -312,6 +313,7 @@ class DnsServer(Server):
         import_rdata_classes()
 
     def configure_worker(self, w, local_address: str | None) -> None:
+        w.set_nsid(self.cfg.nsid)
         if self.cfg.precopy_min is not None:
             w.set_precopy_min(self.cfg.precopy_min)
         if self.secondaries:            # NOTIFY comes up to this process
@@ -376,7 +378,8 @@ class DnsServer(Server):
             fd, index, self.ref, max_connections=per_worker, max_per_source=per_source,
             io_timeout_ms=max(1, int(cfg.tcp_io_timeout * 1000)),
             idle_timeout_ms=max(1, int(cfg.tcp_idle_timeout * 1000)), max_udp=cfg.max_udp,
-            handoff_fd=self.handoff.worker_fd if self.handoff is not None else 0)
+            handoff_fd=self.handoff.worker_fd if self.handoff is not None else 0,
+            nsid=self.cfg.nsid)
 
     def summary(self, c: dict) -> str:
         return (super().summary(c) + f" tcp_connections={c['tcp_connections']} "

@@ -97,6 +97,8 @@ cdef extern from "stormpy/app/dns/dns.h" nogil:
         uint8_t question[272]
     struct sp_dns_config:
         uint16_t max_udp
+        uint16_t nsid_len
+        uint8_t nsid[128]
         int handoff_fd
         uint8_t handoff_local[16]
     struct sp_dns_counters:

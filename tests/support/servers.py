@@ -60,14 +60,17 @@ def knotc_path() -> Optional[str]:
 
 def knot_config(zones: Sequence[Tuple[str, str]], port: int, rundir: str,
                 version: Optional[str] = None, identity: Optional[str] = None,
-                semantic_checks: bool = False) -> dict:
+                semantic_checks: bool = False, nsid: Optional[str] = None) -> dict:
     """knotd's configuration.  version/identity: None = Knot's default
-    ("Knot DNS x.y.z" / hostname); "" = disabled (CH queries REFUSED)."""
+    ("Knot DNS x.y.z" / hostname); "" = disabled (CH queries REFUSED). nsid: the same
+    (Knot's default NSID is the hostname)."""
     server = {"rundir": rundir, "listen": f"{HOST}@{port}"}
     if version is not None:
         server["version"] = version
     if identity is not None:
         server["identity"] = identity
+    if nsid is not None:
+        server["nsid"] = nsid
     server.update({"udp-workers": 1, "tcp-workers": 1, "background-workers": 1})
     return {"server": server,
             "database": {"storage": rundir},
@@ -83,7 +86,7 @@ class KnotServer(ServerProcess):
 
     def __init__(self, zones: Sequence[ZoneSpec], version: Optional[str] = None,
                  identity: Optional[str] = None, port: Optional[int] = None,
-                 ready_timeout: float = 15.0):
+                 ready_timeout: float = 15.0, nsid: Optional[str] = None):
         super().__init__(port=port, ready_timeout=ready_timeout)
         self.zones = norm_zones(zones)
         self.binary = knotd_path()
@@ -91,7 +94,8 @@ class KnotServer(ServerProcess):
             raise FileNotFoundError("knotd not installed")
         self.conf_path = os.path.join(self.workdir, "knot.conf")
         write_knot_config(self.conf_path, knot_config(self.zones, self.port, self.workdir,
-                                                      version, identity), "stormpy tests")
+                                                      version, identity, nsid=nsid),
+                           "stormpy tests")
 
     def command(self) -> list:
         return [self.binary, "-c", self.conf_path]
@@ -216,19 +220,20 @@ if pytest is not None:
 
     @pytest.fixture(scope="session")
     def knot_server():
-        """Factory: knot_server(zones, version=None, identity=None) -> KnotServer (started).
+        """Factory: knot_server(zones, version=None, identity=None, nsid=None) -> KnotServer
+        (started).
         Skips (with the reason printed) only if knotd is not installed."""
         if knotd_path() is None:
             reason = "knotd (Knot DNS) is not installed; reference-server tests skipped"
             print(f"\nSKIP: {reason}")
             pytest.skip(reason)
 
-        def start(zones, version=None, identity=None, tag=None):
+        def start(zones, version=None, identity=None, tag=None, nsid=None):
             """tag: any value; distinct tags give distinct server instances."""
-            return KnotServer(zones, version=version, identity=identity).start()
+            return KnotServer(zones, version=version, identity=identity, nsid=nsid).start()
 
-        yield from _reusing(start, lambda zones, version=None, identity=None, tag=None:
-                            _key(zones, version, identity, tag))
+        yield from _reusing(start, lambda zones, version=None, identity=None, tag=None, nsid=None:
+                            _key(zones, version, identity, tag, nsid))
 
     @pytest.fixture(scope="session")
     def stormpy_server():

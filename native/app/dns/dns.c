@@ -22,13 +22,27 @@ size_t sp_dns_udp_limit(const struct sp_dns_query *q, const struct sp_dns_config
 }
 
 /* The response OPT: our payload size, the client's DO bit, the upper bits of an
- * extended rcode, and Extended DNS Error 20 on REFUSED (as Knot does). */
+ * extended rcode, the server's NSID when the query asked for it (RFC 5001), and Extended
+ * DNS Error 20 on REFUSED (as Knot does, after the NSID). */
 #define EDE_LEN 6u
 #define RCODE_REFUSED_NO_ZONE 0x1005   /* REFUSED with EDE 20; internal only */
 
-static size_t opt_len(uint16_t rcode)
+/* The NSID option's length in q's answer: 0 unless asked for and configured. */
+static inline size_t nsid_len(const struct sp_dns_query *q, const struct sp_dns_config *cfg)
 {
-    return SP_DNS_OPT_LEN + (rcode == RCODE_REFUSED_NO_ZONE ? EDE_LEN : 0u);
+    return q->nsid && cfg->nsid_len ? 4u + cfg->nsid_len : 0u;
+}
+
+static size_t opt_len(const struct sp_dns_query *q, const struct sp_dns_config *cfg,
+                      uint16_t rcode)
+{
+    return SP_DNS_OPT_LEN + nsid_len(q, cfg) + (rcode == RCODE_REFUSED_NO_ZONE ? EDE_LEN : 0u);
+}
+
+/* The room an answer's OPT takes: none without EDNS. */
+static inline size_t opt_room(const struct sp_dns_query *q, const struct sp_dns_config *cfg)
+{
+    return q->edns ? opt_len(q, cfg, 0) : 0;
 }
 
 /* The sum of write_opt()'s record for rcode 0 (no EDE) at offset at, composed from its
@@ -42,24 +56,38 @@ static inline uint32_t opt_sum(const struct sp_dns_query *q, const struct sp_dns
     return (SP_DNS_TYPE_OPT << 8) + swapped + (q->edns_do ? 0x80u : 0);
 }
 
-static size_t write_opt(uint8_t *p, const struct sp_dns_query *q, const struct sp_dns_config *cfg,
-                        uint16_t rcode)
+/* An OPT record without options, for an extended rcode's upper bits. */
+static inline void write_plain_opt(uint8_t *p, const struct sp_dns_query *q,
+                                   const struct sp_dns_config *cfg, uint8_t rcode_high)
 {
     p[0] = 0;
     sp_put16(p + 1, SP_DNS_TYPE_OPT);
     sp_put16(p + 3, cfg->max_udp);
-    p[5] = rcode == RCODE_REFUSED_NO_ZONE ? 0 : (uint8_t)(rcode >> 4);
+    p[5] = rcode_high;
     p[6] = 0;
     p[7] = q->edns_do ? 0x80 : 0;
     p[8] = 0;
     sp_put16(p + 9, 0);
-    if (rcode == RCODE_REFUSED_NO_ZONE) {
-        sp_put16(p + 9, EDE_LEN);
-        sp_put16(p + 11, OPT_EDE);
-        sp_put16(p + 13, 2);
-        sp_put16(p + 15, EDE_NOT_AUTHORITATIVE);
+}
+
+static size_t write_opt(uint8_t *p, const struct sp_dns_query *q, const struct sp_dns_config *cfg,
+                        uint16_t rcode)
+{
+    write_plain_opt(p, q, cfg, rcode == RCODE_REFUSED_NO_ZONE ? 0 : (uint8_t)(rcode >> 4));
+    size_t len = opt_len(q, cfg, rcode), at = SP_DNS_OPT_LEN;
+    sp_put16(p + 9, (uint16_t)(len - SP_DNS_OPT_LEN));
+    if (nsid_len(q, cfg)) {
+        sp_put16(p + at, SP_DNS_OPTION_NSID);
+        sp_put16(p + at + 2, cfg->nsid_len);
+        memcpy(p + at + 4, cfg->nsid, cfg->nsid_len);
+        at += 4u + cfg->nsid_len;
     }
-    return opt_len(rcode);
+    if (rcode == RCODE_REFUSED_NO_ZONE) {
+        sp_put16(p + at, OPT_EDE);
+        sp_put16(p + at + 2, 2);
+        sp_put16(p + at + 4, EDE_NOT_AUTHORITATIVE);
+    }
+    return len;
 }
 
 /* An answer made on the spot: header, the question when it parsed, OPT when the
@@ -68,7 +96,7 @@ static size_t write_error(const uint8_t *msg, const struct sp_dns_query *q,
                           const struct sp_dns_config *cfg, uint16_t rcode, uint8_t *out, size_t cap)
 {
     size_t qlen = q->has_question ? q->question_len : 0;
-    size_t need = SP_DNS_HEADER_LEN + qlen + (q->edns ? opt_len(rcode) : 0);
+    size_t need = SP_DNS_HEADER_LEN + qlen + (q->edns ? opt_len(q, cfg, rcode) : 0);
     if (need > cap)
         return 0;
     memcpy(out, msg, 2);
@@ -110,7 +138,7 @@ write_truncated(const struct sp_table *t, const struct sp_response *r, const uin
                 const struct sp_dns_query *q, const struct sp_dns_config *cfg, uint8_t *out,
                 size_t cap)
 {
-    size_t need = SP_DNS_HEADER_LEN + q->question_len + (q->edns ? SP_DNS_OPT_LEN : 0);
+    size_t need = SP_DNS_HEADER_LEN + q->question_len + opt_room(q, cfg);
     if (need > cap)
         return 0;
     memcpy(out, sp_response_bytes(t, r), SP_DNS_HEADER_LEN);
@@ -150,7 +178,7 @@ static inline size_t count_answer(struct sp_dns_counters *c, const struct sp_res
 size_t sp_dns_full_len(const struct sp_response *r, const struct sp_dns_query *q,
                        const struct sp_dns_config *cfg, size_t cap)
 {
-    if (r->user & SP_DNS_USER_DNAME)     /* and SP_DNS_USER_NSEC3 */
+    if ((r->user & SP_DNS_USER_DNAME) || nsid_len(q, cfg))     /* and SP_DNS_USER_NSEC3 */
         return 0;
     size_t limit = sp_dns_udp_limit(q, cfg);
     if (limit > cap)
@@ -316,7 +344,7 @@ answer_spliced(const struct sp_table *t, const struct sp_dns_config *cfg, const 
                const struct sp_response *r, struct sp_dns_counters *c, uint32_t *sum)
 {
     bool nsec3 = (r->user & SP_DNS_USER_NSEC3) == SP_DNS_USER_NSEC3;
-    size_t opt = q->edns ? SP_DNS_OPT_LEN : 0, n = 0;
+    size_t opt = opt_room(q, cfg), n = 0;
     if (limit > opt)
         n = nsec3 ? sp_dns_nsec3_render(t, r, msg, q, out, limit - opt)
                   : sp_dns_dname_render(t, r, msg, q, out, limit - opt);
@@ -343,7 +371,11 @@ answer_whole(const struct sp_table *t, const struct sp_dns_config *cfg, const ui
     if (opt) {
         uint16_t arcount = sp_get16(out + 10);
         sp_put16(out + 10, (uint16_t)(arcount + 1));
-        write_opt(out + n, q, cfg, 0);
+        if (opt != SP_DNS_OPT_LEN) {         /* an NSID: summed whole (answer_from_table() has none) */
+            write_opt(out + n, q, cfg, 0);
+            return count_answer(c, r, summed(out, n + opt, sum));
+        }
+        write_plain_opt(out + n, q, cfg, 0);
         if (sum && arcount != 0xffff) {   /* ARCOUNT one more (an even offset), the OPT at n */
             *sum = sp_csum_reduce(table_sum(t, r, shaped, msg, len, q, out) + 1 +
                                   opt_sum(q, cfg, n));
@@ -370,7 +402,7 @@ answer_from_table_unusual(const struct sp_table *t, const struct sp_dns_config *
     size_t limit = tcp ? 65535 : sp_dns_udp_limit(q, cfg);
     if (limit > cap)
         limit = cap;
-    size_t opt = q->edns ? SP_DNS_OPT_LEN : 0;
+    size_t opt = opt_room(q, cfg);
     if (verdict == SP_DNS_SLIP)
         return count_answer(c, r, summed(out, write_truncated(t, r, msg, q, cfg, out, limit), sum));
     size_t stored = r->len;
@@ -417,7 +449,7 @@ answer_from_table(const struct sp_table *t, const struct sp_dns_config *cfg, con
     if (limit > cap)
         limit = cap;
     size_t opt = q->edns ? SP_DNS_OPT_LEN : 0;
-    if (__builtin_expect(!dns_shaped(r) || r->len + q->question_len + opt > limit, 0))
+    if (__builtin_expect(!dns_shaped(r) || r->len + q->question_len + opt > limit || q->nsid, 0))
         return answer_from_table_unusual(t, cfg, msg, len, tcp, out, cap, q, SP_DNS_LOOKUP, r,
                                          c, sum);
     size_t n = render_dns(t, r, true, msg, q, out, SIZE_MAX);   /* it fits: tested above */

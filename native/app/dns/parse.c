@@ -254,6 +254,7 @@ static enum sp_dns_verdict parse_records(const uint8_t *msg, size_t len, size_t 
         if (type == SP_DNS_TYPE_OPT) {
             if (i < skipped || q->edns) {
                 q->edns = false;
+                q->nsid = false;
                 return SP_DNS_FORMERR;
             }
             q->edns_size = sp_get16(msg + pos + 2);
@@ -262,8 +263,10 @@ static enum sp_dns_verdict parse_records(const uint8_t *msg, size_t len, size_t 
             for (size_t o = rdata; o < rdata + rdlen;) {   /* options: code, length, data */
                 if (o + 4 > rdata + rdlen || o + 4 + sp_get16(msg + o + 2) > rdata + rdlen) {
                     q->edns = false;
+                    q->nsid = false;
                     return SP_DNS_FORMERR;
                 }
+                q->nsid |= sp_get16(msg + o) == SP_DNS_OPTION_NSID;
                 o += 4 + (size_t)sp_get16(msg + o + 2);
             }
             q->edns = true;
@@ -277,7 +280,8 @@ static enum sp_dns_verdict unusual_verdict(const struct sp_dns_query *q);
 
 /* The OPT record most queries end with, read without parse_records()'s walk: the only
  * record after the question, owned by the root, ending the message, with no options or
- * one (a cookie, as dig sends). False for any other, which parse_records() then reads. */
+ * one (a cookie, as dig sends) that is not NSID. False for any other, which
+ * parse_records() then reads. */
 static inline bool usual_opt(const uint8_t *msg, size_t len, size_t pos, struct sp_dns_query *q)
 {
     static const uint8_t only_opt[6] = {0, 0, 0, 0, 0, 1};
@@ -287,7 +291,8 @@ static inline bool usual_opt(const uint8_t *msg, size_t len, size_t pos, struct 
         return false;
     size_t rdlen = sp_get16(opt + 9);
     if (len - pos != SP_DNS_OPT_LEN + rdlen ||
-        (rdlen && (rdlen < 4 || 4u + sp_get16(opt + SP_DNS_OPT_LEN + 2) != rdlen)))
+        (rdlen && (rdlen < 4 || 4u + sp_get16(opt + SP_DNS_OPT_LEN + 2) != rdlen ||
+                   sp_get16(opt + SP_DNS_OPT_LEN) == SP_DNS_OPTION_NSID)))
         return false;
     q->edns_size = sp_get16(opt + 3);
     q->edns_version = opt[6];
@@ -373,6 +378,7 @@ parse(const uint8_t *msg, size_t len, struct sp_dns_query *q, bool with_sum, boo
     q->edns_version = 0;
     q->message_summed = false;
     q->edns_size = 0;
+    q->nsid = false;
     if (len < SP_DNS_HEADER_LEN || (msg[2] & SP_DNS_QR))
         return SP_DNS_DROP;
     uint8_t opcode = (msg[2] >> 3) & 0x0f;     /* kept in locals too: stores through q */

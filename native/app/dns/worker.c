@@ -137,6 +137,7 @@ int sp_dns_worker_init(struct sp_dns_worker *d, struct sp_io *io,
                        const struct sp_dns_worker_config *cfg, char *err, size_t errlen)
 {
     d->cfg.max_udp = cfg->max_udp;
+    d->cfg.nsid_len = 0;                 /* none until the server gives one */
     d->cfg.handoff_fd = cfg->handoff_fd;
     d->rrl = cfg->rrl;
     d->precopy = NULL;

@@ -20,5 +20,5 @@
 
 from .cases import QueryCase, generate_queries, tcp_cases, tcp_expect, udp_cases  # noqa: F401
 from .compare import check_expect, compare, header_counts, parse  # noqa: F401
-from .zones import (CHAOS_IDENTITY, CHAOS_VERSION, DEFAULT_SEED, ZONES, ZONES_DIR,  # noqa: F401
-                    knot_zones, stormpy_zones)
+from .zones import (CHAOS_IDENTITY, CHAOS_VERSION, DEFAULT_SEED, NSID, ZONES,  # noqa: F401
+                    ZONES_DIR, knot_zones, stormpy_zones)

@@ -131,6 +131,12 @@ MUTATIONS = {
     "trailing": lambda w: w + b"\x01\x02\x03",
     # EDNS options
     "opt_nsid": lambda w: _hdr(w[:_question_end(w)], ar=1) + _opt(rdata=struct.pack("!HH", 3, 0)),
+    "opt_nsid_cookie": lambda w: _hdr(w[:_question_end(w)], ar=1) + _opt(
+        rdata=struct.pack("!HH", 10, 8) + b"12345678" + struct.pack("!HH", 3, 0)),
+    "opt_nsid_do": lambda w: _hdr(w[:_question_end(w)], ar=1) + _opt(ttl=0x8000,
+                                                                    rdata=struct.pack("!HH", 3, 0)),
+    "opt_nsid_512": lambda w: _hdr(w[:_question_end(w)], ar=1) + _opt(payload=512,
+                                                                     rdata=struct.pack("!HH", 3, 0)),
     "opt_unknown": lambda w: _hdr(w[:_question_end(w)], ar=1) + _opt(rdata=struct.pack("!HH", 65001, 2) + b"ab"),
     "opt_cookie": lambda w: _hdr(w[:_question_end(w)], ar=1) + _opt(rdata=struct.pack("!HH", 10, 8) + b"12345678"),
     "opt_badlen": lambda w: _hdr(w[:_question_end(w)], ar=1) + _opt(rdata=struct.pack("!HH", 8, 9)),

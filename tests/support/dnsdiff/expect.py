@@ -141,7 +141,19 @@ def behaviours() -> List[Tuple[str, str, object, object, Dict]]:
     b("raw_opt_nonroot_owner", "www." + Z, variants=("raw",), raw="opt_nonroot", expect=POS(2))
     b("raw_opt_in_answer", "www." + Z, variants=("raw",), raw="opt_in_answer", expect=FORMERR)
     b("raw_trailing_garbage", "www." + Z, variants=("raw",), raw="trailing", expect=FORMERR)
-    b("raw_opt_nsid", "www." + Z, variants=("raw",), raw="opt_nsid", expect=POS(2))
+    b("raw_opt_nsid", "www." + Z, variants=("raw",), raw="opt_nsid", expect=POS(2), tcp=True)
+    b("raw_opt_nsid_nx", "nx." + Z, variants=("raw",), raw="opt_nsid", expect=NXD)
+    b("raw_opt_nsid_nodata", "foo.wild." + Z, "MX", variants=("raw",), raw="opt_nsid",
+      expect=NODATA)
+    b("raw_opt_nsid_refused", "www.example.org.", variants=("raw",), raw="opt_nsid",
+      expect=REFUSED)
+    b("raw_opt_nsid_chaos", "id.server.", "TXT", "CH", variants=("raw",), raw="opt_nsid",
+      expect=CHAOS_OK)
+    b("raw_opt_nsid_cookie", "www." + Z, variants=("raw",), raw="opt_nsid_cookie", expect=POS(2))
+    b("raw_opt_nsid_do", "www." + Z, variants=("raw",), raw="opt_nsid_do", expect=POS(2))
+    b("raw_opt_nsid_big_txt", "big." + Z, "TXT", variants=("raw",), raw="opt_nsid",
+      expect=POS(6))
+    b("raw_opt_nsid_tc", "big." + Z, "TXT", variants=("raw",), raw="opt_nsid_512", expect=TRUNC)
     b("raw_opt_unknown_option", "www." + Z, variants=("raw",), raw="opt_unknown", expect=POS(2))
     b("raw_opt_cookie", "www." + Z, variants=("raw",), raw="opt_cookie", expect=POS(2))
     b("raw_opt_bad_option_len", "www." + Z, variants=("raw",), raw="opt_badlen", expect=FORMERR)

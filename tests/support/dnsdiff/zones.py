@@ -28,6 +28,7 @@ def stormpy_zones() -> List[Tuple[str, str]]:
 DEFAULT_SEED = 20240101
 CHAOS_VERSION = "stormpy-difftest-version 1.0"
 CHAOS_IDENTITY = "stormpy-difftest-identity"
+NSID = "stormpy-difftest-nsid"     # both servers' NSID (Knot's default is the hostname)
 
 Z = "example.com."
 N = "example.net."

@@ -46,6 +46,8 @@
 #define SP_DNS_NAME_MAX 255
 #define SP_DNS_LABELS_MAX 127
 #define SP_DNS_OPT_LEN 11u
+#define SP_DNS_OPTION_NSID 3    /* RFC 5001 */
+#define SP_DNS_NSID_MAX 128     /* the longest NSID a server sends */
 #define SP_DNS_UDP_MIN 512u
 
 enum sp_dns_kind {
@@ -155,6 +157,7 @@ struct sp_dns_query {
     uint16_t qtype;
     uint16_t qclass;
     uint8_t name_len;        /* wire length including the root label */
+    bool nsid;               /* an NSID option came with the OPT (RFC 5001) */
     uint16_t question_len;   /* name_len + 4 */
     uint32_t question_sum;   /* partial checksum of the question, as at an even offset
                                 (sp_dns_parse_summed() only: not written otherwise) */
@@ -171,6 +174,8 @@ struct sp_dns_query {
 
 struct sp_dns_config {
     uint16_t max_udp;        /* largest UDP response this server sends (EDNS) */
+    uint16_t nsid_len;       /* this server's NSID, sent to queries with the option; 0: none */
+    uint8_t nsid[SP_DNS_NSID_MAX];
     int handoff_fd;          /* NOTIFY and transfers go up this socket (handoff.h); 0: none */
     uint8_t handoff_local[16];   /* the worker's socket's own address, where it has one */
 };
@@ -311,8 +316,8 @@ uint16_t sp_dns_additional_before(const uint8_t *bytes, size_t len, size_t end);
 
 /* The length of r's whole answer to q over UDP (question echoed, OPT when asked)
  * when it fits both cap and the client's limit, unshortened; 0 when sp_dns_answer()
- * would drop the additional section or truncate, or r's bytes depend on the name
- * (SP_DNS_USER_DNAME). */
+ * would drop the additional section or truncate, r's bytes depend on the name
+ * (SP_DNS_USER_DNAME), or the answer carries the server's NSID. */
 size_t sp_dns_full_len(const struct sp_response *r, const struct sp_dns_query *q,
                        const struct sp_dns_config *cfg, size_t cap);
 
