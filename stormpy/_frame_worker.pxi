@@ -13,8 +13,11 @@ cdef _set_own_stack(sp_frame_config *cfg, dict own):
 
 
 cdef _set_nsid(sp_dns_config *cfg, bytes nsid):
-    """The NSID sent to queries asking for it (RFC 5001): nsid, at most 128 bytes."""
-    if nsid is None or len(nsid) > sizeof(cfg.nsid):
+    """The NSID sent to queries asking for it (RFC 5001): nsid, at most 128 bytes;
+    empty or None: none."""
+    if nsid is None:
+        nsid = b""
+    if len(nsid) > sizeof(cfg.nsid):
         raise ValueError(f"an NSID is at most {sizeof(cfg.nsid)} bytes")
     if nsid:
         memcpy(cfg.nsid, <const char *>nsid, len(nsid))

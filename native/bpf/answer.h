@@ -178,8 +178,8 @@ static __always_inline int sp_grow(struct xdp_md *ctx, struct sp_answer_scratch 
  * cookie is answered), so the driver's reply is theirs whatever the others say, as long
  * as they are well-formed, which the workers check. Their bytes' sum, or -1: malformed
  * (the workers answer FORMERR), an NSID asked for (the workers send the server's), or
- * more than it walks. A global function, so the
- * verifier checks it once, not once for every way into the rest of the program. */
+ * more than it walks. A global function, so the verifier checks it once, not once for
+ * every way into the rest of the program. */
 __attribute__((noinline)) int sp_options_sum(struct xdp_md *ctx, __u32 offset, __u32 at,
                                              __u32 rdlen)
 {
